@@ -1,0 +1,37 @@
+// Package wire is Casty's serialization layer: a registry of message types
+// under stable wire names, recursive validation of what may cross the wire,
+// and the msgpack encoding every node speaks.
+//
+// # What it guarantees
+//
+// A type is checked once, when it is registered (in Casty: at package
+// initialisation, through casty.Message and casty.Actor), never at send
+// time. Validation walks the type recursively and rejects anything that
+// cannot be encoded faithfully — channels, functions, complex numbers,
+// unsafe pointers, interfaces, uintptrs and named struct types that were
+// not registered themselves — with an error naming the full field path:
+//
+//	shop.Order.Lines[].Sku: chan int is not serializable
+//
+// Self-referential types (a tree of *Node) are allowed. time.Time, []byte,
+// slices, arrays, pointers, maps keyed by strings or integers and nested
+// registered structs are all supported.
+//
+// Encoding is msgpack with exported field names as map keys (a `msgpack`
+// struct tag renames a field, `msgpack:"-"` skips it), so schemas evolve in
+// both directions: a receiver ignores fields it does not know and leaves
+// fields the sender did not know at their zero value. See SPEC.md.
+//
+// Decoding never trusts a length prefix: before any allocation, Unmarshal
+// scans the input and refuses a container that claims more elements than
+// bytes remain, nesting deeper than MaxDepth, or trailing bytes. Bad input
+// yields an error wrapping ErrMalformed, never a panic.
+//
+// # What the caller must do
+//
+// Register every struct type that crosses the wire before the types that
+// contain it (Go initialises package-level variables in declaration order
+// when they do not depend on each other), and give a type an explicit name
+// with Register's name argument before renaming it in Go, so old and new
+// binaries still agree.
+package wire

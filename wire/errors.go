@@ -1,0 +1,41 @@
+package wire
+
+import "errors"
+
+var (
+	// ErrNotSerializable is returned (wrapped in a *TypeError) when a type
+	// contains something msgpack cannot carry faithfully.
+	ErrNotSerializable = errors.New("wire: not serializable")
+
+	// ErrDuplicateName is returned when a wire name is already taken by
+	// another type.
+	ErrDuplicateName = errors.New("wire: duplicate wire name")
+
+	// ErrUnknownName is returned when a wire name has no registered type.
+	ErrUnknownName = errors.New("wire: unknown wire name")
+
+	// ErrMalformed is returned when bytes are not a well-formed, bounded
+	// msgpack value: truncated input, a length prefix larger than the input,
+	// nesting deeper than MaxDepth, an unused type code or trailing bytes.
+	ErrMalformed = errors.New("wire: malformed input")
+)
+
+// TypeError reports why a type cannot be registered or used on the wire.
+// Path is the full field path from the root type, e.g.
+// "shop.Order.Lines[].Sku".
+type TypeError struct {
+	Path string // where in the type the problem is
+	Type string // the offending Go type, as written in Go
+	Why  string // "is not serializable", "is not registered", ...
+	Err  error  // the sentinel: ErrNotSerializable or ErrDuplicateName
+}
+
+func (e *TypeError) Error() string {
+	if e.Path == "" {
+		return e.Type + " " + e.Why
+	}
+	return e.Path + ": " + e.Type + " " + e.Why
+}
+
+// Unwrap returns the sentinel the error belongs to.
+func (e *TypeError) Unwrap() error { return e.Err }

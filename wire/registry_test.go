@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+type Line struct {
+	Sku string
+	Qty int
+}
+
+type Order struct {
+	ID      string
+	Lines   []Line
+	Placed  time.Time
+	Blob    []byte
+	Tags    map[string]int
+	ByCode  map[int64]string
+	Parent  *Order // self-reference
+	Window  [3]float64
+	private chan int // unexported: transient, ignored
+	Skipped func()   `msgpack:"-"`
+}
+
+func TestRegisterValid(t *testing.T) {
+	r := NewRegistry()
+	if _, err := r.Register(reflect.TypeFor[Line](), ""); err != nil {
+		t.Fatal(err)
+	}
+	name, err := r.Register(reflect.TypeFor[Order](), "shop.Order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "shop.Order" {
+		t.Fatalf("name = %q", name)
+	}
+	if got, _ := r.TypeOf("shop.Order"); got != reflect.TypeFor[Order]() {
+		t.Fatalf("TypeOf = %v", got)
+	}
+	if got, _ := r.NameOf(reflect.TypeFor[Line]()); got != "github.com/casty-go/casty/wire.Line" {
+		t.Fatalf("default name = %q", got)
+	}
+	// Registering the same type under the same name again is a no-op.
+	if _, err := r.Register(reflect.TypeFor[Order](), "shop.Order"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRegisterRejectsWithFieldPath(t *testing.T) {
+	type Bad1 struct{ Lines []struct{ Sku chan int } }
+	type Bad2 struct{ C complex128 }
+	type Bad3 struct{ F func() }
+	type Bad4 struct{ P unsafe.Pointer }
+	type Bad5 struct{ A any }
+	type Bad6 struct{ M map[float64]int }
+	type Bad7 struct{ L Line } // Line not registered in this registry
+	type Bad8 struct{ U uintptr }
+	type Bad9 struct {
+		Deep map[string][]*[2]struct{ E error }
+	}
+	cases := []struct {
+		typ  reflect.Type
+		want string
+	}{
+		{reflect.TypeFor[Bad1](), "shop.Bad.Lines[].Sku: chan int is not serializable"},
+		{reflect.TypeFor[Bad2](), "shop.Bad.C: complex128 is not serializable"},
+		{reflect.TypeFor[Bad3](), "shop.Bad.F: func() is not serializable"},
+		{reflect.TypeFor[Bad4](), "shop.Bad.P: unsafe.Pointer is not serializable"},
+		{reflect.TypeFor[Bad5](), "shop.Bad.A: interface {} is not serializable"},
+		{reflect.TypeFor[Bad6](), "shop.Bad.M: map[float64]int is not serializable: map keys must be strings or integers"},
+		{reflect.TypeFor[Bad7](), "shop.Bad.L: wire.Line is not registered"},
+		{reflect.TypeFor[Bad8](), "shop.Bad.U: uintptr is not serializable"},
+		{reflect.TypeFor[Bad9](), "shop.Bad.Deep{}[][].E: error is not serializable"},
+	}
+	for _, c := range cases {
+		r := NewRegistry()
+		_, err := r.Register(c.typ, "shop.Bad")
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want prefix %q", c.typ, err, c.want)
+		}
+		if !errors.Is(err, ErrNotSerializable) {
+			t.Errorf("%v: %v is not ErrNotSerializable", c.typ, err)
+		}
+		if _, ok := r.TypeOf("shop.Bad"); ok {
+			t.Errorf("%v: failed registration left a name behind", c.typ)
+		}
+	}
+}
+
+func TestRegisterDuplicates(t *testing.T) {
+	type A struct{ X int }
+	type B struct{ Y int }
+	r := NewRegistry()
+	if _, err := r.Register(reflect.TypeFor[A](), "n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register(reflect.TypeFor[B](), "n"); !errors.Is(err, ErrDuplicateName) {
+		t.Fatalf("same name, other type: %v", err)
+	}
+	if _, err := r.Register(reflect.TypeFor[A](), "other"); !errors.Is(err, ErrDuplicateName) {
+		t.Fatalf("same type, other name: %v", err)
+	}
+	if _, err := r.Register(reflect.TypeFor[int](), ""); !errors.Is(err, ErrNotSerializable) {
+		t.Fatalf("non-struct: %v", err)
+	}
+}
+
+func TestValidateValue(t *testing.T) {
+	r := NewRegistry()
+	for _, typ := range []reflect.Type{reflect.TypeFor[int](), reflect.TypeFor[string](), reflect.TypeFor[[]byte](),
+		reflect.TypeFor[map[string][]int](), reflect.TypeFor[time.Time](), reflect.TypeFor[*float64]()} {
+		if err := r.ValidateValue(typ, "arg"); err != nil {
+			t.Errorf("%v: %v", typ, err)
+		}
+	}
+	if err := r.ValidateValue(reflect.TypeFor[chan int](), "Greet.arg"); err == nil || err.Error() != "Greet.arg: chan int is not serializable" {
+		t.Fatalf("got %v", err)
+	}
+}
