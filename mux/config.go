@@ -1,0 +1,204 @@
+package mux
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Config holds every knob of a Node. Build one with DefaultConfig and
+// override fields; New calls Validate. Durations are wall-clock durations;
+// sizes are bytes.
+type Config struct {
+	// ClusterName must be equal on both ends of a connection; a mismatch
+	// rejects the handshake with CodeWrongCluster. At most 255 bytes.
+	// Default "casty". Zero (empty) is allowed and is a name like any other.
+	ClusterName string
+
+	// NodeID identifies this node. Required: the zero NodeID is rejected by
+	// Validate. Use NewNodeID to draw a random one.
+	NodeID NodeID
+
+	// AdvertiseAddr is the address other nodes should dial to reach this
+	// node; it is sent in the handshake and reported by Session.PeerAddr.
+	// At most 255 bytes. Default "" (the peer only learns the id).
+	AdvertiseAddr string
+
+	// Role is sent in the handshake: RoleMember (default) or RoleClient.
+	Role Role
+
+	// ServerTLS, when non-nil, wraps every accepted connection in TLS.
+	// Set ClientAuth to tls.RequireAndVerifyClientCert with ClientCAs for
+	// mTLS. Nil (default) serves plaintext.
+	ServerTLS *tls.Config
+
+	// ClientTLS, when non-nil, wraps every dialled connection in TLS. Set
+	// RootCAs (and Certificates for mTLS). If ServerName is empty the host
+	// part of the dialled address is used. Nil (default) dials plaintext.
+	ClientTLS *tls.Config
+
+	// HandshakeTimeout bounds the TLS handshake plus the mux handshake of
+	// one connection, and the preamble of each accepted stream.
+	// Default 5 s. Must be > 0.
+	HandshakeTimeout time.Duration
+
+	// ConnectTimeout bounds the TCP connect of Dial (in addition to the
+	// caller's context). Default 5 s. Must be > 0.
+	ConnectTimeout time.Duration
+
+	// KeepAliveInterval is the time between keepalive pings on an idle or
+	// busy connection. Default 15 s. Zero disables keepalive.
+	KeepAliveInterval time.Duration
+
+	// KeepAliveTimeout is how long a ping may wait for its pong before the
+	// connection is declared dead (OnKeepaliveFailure is called and the
+	// connection closed). It is also yamux's connection write timeout: a
+	// frame that cannot be handed to the socket within it kills the
+	// connection. Default 5 s. Must be > 0.
+	KeepAliveTimeout time.Duration
+
+	// MaxFrame caps the bytes of one yamux data frame written by this
+	// node, so a bulk stream delays other streams by at most one frame.
+	// Default 256 KiB. Must be in [1 KiB, StreamWindow].
+	MaxFrame int
+
+	// MaxMessage caps one message (request, response or one-way payload),
+	// before and after compression. Larger payloads are refused locally
+	// with ErrMessageTooLarge; a peer sending one violates the protocol.
+	// All nodes of a cluster must agree. Default 4 MiB. Must be >= 1 KiB.
+	MaxMessage int
+
+	// StreamWindow is the per-stream credit window (yamux
+	// MaxStreamWindowSize). Default 256 KiB, which is also yamux's minimum.
+	StreamWindow int
+
+	// MaxStreams caps the ephemeral streams open at once on one
+	// connection, per direction. OpenStream beyond it fails with
+	// ErrTooManyStreams; an inbound stream beyond it is closed at once.
+	// Default 1024. Must be > 0.
+	MaxStreams int
+
+	// CompressThreshold is the smallest payload that is compressed;
+	// compression is kept only when it makes the payload smaller.
+	// Default 4096. Zero compresses every payload; a negative value
+	// disables compression.
+	CompressThreshold int
+
+	// Codecs lists the compression codecs this node accepts, in preference
+	// order; the dialler's first codec also known by the listener wins.
+	// Known: "zstd", "zlib". Default ["zstd", "zlib"]. Empty means no
+	// compression on connections this node dials or accepts.
+	Codecs []string
+
+	// ReconnectMin is the first delay of Backoff. Default 100 ms. Must be > 0.
+	ReconnectMin time.Duration
+
+	// ReconnectMax caps Backoff's doubling. Default 15 s. Must be >= ReconnectMin.
+	ReconnectMax time.Duration
+
+	// ReconnectJitter spreads each backoff delay uniformly over
+	// ±ReconnectJitter×delay. Default 0.25. Must be in [0, 1).
+	ReconnectJitter float64
+
+	// Rand is the randomness for jitter. Nil means a generator seeded from
+	// the runtime's entropy. Tests pass rand.New(rand.NewPCG(seed, seed)).
+	// It is only used under the Node's lock, so it need not be safe for
+	// concurrent use.
+	Rand *rand.Rand
+
+	// SupersedeGrace bounds how long a connection that lost the
+	// simultaneous-dial tie-break keeps serving requests already in flight
+	// on it before it is closed. Default 5 s. Must be > 0.
+	SupersedeGrace time.Duration
+
+	// Logger receives connection-level events (handshake failures,
+	// protocol violations, keepalive failures). Nil means slog.Default().
+	Logger *slog.Logger
+
+	// OnSession, if set, is called (in its own goroutine) whenever a
+	// session becomes the live session for its peer.
+	OnSession func(s *Session)
+
+	// OnPeerLost, if set, is called (in its own goroutine) when the live
+	// session to a peer closes and no other session replaces it. err says why.
+	OnPeerLost func(peer NodeID, err error)
+
+	// OnKeepaliveFailure, if set, is called (in its own goroutine) when a
+	// keepalive ping fails; the connection is closed right after.
+	// Membership treats it as a suspicion signal.
+	OnKeepaliveFailure func(peer NodeID, err error)
+}
+
+// DefaultConfig returns a Config with every default filled in except
+// NodeID, which the caller must set.
+func DefaultConfig() Config {
+	return Config{
+		ClusterName:       "casty",
+		Role:              RoleMember,
+		HandshakeTimeout:  5 * time.Second,
+		ConnectTimeout:    5 * time.Second,
+		KeepAliveInterval: 15 * time.Second,
+		KeepAliveTimeout:  5 * time.Second,
+		MaxFrame:          256 << 10,
+		MaxMessage:        4 << 20,
+		StreamWindow:      256 << 10,
+		MaxStreams:        1024,
+		CompressThreshold: 4096,
+		Codecs:            []string{CodecZstd, CodecZlib},
+		ReconnectMin:      100 * time.Millisecond,
+		ReconnectMax:      15 * time.Second,
+		ReconnectJitter:   0.25,
+		SupersedeGrace:    5 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field, wrapped in ErrInvalidConfig.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case c.NodeID == NodeID{}:
+		return bad("NodeID is zero")
+	case len(c.ClusterName) > 255:
+		return bad("ClusterName longer than 255 bytes")
+	case len(c.AdvertiseAddr) > 255:
+		return bad("AdvertiseAddr longer than 255 bytes")
+	case c.Role != RoleMember && c.Role != RoleClient:
+		return bad("Role %d unknown", c.Role)
+	case c.HandshakeTimeout <= 0:
+		return bad("HandshakeTimeout must be > 0")
+	case c.ConnectTimeout <= 0:
+		return bad("ConnectTimeout must be > 0")
+	case c.KeepAliveInterval < 0:
+		return bad("KeepAliveInterval must be >= 0")
+	case c.KeepAliveTimeout <= 0:
+		return bad("KeepAliveTimeout must be > 0")
+	case c.StreamWindow < 256<<10:
+		return bad("StreamWindow must be >= 256 KiB (yamux minimum)")
+	case c.MaxFrame < 1<<10 || c.MaxFrame > c.StreamWindow:
+		return bad("MaxFrame must be in [1 KiB, StreamWindow]")
+	case c.MaxMessage < 1<<10 || c.MaxMessage > maxWireLength:
+		return bad("MaxMessage must be in [1 KiB, 1 GiB]")
+	case c.MaxStreams <= 0:
+		return bad("MaxStreams must be > 0")
+	case c.ReconnectMin <= 0:
+		return bad("ReconnectMin must be > 0")
+	case c.ReconnectMax < c.ReconnectMin:
+		return bad("ReconnectMax must be >= ReconnectMin")
+	case c.ReconnectJitter < 0 || c.ReconnectJitter >= 1:
+		return bad("ReconnectJitter must be in [0, 1)")
+	case c.SupersedeGrace <= 0:
+		return bad("SupersedeGrace must be > 0")
+	case len(c.Codecs) > maxCodecs:
+		return bad("more than %d codecs", maxCodecs)
+	}
+	for _, name := range c.Codecs {
+		if codecByName(name) == nil {
+			return bad("unknown codec %q", name)
+		}
+	}
+	return nil
+}

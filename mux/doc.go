@@ -1,0 +1,70 @@
+// Package mux is Casty's node-to-node transport: one multiplexed, optionally
+// TLS-protected connection per pair of nodes, built on
+// github.com/hashicorp/yamux. The wire format is specified in SPEC.md.
+//
+// # Model
+//
+// A Node listens (Serve, or Accept for one connection) and dials (Dial,
+// Connect, DialConn, Redial). Every connection starts with a handshake on
+// its control stream: cluster name, protocol versions, 16-byte node id,
+// advertised address, role and offered compression codecs. A rejected
+// handshake surfaces as *HandshakeError with a code: CodeWrongCluster (1),
+// CodeNoCommonVersion (2), CodeSelf (3). A successful one yields a
+// *Session, keyed by the peer's node id.
+//
+// The Node keeps one live session per peer. An inbound session is used for
+// outbound traffic too (Node.Session, Node.Connect). When both nodes dial
+// each other at once, both keep the session whose initiator has the
+// smaller node id (between two dials by the same node, the smaller random
+// dial nonce); the other drains what is in flight on it and closes, and
+// new work given to it is forwarded to the winner.
+//
+// # Channels
+//
+// Each session carries three lanes — LaneControl (handshake, then
+// membership gossip), LaneMessage (actor calls) and LaneReplication
+// (state fan-out) — each a long-lived yamux stream with its own credit
+// window, so replication never shares a window with calls. On a lane:
+//
+//   - Session.Request sends a request with a correlation id and waits for
+//     the answer; answers arrive out of order; the deadline is the ctx's.
+//     The peer's RequestHandler (Node.HandleRequests) runs in its own
+//     goroutine; its error comes back as *RemoteError{Code, Message}.
+//   - Session.Send sends a one-way message, delivered in order to the
+//     peer's MessageHandler (Node.HandleMessages).
+//
+// Small envelopes queued together leave in one write (write combining).
+// Session.OpenStream opens an ephemeral stream (a net.Conn) for bulk data
+// and actor streaming, delivered to the peer's StreamHandler
+// (Node.HandleStreams); each stream has its own credit window, so a
+// stalled reader stalls only its own stream, and writes are split into
+// frames of at most Config.MaxFrame so a bulk stream delays other traffic
+// by at most one frame.
+//
+// # Guarantees and limits
+//
+//   - Payloads over Config.MaxMessage (4 MiB) are refused with
+//     ErrMessageTooLarge before anything is sent.
+//   - Payloads of at least Config.CompressThreshold (4096 B) are compressed
+//     with the negotiated codec (zstd preferred, zlib built in) when that
+//     makes them smaller. Decompression is bounded by MaxMessage; a bomb is
+//     a protocol violation.
+//   - Any protocol violation closes that connection, never the process, and
+//     never panics. Requests pending on a lost connection fail with
+//     ErrConnectionLost.
+//   - Keepalive pings every Config.KeepAliveInterval; a ping unanswered
+//     within KeepAliveTimeout calls Config.OnKeepaliveFailure (a suspicion
+//     signal for membership) and closes the connection.
+//   - The transport never retries a request. ErrConnectionLost and context
+//     errors are indeterminate (the handler may have run); ErrMessageTooLarge,
+//     ErrClosed before sending and *RemoteError are definite.
+//   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
+//     15 s with ±25 % jitter from an injected *rand.Rand.
+//
+// # What the caller must do
+//
+// Set Config.NodeID (NewNodeID) and a ClusterName shared by the cluster;
+// install handlers before traffic arrives; Close every Stream it opens or
+// accepts; make handlers return when their context is cancelled; and call
+// Node.Close, which waits for every goroutine the package started.
+package mux

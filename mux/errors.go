@@ -1,0 +1,156 @@
+package mux
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Compare with errors.Is.
+//
+// Definite errors (the message was not sent): ErrMessageTooLarge,
+// ErrClosed, ErrTooManyStreams, ErrInvalidConfig, *HandshakeError.
+// Indeterminate errors (the peer may have received and handled the
+// request): ErrConnectionLost and the caller's context errors
+// (context.DeadlineExceeded, context.Canceled). The transport never
+// retries; deciding whether a retry is safe belongs to the caller.
+var (
+	// ErrClosed is returned when the Node or Session is closed locally
+	// before or while an operation runs.
+	ErrClosed = errors.New("mux: closed")
+
+	// ErrConnectionLost is returned (wrapped with the cause) for requests
+	// pending on a connection that died, and for operations on a session
+	// whose connection is gone. Indeterminate: the peer may have acted.
+	ErrConnectionLost = errors.New("mux: connection lost")
+
+	// ErrMessageTooLarge is returned when a payload exceeds
+	// Config.MaxMessage; nothing was sent. Use a stream for bulk data.
+	ErrMessageTooLarge = errors.New("mux: message too large")
+
+	// ErrTooManyStreams is returned by OpenStream when Config.MaxStreams
+	// ephemeral streams are already open on the session.
+	ErrTooManyStreams = errors.New("mux: too many streams")
+
+	// ErrProtocol wraps every protocol violation; the connection that
+	// carried it is closed. It reaches callers inside ErrConnectionLost.
+	ErrProtocol = errors.New("mux: protocol violation")
+
+	// ErrInvalidConfig wraps the reason a Config failed Validate.
+	ErrInvalidConfig = errors.New("mux: invalid config")
+)
+
+// HandshakeCode says why a handshake was rejected.
+type HandshakeCode uint8
+
+// Handshake rejection codes, fixed on the wire (see SPEC.md).
+const (
+	// CodeMalformed: the handshake could not be parsed or did not arrive
+	// in time; also used locally for a TLS or transport failure during
+	// the handshake.
+	CodeMalformed HandshakeCode = 0
+	// CodeWrongCluster: the cluster names differ.
+	CodeWrongCluster HandshakeCode = 1
+	// CodeNoCommonVersion: no protocol version is supported by both.
+	CodeNoCommonVersion HandshakeCode = 2
+	// CodeSelf: the node dialled itself (same node id on both ends).
+	CodeSelf HandshakeCode = 3
+)
+
+func (c HandshakeCode) String() string {
+	switch c {
+	case CodeMalformed:
+		return "malformed"
+	case CodeWrongCluster:
+		return "wrong cluster"
+	case CodeNoCommonVersion:
+		return "no common version"
+	case CodeSelf:
+		return "connected to itself"
+	}
+	return fmt.Sprintf("code %d", uint8(c))
+}
+
+// HandshakeError is returned by Dial (and logged by Serve) when a
+// connection's handshake fails. Code is the wire rejection code; Remote
+// is true when the peer rejected us, false when we rejected the peer or
+// the handshake failed locally. Err, when set, is the underlying cause
+// (a TLS error, a timeout, an I/O error).
+type HandshakeError struct {
+	Code    HandshakeCode
+	Message string
+	Remote  bool
+	Err     error
+}
+
+func (e *HandshakeError) Error() string {
+	who := "local"
+	if e.Remote {
+		who = "remote"
+	}
+	s := fmt.Sprintf("mux: handshake rejected (%s, %s)", who, e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// Remote error codes carried by an error response. Handlers may use any
+// code >= CodeUser for their own meaning.
+const (
+	// CodeApplication is used for a handler error that is not a *RemoteError.
+	CodeApplication uint16 = 0
+	// CodeNoHandler: no request handler is registered for the lane.
+	CodeNoHandler uint16 = 1
+	// CodeHandlerPanic: the handler panicked; the panic was recovered.
+	CodeHandlerPanic uint16 = 2
+	// CodeResponseTooLarge: the handler's response exceeded MaxMessage.
+	CodeResponseTooLarge uint16 = 3
+	// CodeUser is the first code free for applications.
+	CodeUser uint16 = 16
+)
+
+// RemoteError is the error a Request returns when the peer's handler
+// failed. It is definite: the handler ran and reported failure. A handler
+// that returns a *RemoteError (possibly wrapped) sends its Code; any other
+// error is sent as CodeApplication with err.Error() as Message.
+type RemoteError struct {
+	Code    uint16
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("mux: remote error %d: %s", e.Code, e.Message)
+}
+
+func protocolError(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, a...))
+}
+
+func connectionLost(cause error) error {
+	if cause == nil || errors.Is(cause, ErrConnectionLost) {
+		return ErrConnectionLost
+	}
+	return fmt.Errorf("%w: %w", ErrConnectionLost, cause)
+}
+
+// More sentinels, grouped with the block above in the docs.
+var (
+	// ErrKeepalive wraps the failure of a keepalive ping; the connection
+	// was closed because of it.
+	ErrKeepalive = errors.New("mux: keepalive failed")
+
+	// ErrUnexpectedPeer is returned by Connect when the node at the
+	// address has another node id than the one asked for.
+	ErrUnexpectedPeer = errors.New("mux: unexpected peer at address")
+
+	// errSuperseded closes a session that lost the simultaneous-dial
+	// tie-break after draining. Never reaches callers: new work moves to
+	// the winning session.
+	errSuperseded = errors.New("mux: session superseded")
+)

@@ -1,0 +1,9 @@
+module github.com/casty-go/casty/mux
+
+go 1.26
+
+require (
+	github.com/hashicorp/yamux v0.1.2
+	github.com/klauspost/compress v1.20.4
+	go.uber.org/goleak v1.3.0
+)

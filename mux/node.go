@@ -1,0 +1,538 @@
+package mux
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// RequestHandler answers a request received on a lane. payload belongs to
+// the handler. ctx is cancelled when the requester gives up (its context
+// ended) or the connection closes. A returned error travels to the
+// requester as *RemoteError (see RemoteError for the code rules). The
+// handler runs in its own goroutine; requests on one lane are handled
+// concurrently and answered in completion order.
+type RequestHandler func(ctx context.Context, from *Session, payload []byte) ([]byte, error)
+
+// MessageHandler receives a one-way message. Messages of one lane of one
+// session are delivered one at a time, in the order they were sent, on the
+// lane's reader goroutine: the handler must not block for long (hand work
+// off to a queue), or it stalls that lane for that peer.
+type MessageHandler func(from *Session, payload []byte)
+
+// StreamHandler serves an ephemeral stream opened by the peer. It runs in
+// its own goroutine and owns st: it must Close it.
+type StreamHandler func(from *Session, st *Stream)
+
+// Node is one endpoint of the transport: it listens, dials, and keeps at
+// most one live Session per peer node id. All methods are safe for
+// concurrent use.
+type Node struct {
+	cfg  Config
+	info localInfo
+	log  *slog.Logger
+	ycfg *yamux.Config
+
+	reqHandlers   [numLanes]atomic.Pointer[RequestHandler]
+	msgHandlers   [numLanes]atomic.Pointer[MessageHandler]
+	streamHandler atomic.Pointer[StreamHandler]
+	wg            sync.WaitGroup
+	done          chan struct{}
+	mu            sync.Mutex
+	closed        bool
+	live          map[NodeID]*Session
+	all           map[*Session]struct{}
+	listeners     map[net.Listener]struct{}
+	rand          *rand.Rand
+}
+
+// New builds a Node from cfg (validated).
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		done:      make(chan struct{}),
+		live:      make(map[NodeID]*Session),
+		all:       make(map[*Session]struct{}),
+		listeners: make(map[net.Listener]struct{}),
+		rand:      cfg.Rand,
+	}
+	if n.log == nil {
+		n.log = slog.Default()
+	}
+	n.log = n.log.With("mux_node", cfg.NodeID.String()[:8])
+	if n.rand == nil {
+		n.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	n.info = localInfo{nodeID: cfg.NodeID, role: cfg.Role, cluster: cfg.ClusterName,
+		addr: cfg.AdvertiseAddr, codecs: cfg.Codecs}
+	yc := yamux.DefaultConfig()
+	yc.AcceptBacklog = 256
+	yc.EnableKeepAlive = false // keepalive is ours, so failures reach the callback
+	yc.ConnectionWriteTimeout = cfg.KeepAliveTimeout
+	yc.MaxStreamWindowSize = uint32(cfg.StreamWindow)
+	yc.StreamOpenTimeout = cfg.HandshakeTimeout + cfg.KeepAliveTimeout
+	yc.StreamCloseTimeout = cfg.SupersedeGrace + cfg.KeepAliveTimeout
+	yc.LogOutput = nil
+	yc.Logger = yamuxLogger{n.log}
+	n.ycfg = yc
+	return n, nil
+}
+
+// ID returns this node's id.
+func (n *Node) ID() NodeID { return n.cfg.NodeID }
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// HandleRequests installs the request handler of a lane (nil removes it;
+// requests then fail remotely with CodeNoHandler). Install handlers before
+// the first session is established to avoid that race.
+func (n *Node) HandleRequests(l Lane, h RequestHandler) {
+	if h == nil {
+		n.reqHandlers[l].Store(nil)
+		return
+	}
+	n.reqHandlers[l].Store(&h)
+}
+
+// HandleMessages installs the one-way message handler of a lane (nil
+// removes it; messages are then dropped).
+func (n *Node) HandleMessages(l Lane, h MessageHandler) {
+	if h == nil {
+		n.msgHandlers[l].Store(nil)
+		return
+	}
+	n.msgHandlers[l].Store(&h)
+}
+
+// HandleStreams installs the handler of inbound ephemeral streams (nil
+// removes it; inbound streams are then closed at once).
+func (n *Node) HandleStreams(h StreamHandler) {
+	if h == nil {
+		n.streamHandler.Store(nil)
+		return
+	}
+	n.streamHandler.Store(&h)
+}
+
+// Serve accepts connections on ln until ln fails or the Node is closed,
+// running the server side of the handshake for each in its own goroutine.
+// Handshake failures are logged, never returned. Serve closes ln when it
+// returns, and returns ErrClosed after Close.
+func (n *Node) Serve(ln net.Listener) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	n.listeners[ln] = struct{}{}
+	n.wg.Add(1)
+	n.mu.Unlock()
+	defer n.wg.Done()
+	defer func() {
+		n.mu.Lock()
+		delete(n.listeners, ln)
+		n.mu.Unlock()
+		ln.Close()
+	}()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-n.done:
+				return ErrClosed
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if !n.goTracked(func() {
+			if _, err := n.Accept(context.Background(), conn); err != nil {
+				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
+			}
+		}) {
+			conn.Close()
+			return ErrClosed
+		}
+	}
+}
+
+// goTracked runs f in a goroutine counted by the node's WaitGroup, unless
+// the node is closed.
+func (n *Node) goTracked(f func()) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Dial connects to addr over TCP (TLS when Config.ClientTLS is set), runs
+// the handshake and returns the live session to the node found there. If
+// a live session to that node already exists and wins the tie-break (see
+// the package docs), that one is returned and the new connection drains.
+func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
+	dctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return n.dialConn(ctx, conn, host)
+}
+
+// Connect returns the live session to peer, dialling addr if there is
+// none. It fails with ErrUnexpectedPeer (closing the new connection) if
+// the node at addr is not peer.
+func (n *Node) Connect(ctx context.Context, peer NodeID, addr string) (*Session, error) {
+	if s, ok := n.Session(peer); ok {
+		return s, nil
+	}
+	s, err := n.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if s.Peer() != peer {
+		s.Close()
+		return nil, fmt.Errorf("%w: %s has %s, want %s", ErrUnexpectedPeer, addr, s.Peer(), peer)
+	}
+	return s, nil
+}
+
+// DialConn runs the dialling side of the handshake over an established
+// connection (TLS is added when Config.ClientTLS is set). It is what Dial
+// does after connecting; tests use it with net.Pipe.
+func (n *Node) DialConn(ctx context.Context, conn net.Conn) (*Session, error) {
+	return n.dialConn(ctx, conn, "")
+}
+
+// handshakeDeadline arms conn's deadline for the handshake and makes ctx
+// cancellation interrupt it. The returned func disarms both.
+func (n *Node) handshakeDeadline(ctx context.Context, conn net.Conn) func() {
+	deadline := time.Now().Add(n.cfg.HandshakeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		stop()
+		_ = conn.SetDeadline(time.Time{})
+	}
+}
+
+func handshakeFailed(msg string, err error) error {
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		return he
+	}
+	return &HandshakeError{Code: CodeMalformed, Message: msg, Err: err}
+}
+
+func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Session, error) {
+	if n.isClosed() {
+		conn.Close()
+		return nil, ErrClosed
+	}
+	disarm := n.handshakeDeadline(ctx, conn)
+	if n.cfg.ClientTLS != nil {
+		tc := n.cfg.ClientTLS
+		if tc.ServerName == "" && !tc.InsecureSkipVerify && host != "" {
+			tc = tc.Clone()
+			tc.ServerName = host
+		}
+		tlsConn := tls.Client(conn, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			disarm()
+			conn.Close()
+			return nil, handshakeFailed("TLS handshake failed", err)
+		}
+		conn = tlsConn
+	}
+	ys, err := yamux.Client(conn, n.ycfg)
+	if err != nil {
+		disarm()
+		conn.Close()
+		return nil, err
+	}
+	fail := func(msg string, err error) (*Session, error) {
+		disarm()
+		ys.Close()
+		return nil, handshakeFailed(msg, err)
+	}
+	ctl, err := ys.OpenStream()
+	if err != nil {
+		return fail("opening the control stream failed", err)
+	}
+	h := n.info.hello()
+	n.mu.Lock()
+	h.nonce = n.rand.Uint64()
+	n.mu.Unlock()
+	if _, err := ctl.Write(h.encode()); err != nil {
+		return fail("sending hello failed (plaintext dial to a TLS listener?)", err)
+	}
+	typ, body, err := readHandshake(ctl)
+	if err != nil {
+		return fail("reading the answer failed (plaintext dial to a TLS listener, or peer closed)", err)
+	}
+	var w welcome
+	switch typ {
+	case hsWelcome:
+		if w, err = decodeWelcome(body); err != nil {
+			return fail("", err)
+		}
+		if herr := n.info.check(w); herr != nil {
+			return fail("", herr)
+		}
+	case hsReject:
+		r, err := decodeReject(body)
+		if err != nil {
+			return fail("", err)
+		}
+		disarm()
+		ys.Close()
+		return nil, &HandshakeError{Code: r.code, Message: r.msg, Remote: true}
+	default:
+		return fail("", malformed("unexpected handshake message"))
+	}
+	disarm()
+	s := n.newSession(ys, conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
+	s.attachLane(LaneControl, ctl)
+	for _, l := range []Lane{LaneMessage, LaneReplication} {
+		st, err := ys.OpenStream()
+		if err == nil {
+			_, err = st.Write([]byte{preambleLane, byte(l)})
+		}
+		if err != nil {
+			s.fail(connectionLost(err))
+			return nil, connectionLost(err)
+		}
+		s.attachLane(l, st)
+	}
+	return n.register(s)
+}
+
+// Accept runs the listening side of the handshake over an established
+// connection (TLS is added when Config.ServerTLS is set) and returns the
+// new session. Serve calls it for every accepted connection; tests use it
+// with net.Pipe. A rejected dialler gets its code, and Accept returns the
+// same *HandshakeError with Remote false.
+func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
+	if n.isClosed() {
+		conn.Close()
+		return nil, ErrClosed
+	}
+	disarm := n.handshakeDeadline(ctx, conn)
+	if n.cfg.ServerTLS != nil {
+		tlsConn := tls.Server(conn, n.cfg.ServerTLS)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			disarm()
+			conn.Close()
+			return nil, handshakeFailed("TLS handshake failed (plaintext dialler?)", err)
+		}
+		conn = tlsConn
+	}
+	ys, err := yamux.Server(conn, n.ycfg)
+	if err != nil {
+		disarm()
+		conn.Close()
+		return nil, err
+	}
+	fail := func(msg string, err error) (*Session, error) {
+		disarm()
+		ys.Close()
+		return nil, handshakeFailed(msg, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, n.cfg.HandshakeTimeout)
+	ctl, err := ys.AcceptStreamWithContext(actx)
+	cancel()
+	if err != nil {
+		return fail("no control stream", err)
+	}
+	typ, body, err := readHandshake(ctl)
+	if err != nil {
+		return fail("reading hello failed", err)
+	}
+	if typ != hsHello {
+		return fail("", malformed("expected hello"))
+	}
+	h, err := decodeHello(body)
+	if err != nil {
+		// Tell the dialler, best effort, then give up.
+		var he *HandshakeError
+		errors.As(err, &he)
+		_, _ = ctl.Write((&reject{code: CodeMalformed, msg: he.Message}).encode())
+		return fail("", err)
+	}
+	w, rej := n.info.accept(h)
+	if rej != nil {
+		_, _ = ctl.Write(rej.encode())
+		disarm()
+		ys.Close()
+		return nil, &HandshakeError{Code: rej.code, Message: rej.msg}
+	}
+	s := n.newSession(ys, conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
+	live, err := n.register(s)
+	if err != nil {
+		disarm()
+		return nil, err
+	}
+	if _, err := ctl.Write(w.encode()); err != nil {
+		disarm()
+		s.fail(connectionLost(err))
+		return nil, handshakeFailed("sending welcome failed", err)
+	}
+	disarm()
+	s.attachLane(LaneControl, ctl)
+	return live, nil
+}
+
+// tieBreak reports whether a should be kept over b: the session whose
+// initiator has the smaller node id wins; between two sessions initiated
+// by the same node, the smaller dial nonce wins. Both ends compute the
+// same answer from the same facts.
+func tieBreak(a, b *Session) bool {
+	if c := a.initiator.Compare(b.initiator); c != 0 {
+		return c < 0
+	}
+	return cmp.Compare(a.nonce, b.nonce) < 0
+}
+
+// register makes s known and decides which session to keep for its peer.
+// It returns the live session (s or the one that beat it) and starts s.
+func (n *Node) register(s *Session) (*Session, error) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		s.fail(ErrClosed)
+		return nil, ErrClosed
+	}
+	n.all[s] = struct{}{}
+	n.wg.Add(2)
+	go func() { defer n.wg.Done(); s.acceptLoop() }()
+	go func() { defer n.wg.Done(); s.monitor() }()
+	cur := n.live[s.peer]
+	var winner, loser *Session
+	switch {
+	case cur == nil:
+		winner = s
+	case tieBreak(s, cur):
+		winner, loser = s, cur
+	default:
+		winner, loser = cur, s
+	}
+	n.live[s.peer] = winner
+	if loser != nil {
+		loser.supersede(winner)
+	}
+	if winner == s && n.cfg.OnSession != nil {
+		cb := n.cfg.OnSession
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); cb(s) }()
+	}
+	n.mu.Unlock()
+	return winner, nil
+}
+
+// unregister forgets a closed session and reports the peer lost when it
+// was the live one.
+func (n *Node) unregister(s *Session, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.all, s)
+	if n.live[s.peer] != s {
+		return
+	}
+	delete(n.live, s.peer)
+	if n.cfg.OnPeerLost != nil && !n.closed {
+		cb := n.cfg.OnPeerLost
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); cb(s.peer, err) }()
+	}
+}
+
+// Session returns the live session to peer, if any.
+func (n *Node) Session(peer NodeID) (*Session, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, ok := n.live[peer]
+	return s, ok
+}
+
+// Sessions returns the live sessions, one per peer, in no particular order.
+func (n *Node) Sessions() []*Session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*Session, 0, len(n.live))
+	for _, s := range n.live {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (n *Node) isClosed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
+}
+
+// Close stops every listener passed to Serve, closes every session
+// (pending requests fail with ErrConnectionLost wrapping ErrClosed), and
+// waits for every goroutine the Node started, handlers included: handlers
+// must return once their context is cancelled. Close is idempotent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		n.wg.Wait()
+		return nil
+	}
+	n.closed = true
+	close(n.done)
+	for ln := range n.listeners {
+		ln.Close()
+	}
+	sessions := make([]*Session, 0, len(n.all))
+	for s := range n.all {
+		sessions = append(sessions, s)
+	}
+	n.mu.Unlock()
+	for _, s := range sessions {
+		s.fail(ErrClosed)
+	}
+	n.wg.Wait()
+	return nil
+}
+
+// yamuxLogger routes yamux's log lines to slog at debug level.
+type yamuxLogger struct{ l *slog.Logger }
+
+func (y yamuxLogger) Print(v ...any)                 { y.l.Debug(fmt.Sprint(v...)) }
+func (y yamuxLogger) Printf(format string, v ...any) { y.l.Debug(fmt.Sprintf(format, v...)) }
+func (y yamuxLogger) Println(v ...any)               { y.l.Debug(fmt.Sprint(v...)) }

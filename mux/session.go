@@ -1,0 +1,589 @@
+package mux
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Stream preamble kinds: the first byte of every stream after the control
+// stream says what it is.
+const (
+	preambleLane   byte = 1 // followed by the lane byte
+	preambleStream byte = 2 // followed by u32 header length and the header
+
+	maxStreamHeader = 64 << 10
+)
+
+// Session is the single connection to one peer node: three lanes for
+// messages plus ephemeral streams. All methods are safe for concurrent
+// use. A Session that lost the simultaneous-dial tie-break forwards new
+// requests, messages and streams to the session that won.
+type Session struct {
+	node      *Node
+	ys        *yamux.Session
+	conn      net.Conn
+	outbound  bool
+	peer      NodeID
+	peerAddr  string
+	peerRole  Role
+	version   uint16
+	codec     codec
+	initiator NodeID
+	nonce     uint64
+
+	ctx    context.Context // cancelled when the session closes
+	cancel context.CancelFunc
+	lanes  [numLanes]*lane
+	nextID atomic.Uint64
+
+	mu         sync.Mutex
+	pending    map[uint64]chan result
+	inflight   map[uint64]context.CancelFunc
+	streamsOut int
+	streamsIn  int
+	successor  *Session
+	closeErr   error
+	done       chan struct{}
+	idle       chan struct{} // signalled (cap 1) when pending and inflight may have reached zero
+}
+
+type result struct {
+	payload []byte
+	err     error
+}
+
+func (n *Node) newSession(ys *yamux.Session, conn net.Conn, outbound bool, peer NodeID, addr string,
+	role Role, version uint16, codecName string, initiator NodeID, nonce uint64) *Session {
+	s := &Session{
+		node: n, ys: ys, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
+		peerRole: role, version: version, initiator: initiator, nonce: nonce,
+		pending:  make(map[uint64]chan result),
+		inflight: make(map[uint64]context.CancelFunc),
+		done:     make(chan struct{}),
+		idle:     make(chan struct{}, 1),
+	}
+	if codecName != "" {
+		s.codec = codecByName(codecName)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for l := range Lane(numLanes) {
+		s.lanes[l] = &lane{s: s, id: l, ready: make(chan struct{}),
+			w: writerState{space: make(chan struct{})}}
+	}
+	return s
+}
+
+// Peer returns the peer's node id.
+func (s *Session) Peer() NodeID { return s.peer }
+
+// PeerAddr returns the address the peer advertised in the handshake.
+func (s *Session) PeerAddr() string { return s.peerAddr }
+
+// PeerRole returns the role the peer announced.
+func (s *Session) PeerRole() Role { return s.peerRole }
+
+// Outbound reports whether this node dialled the connection.
+func (s *Session) Outbound() bool { return s.outbound }
+
+// Version returns the negotiated protocol version.
+func (s *Session) Version() uint16 { return s.version }
+
+// Codec returns the negotiated compression codec, "" for none.
+func (s *Session) Codec() string {
+	if s.codec == nil {
+		return ""
+	}
+	return s.codec.name()
+}
+
+// LocalAddr returns the local network address of the connection.
+func (s *Session) LocalAddr() net.Addr { return s.conn.LocalAddr() }
+
+// RemoteAddr returns the remote network address of the connection.
+func (s *Session) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
+
+// Done is closed when the session's connection is closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why the session closed, nil while it is open.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeErr
+}
+
+// Close closes the connection. Pending requests fail with
+// ErrConnectionLost; the peer sees the same for its own.
+func (s *Session) Close() error {
+	s.fail(ErrClosed)
+	return nil
+}
+
+// current follows successors to the session new work should use.
+func (s *Session) current() *Session {
+	for {
+		s.mu.Lock()
+		next := s.successor
+		s.mu.Unlock()
+		if next == nil {
+			return s
+		}
+		s = next
+	}
+}
+
+// Ping measures one round trip through the connection, bounded by ctx and
+// by Config.KeepAliveTimeout.
+func (s *Session) Ping(ctx context.Context) (time.Duration, error) {
+	type pong struct {
+		d   time.Duration
+		err error
+	}
+	ch := make(chan pong, 1)
+	go func() { d, err := s.ys.Ping(); ch <- pong{d, err} }() // returns within KeepAliveTimeout
+	select {
+	case p := <-ch:
+		if p.err != nil {
+			return 0, connectionLost(p.err)
+		}
+		return p.d, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func checkLane(l Lane) error {
+	if l >= numLanes {
+		return fmt.Errorf("mux: unknown lane %d", l)
+	}
+	return nil
+}
+
+// Request sends payload on lane and waits for the answer. It fails with
+// ErrMessageTooLarge (nothing sent), *RemoteError (the handler failed),
+// ErrConnectionLost (indeterminate) or ctx's error (indeterminate; the
+// peer's handler context is cancelled). It never retries. payload may be
+// reused when Request returns.
+func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, error) {
+	if err := checkLane(l); err != nil {
+		return nil, err
+	}
+	if len(payload) > s.node.cfg.MaxMessage {
+		return nil, ErrMessageTooLarge
+	}
+	s = s.current()
+	id := s.nextID.Add(1)
+	ch := make(chan result, 1)
+	s.mu.Lock()
+	if s.closeErr != nil {
+		err := s.closeErr
+		s.mu.Unlock()
+		return nil, connectionLost(err)
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	ln := s.lanes[l]
+	if err := ln.send(ctx, frameRequest, id, payload); err != nil {
+		s.dropPending(id)
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.payload, r.err
+	case <-ctx.Done():
+		if s.dropPending(id) {
+			_ = ln.send(nil, frameCancel, id, nil)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// dropPending forgets a pending request; it reports whether it was still there.
+func (s *Session) dropPending(id uint64) bool {
+	s.mu.Lock()
+	_, ok := s.pending[id]
+	delete(s.pending, id)
+	s.signalIdleLocked()
+	s.mu.Unlock()
+	return ok
+}
+
+func (s *Session) signalIdleLocked() {
+	if s.successor != nil && len(s.pending) == 0 && len(s.inflight) == 0 {
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Send queues a one-way message on lane. A nil error means the message
+// was queued for the connection, not that the peer received it.
+func (s *Session) Send(ctx context.Context, l Lane, payload []byte) error {
+	if err := checkLane(l); err != nil {
+		return err
+	}
+	if len(payload) > s.node.cfg.MaxMessage {
+		return ErrMessageTooLarge
+	}
+	return s.current().lanes[l].send(ctx, frameMessage, 0, payload)
+}
+
+// complete delivers an answer to its pending request, if still pending.
+func (s *Session) complete(id uint64, r result) {
+	s.mu.Lock()
+	ch, ok := s.pending[id]
+	delete(s.pending, id)
+	s.signalIdleLocked()
+	s.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+}
+
+// serveRequest runs the lane's handler for one request in a goroutine.
+func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	if _, dup := s.inflight[id]; dup {
+		s.mu.Unlock()
+		cancel()
+		return protocolError("duplicate request id %d", id)
+	}
+	s.inflight[id] = cancel
+	s.mu.Unlock()
+	started := s.node.goTracked(func() {
+		resp, err := s.callHandler(ctx, ln.id, payload)
+		s.mu.Lock()
+		_, stillWanted := s.inflight[id]
+		delete(s.inflight, id)
+		s.signalIdleLocked()
+		s.mu.Unlock()
+		cancel()
+		if !stillWanted {
+			return // the requester cancelled; nobody reads the answer
+		}
+		max := s.node.cfg.MaxMessage
+		if err == nil && len(resp) > max {
+			err = &RemoteError{Code: CodeResponseTooLarge,
+				Message: fmt.Sprintf("response of %d bytes exceeds %d", len(resp), max)}
+		}
+		if err != nil {
+			var re *RemoteError
+			if !errors.As(err, &re) {
+				re = &RemoteError{Code: CodeApplication, Message: err.Error()}
+			}
+			_ = ln.send(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max))
+			return
+		}
+		_ = ln.send(nil, frameResponse, id, resp)
+	})
+	if !started {
+		cancel()
+	}
+	return nil
+}
+
+func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp []byte, err error) {
+	hp := s.node.reqHandlers[l].Load()
+	if hp == nil {
+		return nil, &RemoteError{Code: CodeNoHandler, Message: "no handler for lane " + l.String()}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.node.log.Error("mux: request handler panicked", "lane", l.String(), "panic", p)
+			resp, err = nil, &RemoteError{Code: CodeHandlerPanic, Message: fmt.Sprint("handler panicked: ", p)}
+		}
+	}()
+	return (*hp)(ctx, s, payload)
+}
+
+func (s *Session) deliverMessage(l Lane, payload []byte) {
+	hp := s.node.msgHandlers[l].Load()
+	if hp == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.node.log.Error("mux: message handler panicked", "lane", l.String(), "panic", p)
+		}
+	}()
+	(*hp)(s, payload)
+}
+
+// cancelInflight cancels the handler of a request the peer gave up on.
+func (s *Session) cancelInflight(id uint64) {
+	s.mu.Lock()
+	cancel, ok := s.inflight[id]
+	delete(s.inflight, id)
+	s.signalIdleLocked()
+	s.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}
+
+// fail closes the session once, failing everything pending on it.
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	if s.closeErr != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.closeErr = err
+	pending := s.pending
+	s.pending = make(map[uint64]chan result)
+	s.mu.Unlock()
+	s.cancel()
+	close(s.done)
+	s.ys.Close()
+	s.conn.Close()
+	lost := connectionLost(err)
+	for _, ch := range pending {
+		ch <- result{err: lost}
+	}
+	for _, ln := range s.lanes {
+		ln.closeWriter(lost)
+	}
+	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
+		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)
+	}
+	s.node.unregister(s, err)
+}
+
+// supersede marks s as the loser of a tie-break against winner (called
+// under the node lock): new work moves to winner, and s closes once
+// what is in flight on it is done, or after Config.SupersedeGrace.
+func (s *Session) supersede(winner *Session) {
+	s.mu.Lock()
+	s.successor = winner
+	s.signalIdleLocked()
+	s.mu.Unlock()
+	grace := s.node.cfg.SupersedeGrace
+	s.node.wg.Add(1) // caller holds the node lock and checked closed
+	go func() {
+		defer s.node.wg.Done()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.fail(errSuperseded)
+				return
+			case <-s.idle:
+				s.mu.Lock()
+				idle := len(s.pending) == 0 && len(s.inflight) == 0
+				s.mu.Unlock()
+				if idle {
+					// The peer may still have requests in flight to us
+					// that we have not read yet; the peer's own drain
+					// waits for their answers, and closing here would
+					// lose them. Give the peer's drain the chance to
+					// close first, bounded by the grace timer.
+					select {
+					case <-s.done:
+					case <-t.C:
+						s.fail(errSuperseded)
+					case <-time.After(grace / 10):
+						s.mu.Lock()
+						idle = len(s.pending) == 0 && len(s.inflight) == 0
+						s.mu.Unlock()
+						if idle {
+							s.fail(errSuperseded)
+						} else {
+							continue
+						}
+					}
+					return
+				}
+			}
+		}
+	}()
+}
+
+// monitor runs keepalive pings and notices the connection dying.
+func (s *Session) monitor() {
+	var tick <-chan time.Time
+	if iv := s.node.cfg.KeepAliveInterval; iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.ys.CloseChan():
+			s.fail(errors.New("mux: connection closed"))
+			return
+		case <-tick:
+			if _, err := s.ys.Ping(); err != nil {
+				select {
+				case <-s.done:
+					return
+				default:
+				}
+				kerr := fmt.Errorf("%w: %w", ErrKeepalive, err)
+				s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", err)
+				if cb := s.node.cfg.OnKeepaliveFailure; cb != nil {
+					s.node.goTracked(func() { cb(s.peer, kerr) })
+				}
+				s.fail(kerr)
+				return
+			}
+		}
+	}
+}
+
+// attachLane binds a lane to its yamux stream and starts its reader.
+func (s *Session) attachLane(l Lane, conn net.Conn) bool {
+	ln := s.lanes[l]
+	s.mu.Lock()
+	if ln.conn != nil {
+		s.mu.Unlock()
+		return false
+	}
+	ln.conn = conn
+	s.mu.Unlock()
+	close(ln.ready)
+	if !s.node.goTracked(ln.readLoop) {
+		s.fail(ErrClosed)
+	}
+	return true
+}
+
+// acceptLoop accepts the peer's streams: lanes (from the dialler) and
+// ephemeral streams (from either side).
+func (s *Session) acceptLoop() {
+	for {
+		st, err := s.ys.AcceptStream()
+		if err != nil {
+			return // the session is closing; monitor reports why
+		}
+		if !s.node.goTracked(func() { s.handleStream(st) }) {
+			st.Close()
+			return
+		}
+	}
+}
+
+func (s *Session) handleStream(st *yamux.Stream) {
+	_ = st.SetReadDeadline(time.Now().Add(s.node.cfg.HandshakeTimeout))
+	var kind [1]byte
+	if _, err := io.ReadFull(st, kind[:]); err != nil {
+		st.Close()
+		return
+	}
+	switch kind[0] {
+	case preambleLane:
+		var l [1]byte
+		if _, err := io.ReadFull(st, l[:]); err != nil {
+			st.Close()
+			return
+		}
+		_ = st.SetReadDeadline(time.Time{})
+		if s.outbound || Lane(l[0]) >= numLanes || Lane(l[0]) == LaneControl || !s.attachLane(Lane(l[0]), st) {
+			s.violation(protocolError("unexpected lane stream %d", l[0]))
+		}
+	case preambleStream:
+		var n [4]byte
+		if _, err := io.ReadFull(st, n[:]); err != nil {
+			st.Close()
+			return
+		}
+		size := binary.BigEndian.Uint32(n[:])
+		if size > maxStreamHeader {
+			s.violation(protocolError("stream header of %d bytes", size))
+			return
+		}
+		hdr := make([]byte, size)
+		if _, err := io.ReadFull(st, hdr); err != nil {
+			st.Close()
+			return
+		}
+		_ = st.SetReadDeadline(time.Time{})
+		s.mu.Lock()
+		full := s.streamsIn >= s.node.cfg.MaxStreams
+		if !full {
+			s.streamsIn++
+		}
+		s.mu.Unlock()
+		hp := s.node.streamHandler.Load()
+		if full || hp == nil {
+			if !full {
+				s.mu.Lock()
+				s.streamsIn--
+				s.mu.Unlock()
+			}
+			st.Close()
+			return
+		}
+		(*hp)(s, newStream(s, st, hdr, &s.streamsIn))
+	default:
+		s.violation(protocolError("unknown stream kind %d", kind[0]))
+	}
+}
+
+// violation logs a protocol violation and closes the connection.
+func (s *Session) violation(err error) {
+	s.node.log.Warn("mux: protocol violation, closing connection", "peer", s.peer.String()[:8], "err", err)
+	s.fail(err)
+}
+
+// OpenStream opens an ephemeral stream to the peer carrying header (at
+// most 64 KiB), which the peer's StreamHandler receives with the stream.
+// The stream has its own credit window: a reader that stops reading
+// stalls only this stream. It fails with ErrTooManyStreams when
+// Config.MaxStreams streams opened by this side are still open.
+func (s *Session) OpenStream(ctx context.Context, header []byte) (*Stream, error) {
+	if len(header) > maxStreamHeader {
+		return nil, fmt.Errorf("mux: stream header of %d bytes exceeds %d", len(header), maxStreamHeader)
+	}
+	s = s.current()
+	s.mu.Lock()
+	if s.closeErr != nil {
+		err := s.closeErr
+		s.mu.Unlock()
+		return nil, connectionLost(err)
+	}
+	if s.streamsOut >= s.node.cfg.MaxStreams {
+		s.mu.Unlock()
+		return nil, ErrTooManyStreams
+	}
+	s.streamsOut++
+	s.mu.Unlock()
+	release := func() {
+		s.mu.Lock()
+		s.streamsOut--
+		s.mu.Unlock()
+	}
+	if err := ctx.Err(); err != nil {
+		release()
+		return nil, err
+	}
+	st, err := s.ys.OpenStream()
+	if err != nil {
+		release()
+		return nil, connectionLost(err)
+	}
+	pre := make([]byte, 5, 5+len(header))
+	pre[0] = preambleStream
+	binary.BigEndian.PutUint32(pre[1:], uint32(len(header)))
+	if _, err := st.Write(append(pre, header...)); err != nil {
+		st.Close()
+		release()
+		return nil, connectionLost(err)
+	}
+	return newStream(s, st, header, &s.streamsOut), nil
+}
