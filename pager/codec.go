@@ -1,0 +1,49 @@
+package pager
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Page bytes are msgpack with field names as keys (the actor layer's
+// encoding), map keys sorted and integers in their compact form, so that
+// equal values encode to equal bytes and the byte compare of integral fields
+// does not report false positives for maps.
+
+type encoderBuf struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+var encPool = sync.Pool{New: func() any {
+	e := &encoderBuf{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	e.enc.SetSortMapKeys(true)
+	e.enc.UseCompactInts(true)
+	e.enc.UseCompactFloats(true)
+	return e
+}}
+
+// encodeValue encodes v into a fresh byte slice.
+func encodeValue(v any) ([]byte, error) {
+	e := encPool.Get().(*encoderBuf)
+	defer encPool.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("pager: encode: %w", err)
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// decodeValue decodes b into ptr, turning a decoder panic into an error.
+func decodeValue(b []byte, ptr any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoder panic: %v", r)
+		}
+	}()
+	return msgpack.Unmarshal(b, ptr)
+}
