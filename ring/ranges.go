@@ -84,14 +84,21 @@ func coalesce[K comparable](segs []seg[K], keep func(K) bool) []run[K] {
 		}
 		return nil
 	}
+	// at maps the k-th segment counted from first to its index.
+	at := func(k int) int {
+		if j := first + k; j < m {
+			return j
+		}
+		return first + k - m
+	}
 	var out []run[K]
 	for k := 0; k < m; {
-		j := (first + k) % m
+		j := at(k)
 		key := segs[j].key
 		start := segs[(j+m-1)%m].end
 		last := j
-		for k++; k < m && segs[(first+k)%m].key == key; k++ {
-			last = (first + k) % m
+		for k++; k < m && segs[at(k)].key == key; k++ {
+			last = at(k)
 		}
 		if keep(key) {
 			out = append(out, run[K]{Range{start, segs[last].end}, key})
@@ -215,11 +222,17 @@ func Diff(old, new *Ring) []Move {
 			b = new.tokens[j]
 		}
 		p := pair{none, none}
-		if len(old.tokens) > 0 {
-			p.from = old.owners[i%len(old.tokens)]
+		switch {
+		case i < len(old.tokens):
+			p.from = old.owners[i]
+		case len(old.tokens) > 0: // past the last token: wrap to the first
+			p.from = old.owners[0]
 		}
-		if len(new.tokens) > 0 {
-			p.to = new.owners[j%len(new.tokens)]
+		switch {
+		case j < len(new.tokens):
+			p.to = new.owners[j]
+		case len(new.tokens) > 0:
+			p.to = new.owners[0]
 		}
 		segs = append(segs, seg[pair]{b, p})
 		// Advance past every token equal to b: the first one owns b.
