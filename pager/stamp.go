@@ -67,8 +67,12 @@ func (s Stamp) appendBinary(b []byte) []byte {
 	return append(b, s.Node[:]...)
 }
 
-// EncodeMsgpack encodes s as a 28-byte msgpack bin (big-endian wall, counter, node).
+// EncodeMsgpack encodes s as a 28-byte msgpack bin (big-endian wall,
+// counter, node); the zero Stamp as an empty bin.
 func (s Stamp) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if s.IsZero() {
+		return enc.EncodeBytes(nil)
+	}
 	var buf [stampSize]byte
 	return enc.EncodeBytes(s.appendBinary(buf[:0]))
 }

@@ -56,11 +56,11 @@ func (s *Store) Get(key string) (Page, bool) {
 // this part completed the commit and made it visible. A part of another
 // commit discards an incomplete one. Refusals leave the store unchanged.
 func (s *Store) Apply(d Delta) (published bool, err error) {
-	if d.Stamp == s.stamp && !s.stamp.IsZero() {
-		return true, nil
-	}
 	if d.Stamp.Compare(d.Basis) <= 0 {
 		return false, fmt.Errorf("%w: stamp %v not newer than basis %v", ErrCorrupt, d.Stamp, d.Basis)
+	}
+	if d.Stamp == s.stamp {
+		return true, nil
 	}
 	if n := d.parts(); d.Part < 0 || d.Part >= n {
 		return false, fmt.Errorf("%w: part %d of %d", ErrCorrupt, d.Part, n)

@@ -1,0 +1,179 @@
+package pager
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func pg(key, data string) Page { return Page{Key: key, Data: []byte(data)} }
+
+func TestStoreBasisRule(t *testing.T) {
+	s := NewStore()
+	mustApply := func(d Delta) {
+		t.Helper()
+		if pub, err := s.Apply(d); err != nil || !pub {
+			t.Fatalf("apply %v: published=%v err=%v", d.Stamp, pub, err)
+		}
+	}
+	mustApply(Delta{Basis: Stamp{}, Stamp: stamp(1), Pages: []Page{pg("a", "1"), pg("b", "1")}})
+	mustApply(Delta{Basis: stamp(1), Stamp: stamp(2), Pages: []Page{pg("a", "2")}, Dropped: []string{"b"}})
+
+	cases := []struct {
+		name string
+		d    Delta
+		want error
+	}{
+		{"store newer than basis", Delta{Basis: stamp(1), Stamp: stamp(3), Pages: []Page{pg("a", "x")}}, ErrStaleOwner},
+		{"full over a stale basis", Delta{Basis: stamp(1), Stamp: stamp(3), Full: true}, ErrStaleOwner},
+		{"store older than basis", Delta{Basis: stamp(5), Stamp: stamp(6), Pages: []Page{pg("a", "x")}}, ErrNeedFull},
+		{"stamp not newer than basis", Delta{Basis: stamp(2), Stamp: stamp(2)}, ErrCorrupt},
+		{"part out of range", Delta{Basis: stamp(2), Stamp: stamp(3), Part: 2, Parts: 2}, ErrCorrupt},
+	}
+	for _, c := range cases {
+		if _, err := s.Apply(c.d); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	if s.Stamp() != stamp(2) || s.Len() != 1 {
+		t.Fatalf("refusals changed the store: %v %d", s.Stamp(), s.Len())
+	}
+	// A duplicate of the published commit is acknowledged without effect.
+	if pub, err := s.Apply(Delta{Basis: stamp(1), Stamp: stamp(2), Pages: []Page{pg("z", "z")}}); err != nil || !pub {
+		t.Fatalf("duplicate: %v %v", pub, err)
+	}
+	if _, ok := s.Get("z"); ok {
+		t.Fatal("a duplicate was applied again")
+	}
+	// A full page set from an owner the store lags behind replaces everything.
+	mustApply(Delta{Basis: stamp(7), Stamp: stamp(8), Full: true, Pages: []Page{pg("c", "c"), {Key: "d", Data: []byte("d"), Stamp: stamp(4)}}})
+	l := s.List()
+	want := []PageInfo{{Key: "c", Stamp: stamp(8), Size: 1}, {Key: "d", Stamp: stamp(4), Size: 1}}
+	if l.Stamp != stamp(8) || !slices.Equal(l.Pages, want) {
+		t.Fatalf("after full: %+v", l)
+	}
+}
+
+func TestStoreNeverExposesHalfACommit(t *testing.T) {
+	s := NewStore()
+	_, _ = s.Apply(Delta{Stamp: stamp(1), Pages: []Page{pg("keep", "k"), pg("old", "o")}})
+	d := Delta{Basis: stamp(1), Stamp: stamp(2), Dropped: []string{"old"}}
+	for i := range 10 {
+		d.Pages = append(d.Pages, pg(string(rune('a'+i)), "0123456789"))
+	}
+	parts := d.Split(2 * (pageOverhead + 11))
+	if len(parts) < 3 {
+		t.Fatalf("expected several parts, got %d", len(parts))
+	}
+	// Deliver out of order, with a duplicate; nothing is visible until the last.
+	order := []int{2, 0, 0}
+	for i := 3; i < len(parts); i++ {
+		order = append(order, i)
+	}
+	order = append(order, 1)
+	for n, i := range order {
+		pub, err := s.Apply(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := n == len(order)-1
+		if pub != last {
+			t.Fatalf("part %d: published=%v", i, pub)
+		}
+		if !last {
+			if s.Stamp() != stamp(1) || s.Len() != 2 || !s.Pending() {
+				t.Fatalf("half a commit is visible after part %d: stamp %v, %d pages", i, s.Stamp(), s.Len())
+			}
+		}
+	}
+	if s.Stamp() != stamp(2) || s.Len() != 11 || s.Pending() {
+		t.Fatalf("after the last part: stamp %v, %d pages", s.Stamp(), s.Len())
+	}
+	if _, ok := s.Get("old"); ok {
+		t.Fatal("dropped key survived")
+	}
+}
+
+func TestStoreAbandonsIncompleteCommit(t *testing.T) {
+	s := NewStore()
+	d := Delta{Stamp: stamp(1), Pages: []Page{pg("a", "aaaaaaaa"), pg("b", "bbbbbbbb")}}
+	parts := d.Split(1)
+	if _, err := s.Apply(parts[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The owner gave up on commit 1 and sends commit 2 over the same basis.
+	if pub, err := s.Apply(Delta{Stamp: stamp(2), Pages: []Page{pg("c", "c")}}); err != nil || !pub {
+		t.Fatal(pub, err)
+	}
+	if _, ok := s.Get("a"); ok || s.Pending() {
+		t.Fatal("part of an abandoned commit was published")
+	}
+}
+
+func TestSplitKeepsEverything(t *testing.T) {
+	d := Delta{Stamp: stamp(2), Basis: stamp(1), Dropped: []string{"x", "y"}}
+	for i := range 50 {
+		d.Pages = append(d.Pages, Page{Key: string(rune('A' + i)), Data: make([]byte, i*10)})
+	}
+	for _, batch := range []int{1, 100, 600, 5000, 1 << 20} {
+		parts := d.Split(batch)
+		var keys []string
+		for i, p := range parts {
+			if p.Stamp != d.Stamp || p.Basis != d.Basis || p.Part != i || p.Parts != len(parts) {
+				t.Fatalf("batch %d part %d: header %+v", batch, i, p)
+			}
+			if p.Final() != (i == len(parts)-1) {
+				t.Fatalf("batch %d part %d: Final()=%v", batch, i, p.Final())
+			}
+			if len(p.Pages) > 1 && p.Size() > batch {
+				t.Fatalf("batch %d part %d: %d bytes", batch, i, p.Size())
+			}
+			if len(p.Dropped) > 0 && !p.Final() {
+				t.Fatalf("drops outside the final part")
+			}
+			for _, pg := range p.Pages {
+				keys = append(keys, pg.Key)
+			}
+		}
+		if len(keys) != len(d.Pages) {
+			t.Fatalf("batch %d: %d pages after split, want %d", batch, len(keys), len(d.Pages))
+		}
+	}
+}
+
+func TestDeltaEncodeRoundTrip(t *testing.T) {
+	d := Delta{Stamp: Stamp{Wall: 9, Counter: 2, Node: [16]byte{0xff, 3}}, Basis: stamp(1), Part: 1, Parts: 3,
+		Pages: []Page{pg("a", "x"), {Key: "b/c", Data: []byte{}, Stamp: stamp(1)}}, Dropped: []string{"z"}}
+	b, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeDelta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canon(t, got) != canon(t, d) {
+		t.Fatalf("round trip:\n got %s\nwant %s", canon(t, got), canon(t, d))
+	}
+	empty := Delta{Stamp: stamp(1)}
+	b, _ = empty.Encode()
+	if len(b) > 48 {
+		t.Fatalf("an empty delta encodes to %d bytes", len(b))
+	}
+}
+
+func TestDivergeAndCatchup(t *testing.T) {
+	have := Listing{Stamp: stamp(2), Pages: []PageInfo{{Key: "a", Stamp: stamp(1)}, {Key: "b", Stamp: stamp(2)}, {Key: "gone", Stamp: stamp(1)}}}
+	want := Listing{Stamp: stamp(4), Pages: []PageInfo{{Key: "a", Stamp: stamp(1)}, {Key: "b", Stamp: stamp(4)}, {Key: "new", Stamp: stamp(3)}}}
+	fetch, drop := Diverge(have, want)
+	if !slices.Equal(fetch, []string{"b", "new"}) || !slices.Equal(drop, []string{"gone"}) {
+		t.Fatalf("fetch %v drop %v", fetch, drop)
+	}
+	if f, d := Diverge(want, want); len(f)+len(d) != 0 {
+		t.Fatalf("a current replica fetches %v / drops %v", f, d)
+	}
+	s := NewStore()
+	if _, err := s.Catchup(Listing{Stamp: stamp(1)}); !errors.Is(err, ErrStaleOwner) {
+		t.Fatalf("catch-up from an older store: %v", err)
+	}
+}
