@@ -190,4 +190,3 @@ func BenchmarkFigureThreeFields(b *testing.B) {
 		b.ReportMetric(float64(wire), "wire-B")
 	})
 }
-
