@@ -294,12 +294,17 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	n.mu.Lock()
 	h.nonce = n.rand.Uint64()
 	n.mu.Unlock()
-	if _, err := ctl.Write(h.encode()); err != nil {
-		return fail("sending hello failed (plaintext dial to a TLS listener?)", err)
-	}
+	// A listener that rejects us closes the connection right after its
+	// answer, which can make yamux report our hello as failed although it
+	// went out; so read the answer even then, and report the write error
+	// only if there is no answer.
+	_, werr := ctl.Write(h.encode())
 	typ, body, err := readHandshake(ctl)
 	if err != nil {
-		return fail("reading the answer failed (plaintext dial to a TLS listener, or peer closed)", err)
+		if werr != nil {
+			err = werr
+		}
+		return fail("no handshake answer (plaintext dial to a TLS listener, or peer closed)", err)
 	}
 	var w welcome
 	switch typ {

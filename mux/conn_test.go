@@ -1,0 +1,411 @@
+package mux
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		entered := make(chan struct{}, 8)
+		_, _, sa, sb := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				entered <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		})
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				_, err := sa.Request(context.Background(), LaneMessage, []byte("x"))
+				errs <- err
+			}()
+		}
+		for range 4 {
+			<-entered
+		}
+		sb.conn.Close() // the network dies under the listener
+		for range 4 {
+			if err := <-errs; !errors.Is(err, ErrConnectionLost) {
+				t.Fatalf("got %v", err)
+			}
+		}
+		<-sa.Done()
+		if _, err := sa.Request(context.Background(), LaneMessage, nil); !errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("request on a dead session: %v", err)
+		}
+	})
+}
+
+// rawEnvelope writes bytes straight onto a's message lane, bypassing the
+// encoder, to play a misbehaving peer.
+func rawEnvelope(t *testing.T, s *Session, b []byte) {
+	t.Helper()
+	<-s.lanes[LaneMessage].ready
+	// The peer may close the connection before yamux confirms the write;
+	// what matters is what the peer did with the bytes.
+	_, _ = s.lanes[LaneMessage].conn.Write(b)
+}
+
+func TestProtocolViolationsCloseTheConnection(t *testing.T) {
+	zbomb := func() []byte {
+		var buf bytes.Buffer
+		w, _ := zlib.NewWriterLevel(&buf, zlib.BestCompression)
+		w.Write(make([]byte, 5<<20)) // decompresses past the 4 MiB limit
+		w.Close()
+		return buf.Bytes()
+	}()
+	cases := map[string][]byte{
+		"unknown type":      appendEnvelopeHeader(nil, 9, 0, 1, 0),
+		"unknown flag":      appendEnvelopeHeader(nil, frameRequest, 0x80, 1, 0),
+		"length over limit": appendEnvelopeHeader(nil, frameRequest, 0, 1, 4<<20+1),
+		"request id zero":   appendEnvelopeHeader(nil, frameRequest, 0, 0, 0),
+		"short error":       append(appendEnvelopeHeader(nil, frameError, 0, 1, 1), 0),
+		"garbage compressed": append(appendEnvelopeHeader(nil, frameMessage, flagCompressed, 0, 4),
+			1, 2, 3, 4),
+		"compression bomb": append(appendEnvelopeHeader(nil, frameMessage, flagCompressed, 0, len(zbomb)), zbomb...),
+	}
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			ca, cb := testConfig(1), testConfig(2)
+			ca.Codecs, cb.Codecs = []string{CodecZlib}, []string{CodecZlib}
+			hold := make(chan struct{})
+			defer close(hold)
+			_, _, sa, sb := connect(t, viaPipe, ca, cb, func(a, b *Node) {
+				a.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+					select {
+					case <-hold:
+					case <-ctx.Done():
+					}
+					return nil, nil
+				})
+			})
+			pending := make(chan error, 1)
+			go func() {
+				_, err := sb.Request(context.Background(), LaneMessage, []byte("x"))
+				pending <- err
+			}()
+			eventually(t, 5*time.Second, "request in flight", func() bool {
+				sa.mu.Lock()
+				defer sa.mu.Unlock()
+				return len(sa.inflight) == 1
+			})
+			rawEnvelope(t, sa, raw)
+			select {
+			case <-sb.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("violation did not close the connection")
+			}
+			if !errors.Is(sb.Err(), ErrProtocol) {
+				t.Fatalf("closed for %v", sb.Err())
+			}
+			if err := <-pending; !errors.Is(err, ErrConnectionLost) {
+				t.Fatalf("pending request: %v", err)
+			}
+		})
+	}
+}
+
+func TestDuplicateRequestIDIsAViolation(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	_, _, sa, sb := connect(t, viaPipe, testConfig(1), testConfig(2), func(a, b *Node) {
+		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return nil, nil
+		})
+	})
+	req := appendEnvelopeHeader(nil, frameRequest, 0, 77, 0)
+	rawEnvelope(t, sa, append(req, req...))
+	select {
+	case <-sb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("duplicate id did not close the connection")
+	}
+}
+
+func TestHandshakeRejections(t *testing.T) {
+	t.Run("wrong cluster", func(t *testing.T) {
+		forEachConn(t, func(t *testing.T, ct connType) {
+			ca, cb := testConfig(1), testConfig(2)
+			cb.ClusterName = "other"
+			_, err := dialOnce(t, ct, ca, cb)
+			assertHandshake(t, err, CodeWrongCluster, true)
+		})
+	})
+	t.Run("connected to itself", func(t *testing.T) {
+		forEachConn(t, func(t *testing.T, ct connType) {
+			_, err := dialOnce(t, ct, testConfig(1), testConfig(1))
+			assertHandshake(t, err, CodeSelf, true)
+		})
+	})
+	t.Run("same node over one listener", func(t *testing.T) {
+		n := newNode(t, testConfig(1))
+		addr := listen(t, n)
+		_, err := n.Dial(context.Background(), addr)
+		assertHandshake(t, err, CodeSelf, true)
+	})
+	t.Run("no common version", func(t *testing.T) {
+		// Play a dialler from the future that only speaks version 99.
+		b := newNode(t, testConfig(2))
+		c1, c2 := net.Pipe()
+		accErr := make(chan error, 1)
+		go func() { _, err := b.Accept(context.Background(), c2); accErr <- err }()
+		ys, _ := yamux.Client(c1, b.ycfg)
+		defer ys.Close()
+		st, err := ys.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := hello{versions: []uint16{99}, nodeID: testID(1), role: RoleMember, cluster: "test"}
+		st.Write(h.encode())
+		typ, body, err := readHandshake(st)
+		if err != nil || typ != hsReject {
+			t.Fatalf("answer %d %v", typ, err)
+		}
+		r, _ := decodeReject(body)
+		if r.code != CodeNoCommonVersion {
+			t.Fatalf("code %v", r.code)
+		}
+		assertHandshake(t, <-accErr, CodeNoCommonVersion, false)
+	})
+}
+
+func assertHandshake(t *testing.T, err error, code HandshakeCode, remote bool) {
+	t.Helper()
+	var he *HandshakeError
+	if !errors.As(err, &he) || he.Code != code || he.Remote != remote {
+		t.Fatalf("want handshake code %v remote=%v, got %v", code, remote, err)
+	}
+}
+
+// dialOnce dials from a node built with ca to one built with cb and
+// returns the dialler's result.
+func dialOnce(t *testing.T, ct connType, ca, cb Config) (*Session, error) {
+	if ct == viaTLS {
+		ca, cb = withTLS(t, ca), withTLS(t, cb)
+	}
+	a, b := newNode(t, ca), newNode(t, cb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ct == viaPipe {
+		c1, c2 := net.Pipe()
+		go b.Accept(ctx, c2)
+		return a.DialConn(ctx, c1)
+	}
+	return a.Dial(ctx, listen(t, b))
+}
+
+func TestTLSMismatchFailsCleanly(t *testing.T) {
+	p := getPKI(t)
+	cases := []struct {
+		name   string
+		dialer func(Config) Config
+		server func(Config) Config
+	}{
+		{"plaintext dialler, TLS listener", func(c Config) Config { return c }, func(c Config) Config { return withTLS(t, c) }},
+		{"TLS dialler, plaintext listener", func(c Config) Config { return withTLS(t, c) }, func(c Config) Config { return c }},
+		{"dialler without client certificate", func(c Config) Config {
+			c.ClientTLS = &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS13}
+			return c
+		}, func(c Config) Config { return withTLS(t, c) }},
+		{"dialler not trusting the listener", func(c Config) Config {
+			c = withTLS(t, c)
+			c.ClientTLS.RootCAs = x509EmptyPool()
+			return c
+		}, func(c Config) Config { return withTLS(t, c) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ca, cb := c.dialer(testConfig(1)), c.server(testConfig(2))
+			ca.HandshakeTimeout, cb.HandshakeTimeout = time.Second, time.Second
+			a, b := newNode(t, ca), newNode(t, cb)
+			addr := listen(t, b)
+			start := time.Now()
+			s, err := a.Dial(context.Background(), addr)
+			if err == nil {
+				// TLS 1.3 lets a client finish before the server checks
+				// its certificate; the first use must fail instead.
+				_, err = s.Request(context.Background(), LaneMessage, nil)
+				if err == nil {
+					t.Fatal("mismatched connection worked")
+				}
+				return
+			}
+			var he *HandshakeError
+			if !errors.As(err, &he) {
+				t.Fatalf("not a handshake error: %v", err)
+			}
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("took %v to fail", time.Since(start))
+			}
+			if len(b.Sessions()) != 0 {
+				t.Fatal("listener kept a session")
+			}
+		})
+	}
+}
+
+func TestSessionIsReusedForOutboundTraffic(t *testing.T) {
+	ca, cb := testConfig(1), testConfig(2)
+	ca.AdvertiseAddr = "a.example:7001"
+	a, b := newNode(t, ca), newNode(t, cb)
+	a.HandleRequests(LaneMessage, echo)
+	addrB := listen(t, b)
+	sa, err := a.Dial(context.Background(), addrB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb *Session
+	eventually(t, 5*time.Second, "inbound session", func() bool {
+		var ok bool
+		sb, ok = b.Session(testID(1))
+		return ok
+	})
+	if sb.PeerAddr() != "a.example:7001" || sb.PeerRole() != RoleMember {
+		t.Fatalf("peer addr %q role %v", sb.PeerAddr(), sb.PeerRole())
+	}
+	// B reaches A over the inbound connection; no dial happens (the
+	// advertised address does not even resolve).
+	s, err := b.Connect(context.Background(), testID(1), "a.example:7001")
+	if err != nil || s != sb {
+		t.Fatalf("connect: %v %v", s == sb, err)
+	}
+	if got, err := s.Request(context.Background(), LaneMessage, []byte("hi")); err != nil || string(got) != "hi" {
+		t.Fatal(got, err)
+	}
+	// Dialling again converges on the existing session.
+	again, err := a.Dial(context.Background(), addrB)
+	if live, _ := a.Session(testID(2)); err != nil || again != live {
+		t.Fatalf("second dial did not return the live session (%v)", err)
+	}
+	// Whichever connection lost the tie-break forwards to the winner.
+	b.HandleRequests(LaneMessage, echo)
+	for _, s := range []*Session{sa, again} {
+		if got, err := s.Request(context.Background(), LaneMessage, []byte("x")); err != nil || string(got) != "x" {
+			t.Fatal(got, err)
+		}
+	}
+	eventually(t, 5*time.Second, "one connection", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.all) == 1
+	})
+	if _, err := a.Connect(context.Background(), testID(9), addrB); !errors.Is(err, ErrUnexpectedPeer) {
+		t.Fatalf("wrong peer: %v", err)
+	}
+}
+
+func TestSimultaneousDialConverges(t *testing.T) {
+	for round := range 5 {
+		a, b := newNode(t, testConfig(1)), newNode(t, testConfig(2))
+		a.HandleRequests(LaneMessage, echo)
+		b.HandleRequests(LaneMessage, echo)
+		addrA, addrB := listen(t, a), listen(t, b)
+		var wg sync.WaitGroup
+		var sa, sb *Session
+		var ea, eb error
+		wg.Add(2)
+		go func() { defer wg.Done(); sa, ea = a.Dial(context.Background(), addrB) }()
+		go func() { defer wg.Done(); sb, eb = b.Dial(context.Background(), addrA) }()
+		wg.Wait()
+		if ea != nil || eb != nil {
+			t.Fatal(ea, eb)
+		}
+		// Requests on whatever Dial returned keep working throughout.
+		for _, s := range []*Session{sa, sb} {
+			if got, err := s.Request(context.Background(), LaneMessage, []byte("x")); err != nil || string(got) != "x" {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		eventually(t, 10*time.Second, "one connection per side", func() bool {
+			a.mu.Lock()
+			na := len(a.all)
+			a.mu.Unlock()
+			b.mu.Lock()
+			nb := len(b.all)
+			b.mu.Unlock()
+			return na == 1 && nb == 1
+		})
+		la, _ := a.Session(testID(2))
+		lb, _ := b.Session(testID(1))
+		// Both sides kept the same connection: the one node 1 initiated.
+		if la.LocalAddr().String() != lb.RemoteAddr().String() || !la.Outbound() || lb.Outbound() {
+			t.Fatalf("round %d: sides disagree: %v/%v outbound %v/%v", round,
+				la.LocalAddr(), lb.RemoteAddr(), la.Outbound(), lb.Outbound())
+		}
+		a.Close()
+		b.Close()
+	}
+}
+
+// freezeConn stops delivering reads once frozen, like a peer whose
+// machine hung while its socket stays open.
+type freezeConn struct {
+	net.Conn
+	frozen atomic.Bool
+	thaw   chan struct{}
+}
+
+func (c *freezeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.frozen.Load() {
+		<-c.thaw
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (c *freezeConn) Close() error {
+	if c.frozen.CompareAndSwap(true, false) {
+		close(c.thaw)
+	}
+	return c.Conn.Close()
+}
+
+func TestKeepaliveFailureIsReported(t *testing.T) {
+	ca, cb := testConfig(1), testConfig(2)
+	ca.KeepAliveInterval, ca.KeepAliveTimeout = 20*time.Millisecond, 100*time.Millisecond
+	failed := make(chan NodeID, 1)
+	lost := make(chan error, 1)
+	ca.OnKeepaliveFailure = func(p NodeID, err error) { failed <- p }
+	ca.OnPeerLost = func(p NodeID, err error) { lost <- err }
+	a, b := newNode(t, ca), newNode(t, cb)
+	c1, c2 := net.Pipe()
+	fc := &freezeConn{Conn: c1, thaw: make(chan struct{})}
+	go b.Accept(context.Background(), c2)
+	sa, err := a.DialConn(context.Background(), fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Ping(context.Background()); err != nil {
+		t.Fatalf("healthy ping: %v", err)
+	}
+	fc.frozen.Store(true)
+	select {
+	case p := <-failed:
+		if p != testID(2) {
+			t.Fatalf("reported %v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("keepalive failure not reported")
+	}
+	if err := <-lost; !errors.Is(err, ErrKeepalive) {
+		t.Fatalf("peer lost with %v", err)
+	}
+}

@@ -1,0 +1,309 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func forEachConn(t *testing.T, f func(t *testing.T, ct connType)) {
+	for _, ct := range connTypes {
+		t.Run(string(ct), func(t *testing.T) { f(t, ct) })
+	}
+}
+
+func TestRequestEchoesOnEveryLane(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		_, _, sa, sb := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			for l := range Lane(numLanes) {
+				b.HandleRequests(l, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+					return []byte(fmt.Sprintf("%s/%s", l, p)), nil
+				})
+				a.HandleRequests(l, echo)
+			}
+		})
+		ctx := context.Background()
+		for l := range Lane(numLanes) {
+			got, err := sa.Request(ctx, l, []byte("x"))
+			if err != nil || string(got) != l.String()+"/x" {
+				t.Fatalf("lane %s: %q %v", l, got, err)
+			}
+			// The listener's side of the session carries requests too.
+			got, err = sb.Request(ctx, l, []byte("back"))
+			if err != nil || string(got) != "back" {
+				t.Fatalf("reverse lane %s: %q %v", l, got, err)
+			}
+		}
+		if sa.Peer() != testID(2) || sb.Peer() != testID(1) || !sa.Outbound() || sb.Outbound() {
+			t.Fatalf("wrong identities")
+		}
+		if sa.Codec() != CodecZstd || sb.Codec() != CodecZstd || sa.Version() != ProtocolVersion {
+			t.Fatalf("codec %q/%q version %d", sa.Codec(), sb.Codec(), sa.Version())
+		}
+	})
+}
+
+func TestRepliesArriveOutOfOrder(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		release := make(chan struct{})
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				if string(p) == "slow" {
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				return p, nil
+			})
+		})
+		slow := make(chan error, 1)
+		go func() {
+			got, err := sa.Request(context.Background(), LaneMessage, []byte("slow"))
+			if err == nil && string(got) != "slow" {
+				err = fmt.Errorf("got %q", got)
+			}
+			slow <- err
+		}()
+		// The fast request is answered while the slow one is still held.
+		for range 10 {
+			if got, err := sa.Request(context.Background(), LaneMessage, []byte("fast")); err != nil || string(got) != "fast" {
+				t.Fatal(got, err)
+			}
+		}
+		select {
+		case err := <-slow:
+			t.Fatalf("slow request finished early: %v", err)
+		default:
+		}
+		close(release)
+		if err := <-slow; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRemoteErrors(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				switch string(p) {
+				case "coded":
+					return nil, fmt.Errorf("wrapped: %w", &RemoteError{Code: CodeUser + 7, Message: "out of stock"})
+				case "plain":
+					return nil, errors.New("boom")
+				case "panic":
+					panic("handler bug")
+				case "huge":
+					return make([]byte, s.node.cfg.MaxMessage+1), nil
+				}
+				return p, nil
+			})
+		})
+		cases := []struct {
+			req  string
+			code uint16
+			msg  string
+		}{
+			{"coded", CodeUser + 7, "out of stock"},
+			{"plain", CodeApplication, "boom"},
+			{"panic", CodeHandlerPanic, "handler bug"},
+			{"huge", CodeResponseTooLarge, "exceeds"},
+		}
+		for _, c := range cases {
+			_, err := sa.Request(context.Background(), LaneMessage, []byte(c.req))
+			var re *RemoteError
+			if !errors.As(err, &re) || re.Code != c.code || !strings.Contains(re.Message, c.msg) {
+				t.Fatalf("%s: got %v", c.req, err)
+			}
+		}
+		_, err := sa.Request(context.Background(), LaneReplication, []byte("x"))
+		var re *RemoteError
+		if !errors.As(err, &re) || re.Code != CodeNoHandler {
+			t.Fatalf("no handler: %v", err)
+		}
+		// The connection survived all of it.
+		if got, err := sa.Request(context.Background(), LaneMessage, []byte("ok")); err != nil || string(got) != "ok" {
+			t.Fatal(got, err)
+		}
+	})
+}
+
+func TestDeadlineCancelsRemoteHandler(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		cancelled := make(chan struct{})
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				<-ctx.Done()
+				close(cancelled)
+				return nil, ctx.Err()
+			})
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := sa.Request(ctx, LaneMessage, []byte("wait"))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v", err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("deadline honoured late: %v", el)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatal("remote handler context was not cancelled")
+		}
+	})
+}
+
+func TestOneWayMessagesArriveInOrder(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		var mu sync.Mutex
+		var got []string
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleMessages(LaneControl, func(s *Session, p []byte) {
+				mu.Lock()
+				got = append(got, string(p))
+				mu.Unlock()
+			})
+		})
+		const n = 500
+		for i := range n {
+			if err := sa.Send(context.Background(), LaneControl, []byte(fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 5*time.Second, "all messages", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == n
+		})
+		for i, s := range got {
+			if s != fmt.Sprint(i) {
+				t.Fatalf("message %d is %q", i, s)
+			}
+		}
+	})
+}
+
+func TestMessageSizeLimit(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		ca, cb := testConfig(1), testConfig(2)
+		ca.Codecs, cb.Codecs = nil, nil // exercise the uncompressed path at the limit
+		_, _, sa, _ := connect(t, ct, ca, cb, func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				return []byte{byte(len(p) >> 20)}, nil
+			})
+		})
+		max := sa.node.cfg.MaxMessage
+		if _, err := sa.Request(context.Background(), LaneMessage, make([]byte, max+1)); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatalf("over the limit: %v", err)
+		}
+		if err := sa.Send(context.Background(), LaneMessage, make([]byte, max+1)); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatalf("send over the limit: %v", err)
+		}
+		got, err := sa.Request(context.Background(), LaneMessage, make([]byte, max))
+		if err != nil || got[0] != 4 {
+			t.Fatalf("at the limit: %v %v", got, err)
+		}
+	})
+}
+
+// countingConn counts bytes written through it.
+type countingConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func TestCompressionOnlyAboveThresholdAndWhenSmaller(t *testing.T) {
+	for _, codecs := range [][]string{{CodecZstd}, {CodecZlib}, nil} {
+		t.Run(fmt.Sprint(codecs), func(t *testing.T) {
+			ca, cb := testConfig(1), testConfig(2)
+			ca.Codecs, cb.Codecs = codecs, codecs
+			a, b := newNode(t, ca), newNode(t, cb)
+			var got atomic.Int64
+			b.HandleMessages(LaneMessage, func(s *Session, p []byte) { got.Add(int64(len(p))) })
+			c1, c2 := net.Pipe()
+			cc := &countingConn{Conn: c1}
+			go b.Accept(context.Background(), c2)
+			sa, err := a.DialConn(context.Background(), cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			measure := func(p []byte) int64 {
+				before, want := cc.n.Load(), got.Load()+int64(len(p))
+				if err := sa.Send(context.Background(), LaneMessage, p); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, 5*time.Second, "delivery", func() bool { return got.Load() == want })
+				return cc.n.Load() - before
+			}
+			compressible := bytes.Repeat([]byte("a"), 1<<20)
+			small := bytes.Repeat([]byte("a"), 4095)
+			random := make([]byte, 64<<10)
+			rand.NewChaCha8([32]byte{1}).Read(random)
+			wBig, wSmall, wRandom := measure(compressible), measure(small), measure(random)
+			if codecs == nil {
+				if wBig < 1<<20 {
+					t.Fatalf("no codec but %d bytes on the wire for 1 MiB", wBig)
+				}
+				return
+			}
+			if wBig > 64<<10 {
+				t.Fatalf("1 MiB of 'a' took %d bytes", wBig)
+			}
+			if wSmall < 4095 {
+				t.Fatalf("payload below the threshold was compressed (%d bytes)", wSmall)
+			}
+			if wRandom < 64<<10 {
+				t.Fatalf("incompressible payload shrank to %d?", wRandom)
+			}
+		})
+	}
+}
+
+func TestCompressionNegotiation(t *testing.T) {
+	cases := []struct {
+		a, b []string
+		want string
+	}{
+		{[]string{CodecZstd, CodecZlib}, []string{CodecZstd, CodecZlib}, CodecZstd},
+		{[]string{CodecZstd, CodecZlib}, []string{CodecZlib}, CodecZlib},
+		{[]string{CodecZlib, CodecZstd}, []string{CodecZstd, CodecZlib}, CodecZlib},
+		{[]string{CodecZstd}, []string{CodecZlib}, ""},
+		{nil, []string{CodecZstd}, ""},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.a, c.b), func(t *testing.T) {
+			ca, cb := testConfig(1), testConfig(2)
+			ca.Codecs, cb.Codecs = c.a, c.b
+			_, _, sa, sb := connect(t, viaPipe, ca, cb, func(a, b *Node) {
+				b.HandleRequests(LaneMessage, echo)
+			})
+			if sa.Codec() != c.want || sb.Codec() != c.want {
+				t.Fatalf("codec %q/%q want %q", sa.Codec(), sb.Codec(), c.want)
+			}
+			big := bytes.Repeat([]byte("casty compresses this "), 20000)
+			got, err := sa.Request(context.Background(), LaneMessage, big)
+			if err != nil || !bytes.Equal(got, big) {
+				t.Fatalf("round trip: %v", err)
+			}
+		})
+	}
+}
