@@ -1,0 +1,72 @@
+package actor
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config holds the engine's knobs. The zero value of a field means its
+// default; DefaultConfig spells every default out.
+type Config struct {
+	// CallTimeout bounds a call whose ctx has no deadline. Default 10 s.
+	CallTimeout time.Duration
+	// IdleTimeout deactivates an activation that has had no message for
+	// this long, unless its kind sets its own. Default 300 s; Forever never.
+	IdleTimeout time.Duration
+	// DrainTimeout bounds Close: how long in-flight and queued messages and
+	// Deactivate hooks may run before Close gives up on them. Default 10 s.
+	DrainTimeout time.Duration
+	// Supervisor decides failures for kinds without their own. Default:
+	// always Keep.
+	Supervisor Supervisor
+	// Logger receives the engine's log lines. Default slog.Default().
+	Logger *slog.Logger
+	// Node names this host in events; empty locally.
+	Node string
+}
+
+// DefaultConfig returns the defaults, every field set.
+func DefaultConfig() Config {
+	return Config{
+		CallTimeout:  10 * time.Second,
+		IdleTimeout:  300 * time.Second,
+		DrainTimeout: 10 * time.Second,
+		Supervisor:   func(string, string, error, Failure) Directive { return Keep },
+		Logger:       slog.Default(),
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.CallTimeout == 0 {
+		c.CallTimeout = d.CallTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = d.DrainTimeout
+	}
+	if c.Supervisor == nil {
+		c.Supervisor = d.Supervisor
+	}
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
+	return c
+}
+
+// Validate reports a negative duration.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout}} {
+		if f.d < 0 {
+			return fmt.Errorf("casty: config: %s must not be negative, got %v", f.name, f.d)
+		}
+	}
+	return nil
+}

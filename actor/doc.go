@@ -1,0 +1,31 @@
+// Package actor is Casty's activation engine: it turns a (kind, key) into a
+// live activation on demand, queues messages on its FIFO mailbox, runs one
+// handler at a time (services: up to their concurrency), supervises
+// failures, deactivates idle activations and drains everything on Close.
+//
+// Most programs use it through package casty, whose typed Call helpers
+// embed an Envelope in a struct that implements Invoker, so a call costs one
+// allocation and no reflection. This package holds the pieces every mode
+// shares: Kind (what a type's registration derived: state schema, handlers
+// indexed by function pointer, hooks, options), Host (the activations of
+// one node), and the error vocabulary.
+//
+// # Guarantees
+//
+//   - One activation per (kind, key) per host; a new one never starts before
+//     the previous one's Deactivate hook has finished. Messages queued on a
+//     deactivating activation move, in order, to its successor.
+//   - One handler at a time per activation, in FIFO order; different
+//     activations run in parallel. A mailbox holds a goroutine only while it
+//     has work, so idle activations cost memory, not goroutines.
+//   - A call waits at most until its ctx's deadline (or Config.CallTimeout);
+//     a message whose caller gave up before it started is never run.
+//   - A panicking handler is a failed call, never a crashed process; the
+//     supervisor decides Keep, Reset or Stop; a panicking supervisor means
+//     Keep.
+//   - A call that would wait on an activation already waiting in its own
+//     call chain (A→A, A→B→A) fails at once with ErrReentrancy instead of
+//     deadlocking: the chain travels in the handler's ctx.
+//   - Close drains: queued and running messages finish, Deactivate hooks run,
+//     bounded by Config.DrainTimeout; what still runs then is logged by name.
+package actor

@@ -1,0 +1,102 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// Infrastructure errors, for errors.Is. Whether a failed call may have taken
+// effect is said with each one: a definite error means the handler did not
+// run (or ran and its failure is reported as such); an indeterminate one means
+// it may have run.
+var (
+	// ErrTimeout is returned when a call's deadline (its ctx deadline, or
+	// Config.CallTimeout when ctx has none) passes before the reply arrives.
+	// Indeterminate: the handler may have run. It also matches
+	// context.DeadlineExceeded with errors.Is, and satisfies net.Error.
+	ErrTimeout error = timeoutError{}
+
+	// ErrActorUnavailable is returned when the actor cannot be reached: the
+	// system is closed or closing, or the activation was shut down with the
+	// call still queued. Definite for calls refused at the door; a call
+	// already running when its activation was torn down may have run.
+	ErrActorUnavailable = errors.New("casty: actor unavailable")
+
+	// ErrReentrancy is returned, before anything is queued, when a call
+	// would wait on an activation that is already waiting for this call's
+	// chain to finish (A→A, A→B→A): it would deadlock. Definite.
+	ErrReentrancy = errors.New("casty: reentrant call")
+
+	// ErrUnknownActorType is returned when a call names a kind or method
+	// the destination does not have. Definite.
+	ErrUnknownActorType = errors.New("casty: unknown actor type")
+
+	// ErrQuorumUnavailable is returned when a replicated write could not
+	// reach its write quorum in time. Indeterminate: a replica may hold it.
+	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
+
+	// ErrRangeMoving is returned when the key's range is being handed to
+	// another node. Definite; the caller may retry.
+	ErrRangeMoving = errors.New("casty: range moving")
+)
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "casty: timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// Is makes ErrTimeout match context.DeadlineExceeded.
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// TimeoutError is ErrTimeout with the call it happened to. It matches
+// ErrTimeout and context.DeadlineExceeded, and satisfies net.Error.
+type TimeoutError struct {
+	Kind, Key, Method string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("casty: call %s/%s.%s timed out", e.Kind, e.Key, e.Method)
+}
+
+// Unwrap returns ErrTimeout.
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
+
+// Timeout reports true (net.Error).
+func (e *TimeoutError) Timeout() bool { return true }
+
+// Temporary reports true (net.Error).
+func (e *TimeoutError) Temporary() bool { return true }
+
+// FailedError is a handler's failure as its caller sees it: the handler
+// returned an error or panicked. The supervisor has already decided the
+// activation's fate (Directive). Definite: with Keep the state the handler
+// left stays; with Reset it is discarded.
+type FailedError struct {
+	Kind      string    // the actor kind's wire name
+	Key       string    // the actor's key
+	Method    string    // the handler's name
+	Message   string    // the handler's error message
+	Directive Directive // what the supervisor decided
+	Err       error     // the original error; nil when it could not cross the wire
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("casty: %s/%s.%s failed: %s", e.Kind, e.Key, e.Method, e.Message)
+}
+
+// Unwrap returns the handler's original error.
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// PanicError is the failure recorded when a handler panics: the process
+// keeps running and the call fails with a *FailedError wrapping this.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the handler goroutine's stack at the panic
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }

@@ -1,0 +1,408 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const numShards = 64
+
+type actID struct {
+	kind *Kind
+	key  string
+}
+
+type shard struct {
+	mu sync.RWMutex
+	m  map[actID]*Activation
+}
+
+// Host runs activations in one process: it finds or creates the activation
+// for a (kind, key), queues messages on its mailbox, deactivates idle ones
+// and drains them all on Close. A Host is safe for concurrent use.
+type Host struct {
+	cfg       Config
+	injectors map[*Kind][]func(state any)
+	seed      maphash.Seed
+	shards    [numShards]shard
+	epoch     time.Time
+
+	closing  atomic.Bool
+	live     atomic.Int64 // activations not yet finalized
+	minIdle  atomic.Int64 // smallest idle timeout among kinds seen, ns
+	drained  chan struct{}
+	drainOne sync.Once
+	closed   chan struct{}
+	stopJan  chan struct{}
+	janDone  chan struct{}
+
+	nudge    chan struct{} // the smallest idle timeout went down
+
+	// Owner is whatever the embedding layer wants Self(ctx).System() to
+	// return; the engine never looks at it.
+	Owner any
+}
+
+// NewHost starts a host. injectors run on every new activation of their
+// kind, before its Activate hook. Close must be called to stop it.
+func NewHost(cfg Config, injectors map[*Kind][]func(state any)) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Host{
+		cfg:       cfg.withDefaults(),
+		injectors: injectors,
+		seed:      maphash.MakeSeed(),
+		epoch:     time.Now(),
+		drained:   make(chan struct{}),
+		closed:    make(chan struct{}),
+		stopJan:   make(chan struct{}),
+		janDone:   make(chan struct{}),
+		nudge:     make(chan struct{}, 1),
+	}
+	h.minIdle.Store(int64(Forever))
+	for i := range h.shards {
+		h.shards[i].m = make(map[actID]*Activation)
+	}
+	go h.janitor()
+	return h, nil
+}
+
+// Config returns the host's configuration with defaults filled in.
+func (h *Host) Config() Config { return h.cfg }
+
+func (h *Host) now() int64 { return int64(time.Since(h.epoch)) }
+
+func (h *Host) shardFor(key string) *shard {
+	return &h.shards[maphash.String(h.seed, key)%numShards]
+}
+
+// Ask queues e on the activation (k, key) and waits for its outcome: nil,
+// the handler's failure as a *FailedError, or an infrastructure error. A
+// ctx without a deadline is bounded by Config.CallTimeout.
+func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	if err := ctx.Err(); err != nil {
+		return h.ctxErr(err, k, key, e)
+	}
+	if err := checkReentrancy(ctx, k, key); err != nil {
+		return err
+	}
+	w := waiters.Get().(*waiter)
+	e.w = w
+	e.hctx.Context = ctx
+	if err := h.enqueue(k, key, e); err != nil {
+		waiters.Put(w)
+		return err
+	}
+	var timeout <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		timeout = w.arm(h.cfg.CallTimeout)
+	}
+	var err error
+	select {
+	case <-w.ch:
+		err = e.err
+	case <-ctx.Done():
+		err = h.ctxErr(ctx.Err(), k, key, e)
+		if !e.abandon() {
+			<-w.ch
+			err = e.err
+		}
+	case <-timeout:
+		err = &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
+		if !e.abandon() {
+			<-w.ch
+			err = e.err
+		}
+	}
+	if timeout != nil {
+		w.t.Stop()
+	}
+	waiters.Put(w)
+	return err
+}
+
+// Tell queues e without waiting for it (schedules, emits). Its outcome goes
+// to the supervisor only.
+func (h *Host) Tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	e.hctx.Context = ctx
+	return h.enqueue(k, key, e)
+}
+
+func (h *Host) ctxErr(err error, k *Kind, key string, e *Envelope) error {
+	if err == context.DeadlineExceeded {
+		return &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
+	}
+	return err
+}
+
+func (h *Host) enqueue(k *Kind, key string, e *Envelope) error {
+	if h.closing.Load() {
+		return fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+	}
+	sh := h.shardFor(key)
+	id := actID{k, key}
+	sh.mu.RLock()
+	a := sh.m[id]
+	if a != nil {
+		a.mu.Lock()
+		start := a.push(e) // a is not closed: finalize needs sh.mu exclusively
+		a.mu.Unlock()
+		sh.mu.RUnlock()
+		if start {
+			h.start(a)
+		}
+		return nil
+	}
+	sh.mu.RUnlock()
+
+	sh.mu.Lock()
+	if h.closing.Load() {
+		sh.mu.Unlock()
+		return fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+	}
+	a = sh.m[id]
+	if a == nil {
+		a = h.newActivation(k, key)
+		sh.m[id] = a
+	}
+	a.mu.Lock()
+	start := a.push(e)
+	a.mu.Unlock()
+	sh.mu.Unlock()
+	if start {
+		h.start(a)
+	}
+	return nil
+}
+
+// start runs a's mailbox on a goroutine of its own; it exits when the
+// mailbox is empty, so idle activations hold no goroutine.
+func (h *Host) start(a *Activation) { go a.run() }
+
+// newActivation creates an activation; the caller holds its shard's lock.
+func (h *Host) newActivation(k *Kind, key string) *Activation {
+	h.live.Add(1)
+	idle := h.idleOf(k)
+	for {
+		cur := h.minIdle.Load()
+		if int64(idle) >= cur {
+			break
+		}
+		if h.minIdle.CompareAndSwap(cur, int64(idle)) {
+			select {
+			case h.nudge <- struct{}{}:
+			default:
+			}
+			break
+		}
+	}
+	return &Activation{host: h, kind: k, key: key, state: k.New(), lastUsed: h.now()}
+}
+
+func (h *Host) idleOf(k *Kind) time.Duration {
+	if k.IdleTimeout != 0 {
+		return k.IdleTimeout
+	}
+	return h.cfg.IdleTimeout
+}
+
+// finalize removes a from its shard. What is still queued moves to a fresh
+// activation (returned, already marked running: the caller runs it) when
+// failWith is nil and the host is open; otherwise it fails with failWith
+// (or ErrActorUnavailable).
+func (h *Host) finalize(a *Activation, failWith error) *Activation {
+	sh := h.shardFor(a.key)
+	id := actID{a.kind, a.key}
+	var next *Activation
+	var orphans []*Envelope
+	sh.mu.Lock()
+	a.mu.Lock()
+	a.status = statusClosed
+	q := a.queue[a.head:]
+	a.queue, a.head = nil, 0
+	if sh.m[id] == a {
+		delete(sh.m, id)
+	}
+	if len(q) > 0 {
+		if failWith == nil && !h.closing.Load() {
+			next = h.newActivation(a.kind, a.key)
+			next.queue = q
+			next.running = true
+			sh.m[id] = next
+		} else {
+			orphans = q
+		}
+	}
+	a.mu.Unlock()
+	sh.mu.Unlock()
+	if orphans != nil {
+		if failWith == nil {
+			failWith = fmt.Errorf("%w: %s was shut down with the call queued", ErrActorUnavailable, a)
+		}
+		failAll(orphans, failWith)
+	}
+	if h.live.Add(-1) == 0 && h.closing.Load() {
+		h.drainOne.Do(func() { close(h.drained) })
+	}
+	return next
+}
+
+// guard runs f, turning a panic into a *PanicError.
+func (h *Host) guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = newPanicError(r)
+		}
+	}()
+	return f()
+}
+
+// supervise asks the kind's (or the host's) supervisor; a panic means Keep.
+func (h *Host) supervise(a *Activation, err error, f Failure) (d Directive) {
+	sup := a.kind.Supervisor
+	if sup == nil {
+		sup = h.cfg.Supervisor
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.cfg.Logger.Error("casty: supervisor panicked; keeping the activation", "kind", a.kind.Name, "key", a.key, "panic", r)
+			d = Keep
+		}
+	}()
+	d = sup(a.kind.Name, a.key, err, f)
+	if d < Keep || d > Stop {
+		d = Keep
+	}
+	return d
+}
+
+// janitor deactivates idle activations. It sweeps every tenth of the
+// smallest idle timeout in use, between 1 ms and 10 s.
+func (h *Host) janitor() {
+	defer close(h.janDone)
+	t := time.NewTimer(h.sweepInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stopJan:
+			return
+		case <-h.nudge:
+			t.Reset(h.sweepInterval())
+		case <-t.C:
+			h.sweep()
+			t.Reset(h.sweepInterval())
+		}
+	}
+}
+
+func (h *Host) sweepInterval() time.Duration {
+	d := time.Duration(h.minIdle.Load()) / 10
+	return min(max(d, time.Millisecond), 10*time.Second)
+}
+
+func (h *Host) sweep() {
+	now := h.now()
+	var starts []*Activation
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, a := range sh.m {
+			a.mu.Lock()
+			if a.status == statusActive && !a.running && a.empty() && a.inflight == 0 &&
+				a.stopReq == ReasonNone && now-a.lastUsed >= int64(h.idleOf(a.kind)) {
+				a.stopReq = ReasonIdle
+				a.running = true
+				starts = append(starts, a)
+			}
+			a.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	for _, a := range starts {
+		h.start(a)
+	}
+}
+
+// Len returns the number of live activations.
+func (h *Host) Len() int { return int(h.live.Load()) }
+
+// Close stops accepting messages, lets every activation finish what is
+// queued and run its Deactivate hook, and returns when all are gone or
+// Config.DrainTimeout (or ctx) expires; then it logs what is still running
+// and fails what is still queued with ErrActorUnavailable. Every later call
+// fails with ErrActorUnavailable. Close is idempotent; concurrent callers
+// wait for the first.
+func (h *Host) Close(ctx context.Context) error {
+	if !h.closing.CompareAndSwap(false, true) {
+		select {
+		case <-h.closed:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	defer close(h.closed)
+	var starts []*Activation
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for _, a := range sh.m {
+			a.mu.Lock()
+			if a.status == statusActive {
+				if a.push(&Envelope{ctl: ctlDrain}) {
+					starts = append(starts, a)
+				}
+			}
+			a.mu.Unlock()
+		}
+		sh.mu.Unlock()
+	}
+	for _, a := range starts {
+		h.start(a)
+	}
+	if h.live.Load() == 0 {
+		h.drainOne.Do(func() { close(h.drained) })
+	}
+	timer := time.NewTimer(h.cfg.DrainTimeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-h.drained:
+	case <-timer.C:
+		err = h.abandonDrain(fmt.Sprintf("after %v", h.cfg.DrainTimeout))
+	case <-ctx.Done():
+		err = h.abandonDrain(ctx.Err().Error())
+	}
+	close(h.stopJan)
+	<-h.janDone
+	return err
+}
+
+// abandonDrain logs what is still running and fails what is still queued.
+func (h *Host) abandonDrain(why string) error {
+	var stuck []string
+	var orphans []*Envelope
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, a := range sh.m {
+			a.mu.Lock()
+			if a.current != nil {
+				stuck = append(stuck, a.String()+"."+a.current.Name)
+			}
+			orphans = append(orphans, a.queue[a.head:]...)
+			a.queue, a.head = a.queue[:0], 0
+			a.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	failAll(orphans, fmt.Errorf("%w: system closed before the call ran", ErrActorUnavailable))
+	h.cfg.Logger.Error("casty: drain timed out; handlers still running are abandoned",
+		"why", why, "running", strings.Join(stuck, ", "))
+	return fmt.Errorf("casty: drain incomplete (%s): still running: %s", why, strings.Join(stuck, ", "))
+}

@@ -1,0 +1,150 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/casty-go/casty/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type acc struct{ N int }
+
+func (a *acc) Block(ctx context.Context, ch chan struct{}) error { <-ch; return nil }
+
+func TestNewKindRejectsChanArgument(t *testing.T) {
+	_, err := NewKind(reflect.TypeFor[acc](), "test.acc", wire.NewRegistry(), func() any { return new(acc) })
+	if err == nil || err.Error() != "casty: actor test.acc: test.acc.Block argument: chan struct {} is not serializable" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type counter struct{ N int }
+
+func (c *counter) Add(ctx context.Context, d int) (int, error) { c.N += d; return c.N, nil }
+func (c *counter) Peek(ctx context.Context) (int, error)       { return c.N, nil }
+func (c *counter) Reset(ctx context.Context) error             { c.N = 0; return nil }
+func (c *counter) Helper(x int) int                            { return x } // not a handler shape
+func (c *counter) Activate(ctx context.Context) error          { return nil }
+
+func TestNewKindDerivesHandlers(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), "", wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Name != "github.com/casty-go/casty/actor.counter" {
+		t.Errorf("name %q", k.Name)
+	}
+	var names []string
+	for _, m := range k.Methods() {
+		names = append(names, m.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"Add", "Peek", "Reset"}) {
+		t.Errorf("handlers %v", names)
+	}
+	if !k.HasActivate || k.HasDeactivate {
+		t.Errorf("hooks: activate %v deactivate %v", k.HasActivate, k.HasDeactivate)
+	}
+	// Method expressions and reflect's method funcs share code pointers.
+	if m := k.MethodFor(reflect.ValueOf((*counter).Add).Pointer()); m == nil || m.Name != "Add" {
+		t.Errorf("MethodFor((*counter).Add) = %v", m)
+	}
+	if m := k.MethodFor(reflect.ValueOf((*counter).Helper).Pointer()); m != nil {
+		t.Errorf("Helper resolved to %v", m.Name)
+	}
+	if m := k.MethodFor(reflect.ValueOf((*acc).Block).Pointer()); m != nil {
+		t.Errorf("another type's method resolved to %v", m.Name)
+	}
+	if m := k.MethodByName("Activate"); m != nil {
+		t.Error("the Activate hook is callable")
+	}
+}
+
+func TestQuorumOf(t *testing.T) {
+	cases := []struct {
+		q    Quorum
+		r, n int
+	}{{One, 3, 1}, {Majority, 3, 2}, {Majority, 4, 3}, {Majority, 5, 3}, {All, 5, 5}, {Quorum(2), 5, 2}}
+	for _, c := range cases {
+		if got := c.q.Of(c.r); got != c.n {
+			t.Errorf("%v.Of(%d) = %d, want %d", c.q, c.r, got, c.n)
+		}
+	}
+}
+
+func TestKindValidate(t *testing.T) {
+	k, _ := NewKind(reflect.TypeFor[counter](), "v", wire.NewRegistry(), nil)
+	k.Replicas, k.Write = 3, Quorum(4)
+	if err := k.Validate(); err == nil {
+		t.Error("write quorum 4 of 3 replicas accepted")
+	}
+	k.Write, k.Replicas = Majority, 0
+	if err := k.Validate(); err == nil {
+		t.Error("0 replicas accepted")
+	}
+}
+
+func TestHostCallAndClose(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), "test.counter", wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := k.MethodByName("Add")
+	for i := 1; i <= 3; i++ {
+		e := &cAdd{d: 1}
+		e.Init(e, add)
+		if err := h.Ask(context.Background(), k, "x", &e.Envelope); err != nil {
+			t.Fatal(err)
+		}
+		if e.r != i {
+			t.Fatalf("call %d returned %d", i, e.r)
+		}
+	}
+	if h.Len() != 1 {
+		t.Fatalf("%d activations, want 1", h.Len())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.Len() != 0 {
+		t.Fatalf("%d activations after Close", h.Len())
+	}
+	e := &cAdd{d: 1}
+	e.Init(e, add)
+	if err := h.Ask(context.Background(), k, "x", &e.Envelope); !errors.Is(err, ErrActorUnavailable) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+type cAdd struct {
+	Envelope
+	d, r int
+}
+
+func (e *cAdd) Invoke(ctx context.Context, state any) (err error) {
+	e.r, err = state.(*counter).Add(ctx, e.d)
+	return err
+}
+
+func TestTimeoutErrorMatches(t *testing.T) {
+	err := error(&TimeoutError{Kind: "k", Key: "x", Method: "M"})
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("TimeoutError does not match ErrTimeout and DeadlineExceeded")
+	}
+	var ne interface{ Timeout() bool }
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatal("not a net.Error-style timeout")
+	}
+}

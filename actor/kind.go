@@ -1,0 +1,308 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"time"
+
+	"github.com/casty-go/casty/wire"
+)
+
+// Forever is an idle timeout that never expires.
+const Forever = time.Duration(1<<63 - 1)
+
+// Quorum is how many replicas must take part in a write or a read:
+// One, Majority, All, or an explicit count Quorum(n) with n ≥ 1.
+type Quorum int
+
+// The symbolic quorums. Explicit counts are positive.
+const (
+	One      Quorum = 1
+	Majority Quorum = -1
+	All      Quorum = -2
+)
+
+// Of resolves q against replicas r: the number of acknowledgements needed.
+func (q Quorum) Of(r int) int {
+	switch q {
+	case Majority:
+		return r/2 + 1
+	case All:
+		return r
+	}
+	return int(q)
+}
+
+func (q Quorum) String() string {
+	switch q {
+	case Majority:
+		return "majority"
+	case All:
+		return "all"
+	}
+	return fmt.Sprint(int(q))
+}
+
+// Directive is a supervisor's decision about an activation whose handler
+// failed.
+type Directive int
+
+const (
+	// Keep leaves the activation and its state as the handler left them.
+	Keep Directive = iota
+	// Reset discards the activation without its Deactivate hook; the next
+	// call starts from the last replicated state, or zero state locally.
+	Reset
+	// Stop deactivates gracefully after the failed message (the hook runs);
+	// the next call reactivates.
+	Stop
+)
+
+func (d Directive) String() string {
+	switch d {
+	case Keep:
+		return "keep"
+	case Reset:
+		return "reset"
+	case Stop:
+		return "stop"
+	}
+	return fmt.Sprintf("Directive(%d)", int(d))
+}
+
+// Failure describes the failure a supervisor decides on.
+type Failure struct {
+	// Failures counts this activation's consecutive failures, this one
+	// included; a success resets it.
+	Failures int
+	// Method is the handler that failed.
+	Method string
+}
+
+// Supervisor decides an activation's fate after its handler failed. It must
+// not block. A panicking supervisor counts as Keep.
+type Supervisor func(kind, key string, err error, f Failure) Directive
+
+// Activator is implemented by actors that want a hook on every activation,
+// run after state is restored and before the first message.
+type Activator interface {
+	Activate(ctx context.Context) error
+}
+
+// Deactivator is implemented by actors that want a hook when an activation
+// ends gracefully (idle, explicit deactivation, Stop, shutdown).
+type Deactivator interface {
+	Deactivate(ctx context.Context) error
+}
+
+// Shape is the form of a handler.
+type Shape uint8
+
+// Handler shapes. Unary shapes take ctx and at most one argument; streaming
+// shapes take or return an iter.Seq2[E, error].
+const (
+	Unary        Shape = iota // M(ctx[, Q]) (R, error) or error
+	ServerStream              // M(ctx[, Q]) iter.Seq2[E, error]
+	ClientStream              // M(ctx, iter.Seq2[E, error]) (R, error) or error
+	DuplexStream              // M(ctx, iter.Seq2[E, error]) iter.Seq2[F, error]
+)
+
+// Method is one callable handler of a kind.
+type Method struct {
+	Name   string
+	Index  int          // index in the method set of *T
+	Shape  Shape        // unary or streaming form
+	Arg    reflect.Type // argument (element type for ClientStream/Duplex); nil when none
+	Result reflect.Type // result (element type for ServerStream/Duplex); nil for error-only
+	Func   reflect.Value
+}
+
+// Kind describes an actor or service type: everything derived from its Go
+// type at registration, plus its options.
+type Kind struct {
+	Name        string        // wire name
+	Type        reflect.Type  // the struct type T
+	New         func() any    // returns a new zero *T
+	IdleTimeout time.Duration // 0: the host's default
+	Supervisor  Supervisor    // nil: the host's
+	Replicas    int           // copies of the state (1 locally)
+	Write, Read Quorum
+
+	// Service marks a stateless kind whose calls run concurrently, at most
+	// Concurrency at a time per activation.
+	Service     bool
+	Concurrency int
+
+	HasActivate, HasDeactivate bool
+
+	byPtr  map[uintptr]*Method
+	byName map[string]*Method
+}
+
+var (
+	ctxType   = reflect.TypeFor[context.Context]()
+	errorType = reflect.TypeFor[error]()
+)
+
+// NewKind derives a kind from the struct type t: validates the state (the
+// exported fields) and every handler's argument and result with reg, and
+// indexes the handlers by function pointer and by name. Exported methods
+// whose shape is not a handler shape are simply not callable.
+func NewKind(t reflect.Type, name string, reg *wire.Registry, newState func() any) (*Kind, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("casty: actor type %v must be a struct", t)
+	}
+	if name == "" {
+		name = wire.DefaultName(t)
+	}
+	if err := reg.Validate(t, name); err != nil {
+		return nil, fmt.Errorf("casty: actor %s: state %w", name, err)
+	}
+	k := &Kind{
+		Name: name, Type: t, New: newState, Replicas: 1, Write: One, Read: One,
+		byPtr: map[uintptr]*Method{}, byName: map[string]*Method{},
+	}
+	pt := reflect.PointerTo(t)
+	k.HasActivate = pt.Implements(reflect.TypeFor[Activator]())
+	k.HasDeactivate = pt.Implements(reflect.TypeFor[Deactivator]())
+	for i := range pt.NumMethod() {
+		m := pt.Method(i)
+		if m.Name == "Activate" || m.Name == "Deactivate" {
+			continue // lifecycle hooks are never callable from outside
+		}
+		meth, ok := classify(m)
+		if !ok {
+			continue
+		}
+		if meth.Arg != nil {
+			if err := reg.ValidateValue(meth.Arg, name+"."+m.Name+" argument"); err != nil {
+				return nil, fmt.Errorf("casty: actor %s: %w", name, err)
+			}
+		}
+		if meth.Result != nil {
+			if err := reg.ValidateValue(meth.Result, name+"."+m.Name+" result"); err != nil {
+				return nil, fmt.Errorf("casty: actor %s: %w", name, err)
+			}
+		}
+		k.byPtr[m.Func.Pointer()] = meth
+		k.byName[m.Name] = meth
+	}
+	return k, nil
+}
+
+// seq2Elem reports whether t is iter.Seq2[E, error], and returns E.
+func seq2Elem(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() != reflect.Func || t.NumIn() != 1 || t.NumOut() != 0 {
+		return nil, false
+	}
+	yield := t.In(0)
+	if yield.Kind() != reflect.Func || yield.NumIn() != 2 || yield.NumOut() != 1 ||
+		yield.In(1) != errorType || yield.Out(0).Kind() != reflect.Bool {
+		return nil, false
+	}
+	e := yield.In(0)
+	// Only iter.Seq2 itself or the identical unnamed func type qualifies.
+	if t.Name() != "" && t.PkgPath() != reflect.TypeFor[iter.Seq2[int, error]]().PkgPath() {
+		return nil, false
+	}
+	return e, true
+}
+
+// classify recognises the handler shapes of a method of *T (receiver is In(0)).
+func classify(m reflect.Method) (*Method, bool) {
+	ft := m.Type
+	if ft.IsVariadic() || ft.NumIn() < 2 || ft.NumIn() > 3 || ft.In(1) != ctxType {
+		return nil, false
+	}
+	meth := &Method{Name: m.Name, Index: m.Index, Func: m.Func}
+	var argStream bool
+	if ft.NumIn() == 3 {
+		meth.Arg = ft.In(2)
+		if e, ok := seq2Elem(meth.Arg); ok {
+			meth.Arg, argStream = e, true
+		}
+	}
+	switch {
+	case ft.NumOut() == 1 && ft.Out(0) == errorType:
+		meth.Shape = Unary
+	case ft.NumOut() == 2 && ft.Out(1) == errorType:
+		meth.Result = ft.Out(0)
+		meth.Shape = Unary
+	case ft.NumOut() == 1:
+		e, ok := seq2Elem(ft.Out(0))
+		if !ok {
+			return nil, false
+		}
+		meth.Result = e
+		meth.Shape = ServerStream
+		if argStream {
+			meth.Shape = DuplexStream
+		}
+		return meth, true
+	default:
+		return nil, false
+	}
+	if argStream {
+		meth.Shape = ClientStream
+	}
+	return meth, true
+}
+
+// MethodFor returns the handler whose function (a method expression such as
+// (*T).Greet, or its reflect Func) has code pointer ptr, or nil.
+func (k *Kind) MethodFor(ptr uintptr) *Method { return k.byPtr[ptr] }
+
+// MethodByName returns the handler called name, or nil.
+func (k *Kind) MethodByName(name string) *Method { return k.byName[name] }
+
+// Methods returns the handlers in method-set order.
+func (k *Kind) Methods() []*Method {
+	out := make([]*Method, 0, len(k.byName))
+	for _, m := range k.byName {
+		out = append(out, m)
+	}
+	for i := 1; i < len(out); i++ { // tiny insertion sort by Index
+		for j := i; j > 0 && out[j].Index < out[j-1].Index; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// Validate checks the kind's options.
+func (k *Kind) Validate() error {
+	if k.Replicas < 1 {
+		return fmt.Errorf("casty: actor %s: replicas must be at least 1, got %d", k.Name, k.Replicas)
+	}
+	for _, q := range []struct {
+		what string
+		q    Quorum
+	}{{"write", k.Write}, {"read", k.Read}} {
+		if q.q == 0 || q.q < All {
+			return fmt.Errorf("casty: actor %s: invalid %s quorum %d", k.Name, q.what, int(q.q))
+		}
+		if n := q.q.Of(k.Replicas); n > k.Replicas {
+			return fmt.Errorf("casty: actor %s: %s quorum %d exceeds replicas %d", k.Name, q.what, n, k.Replicas)
+		}
+	}
+	if k.IdleTimeout < 0 {
+		return fmt.Errorf("casty: actor %s: negative idle timeout %v", k.Name, k.IdleTimeout)
+	}
+	if k.Service && k.Concurrency < 1 {
+		return fmt.Errorf("casty: service %s: concurrency must be at least 1, got %d", k.Name, k.Concurrency)
+	}
+	return nil
+}
+
+// errUnknownMethod builds the error for a function that is not a handler of k.
+func (k *Kind) errUnknownMethod(what string) error {
+	return fmt.Errorf("%w: %s is not a handler of %s", ErrUnknownActorType, what, k.Name)
+}
+
+// ErrNotHandler returns the error for calling something that is not one of
+// k's handlers (a method of another type, an unexported method, a closure).
+func (k *Kind) ErrNotHandler(fn any) error {
+	return k.errUnknownMethod(fmt.Sprintf("%T", fn))
+}

@@ -1,0 +1,130 @@
+package casty
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/casty-go/casty/actor"
+)
+
+var errZeroRef = errors.New("casty: call through a zero Ref (use Kind.Ref)")
+
+// resolve finds the handler fn (a method expression like (*T).Greet) names.
+func resolve[T any](ref Ref[T], fn any) (*actor.Method, error) {
+	if ref.sys == nil || ref.kind == nil {
+		return nil, errZeroRef
+	}
+	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
+	if m == nil {
+		return nil, ref.kind.ErrNotHandler(fn)
+	}
+	if m.Shape != actor.Unary {
+		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " is a streaming handler: use Stream, Upload or Duplex")
+	}
+	return m, nil
+}
+
+func ask(ctx context.Context, sys *System, k *actor.Kind, key string, e *actor.Envelope) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return sys.host.Ask(ctx, k, key, e)
+}
+
+type callQR[T, Q, R any] struct {
+	actor.Envelope
+	m func(*T, context.Context, Q) (R, error)
+	q Q
+	r R
+}
+
+func (e *callQR[T, Q, R]) Invoke(ctx context.Context, state any) (err error) {
+	e.r, err = e.m(state.(*T), ctx, e.q)
+	return err
+}
+
+// Call invokes the handler m — a method expression such as (*Greeter).Greet
+// — with argument q on the actor ref points to, and returns its result. The
+// compiler checks the actor type, argument and result. Call honours ctx's
+// deadline and cancellation (Config.CallTimeout when ctx has none). A
+// handler's error arrives as *ActorFailedError; infrastructure failures as
+// the sentinels of this package.
+func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
+	var zero R
+	meth, err := resolve(ref, m)
+	if err != nil {
+		return zero, err
+	}
+	e := &callQR[T, Q, R]{m: m, q: q}
+	e.Init(e, meth)
+	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
+		return zero, err
+	}
+	return e.r, nil
+}
+
+type callR[T, R any] struct {
+	actor.Envelope
+	m func(*T, context.Context) (R, error)
+	r R
+}
+
+func (e *callR[T, R]) Invoke(ctx context.Context, state any) (err error) {
+	e.r, err = e.m(state.(*T), ctx)
+	return err
+}
+
+// Call0 is Call for handlers without an argument: M(ctx) (R, error).
+func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
+	var zero R
+	meth, err := resolve(ref, m)
+	if err != nil {
+		return zero, err
+	}
+	e := &callR[T, R]{m: m}
+	e.Init(e, meth)
+	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
+		return zero, err
+	}
+	return e.r, nil
+}
+
+type doQ[T, Q any] struct {
+	actor.Envelope
+	m func(*T, context.Context, Q) error
+	q Q
+}
+
+func (e *doQ[T, Q]) Invoke(ctx context.Context, state any) error {
+	return e.m(state.(*T), ctx, e.q)
+}
+
+// Do is Call for handlers without a result: M(ctx, Q) error.
+func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
+	meth, err := resolve(ref, m)
+	if err != nil {
+		return err
+	}
+	e := &doQ[T, Q]{m: m, q: q}
+	e.Init(e, meth)
+	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+}
+
+type do0[T any] struct {
+	actor.Envelope
+	m func(*T, context.Context) error
+}
+
+func (e *do0[T]) Invoke(ctx context.Context, state any) error { return e.m(state.(*T), ctx) }
+
+// Do0 is Call for handlers with neither argument nor result: M(ctx) error.
+func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
+	meth, err := resolve(ref, m)
+	if err != nil {
+		return err
+	}
+	e := &do0[T]{m: m}
+	e.Init(e, meth)
+	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+}

@@ -1,0 +1,220 @@
+package casty
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+)
+
+// Config holds every timeout, size and interval Casty uses. A zero field
+// means its default; DefaultConfig lists them all. Local mode uses the
+// actor knobs; the transport, membership and replication knobs take effect
+// in cluster mode and are validated everywhere so one Config serves both.
+type Config struct {
+	// Actors.
+
+	// CallTimeout bounds a call whose ctx has no deadline. Default 10 s.
+	CallTimeout time.Duration
+	// IdleTimeout deactivates an activation with no message for this long,
+	// unless its kind sets casty.IdleTimeout. Default 300 s; Forever never.
+	IdleTimeout time.Duration
+	// DrainTimeout bounds Close's drain of in-flight and queued messages and
+	// Deactivate hooks. Default 10 s.
+	DrainTimeout time.Duration
+
+	// Replication (cluster mode).
+
+	// ReplicationTimeout bounds a quorum write. Default 5 s.
+	ReplicationTimeout time.Duration
+	// HandoffTimeout bounds the range handoff of a closing node. Default 10 s.
+	HandoffTimeout time.Duration
+	// ReplicationBatch is the largest commit part in bytes; bigger commits
+	// are split. Default 256 KiB.
+	ReplicationBatch int
+
+	// Transport (cluster mode).
+
+	// MaxFrame is the largest mux frame in bytes. Default 256 KiB.
+	MaxFrame int
+	// MaxMessage is the largest message in bytes; larger data takes its own
+	// stream. Default 4 MiB.
+	MaxMessage int
+	// StreamWindow is the per-stream credit window in bytes. Default 256 KiB.
+	StreamWindow int
+	// MaxStreams caps concurrent streams per connection. Default 1024.
+	MaxStreams int
+	// HandshakeTimeout bounds a connection's handshake. Default 5 s.
+	HandshakeTimeout time.Duration
+	// ConnectTimeout bounds a dial. Default 5 s.
+	ConnectTimeout time.Duration
+	// KeepAliveInterval is the ping period on idle connections. Default 15 s.
+	KeepAliveInterval time.Duration
+	// KeepAliveTimeout is how long a ping may go unanswered. Default 5 s.
+	KeepAliveTimeout time.Duration
+	// ReconnectMin is the first redial delay, doubling up to ReconnectMax
+	// with ±25 % jitter. Defaults 100 ms and 15 s.
+	ReconnectMin, ReconnectMax time.Duration
+	// CompressThreshold: payloads of at least this many bytes are compressed
+	// when that makes them smaller. Default 4096.
+	CompressThreshold int
+
+	// Membership (cluster mode).
+
+	// ActiveView and PassiveView are HyParView's view sizes. Defaults 5, 30.
+	ActiveView, PassiveView int
+	// ActiveWalk and PassiveWalk are the join random-walk lengths. Defaults 6, 3.
+	ActiveWalk, PassiveWalk int
+	// ShuffleInterval is the passive-view shuffle period. Default 10 s.
+	ShuffleInterval time.Duration
+	// ShuffleActive and ShufflePassive are the shuffle sample sizes.
+	// Defaults 3, 4.
+	ShuffleActive, ShufflePassive int
+	// SuspicionTimeout turns an unrefuted suspicion into DEAD. Default 5 s.
+	SuspicionTimeout time.Duration
+	// AntiEntropyInterval is the period of full member-table exchanges.
+	// Default 30 s.
+	AntiEntropyInterval time.Duration
+	// TombstoneTTL keeps dead and departed members' records. Default 60 s.
+	TombstoneTTL time.Duration
+	// GraftTimeout is Plumtree's wait for an announced message. Default 0.5 s.
+	GraftTimeout time.Duration
+	// JoinTimeout bounds joining through the seeds. Default 10 s.
+	JoinTimeout time.Duration
+
+	// Collections.
+
+	// Shards is the default shard (and stripe) count. Default 32.
+	Shards int
+}
+
+// DefaultConfig returns the documented defaults, every field set.
+func DefaultConfig() Config {
+	return Config{
+		CallTimeout:         10 * time.Second,
+		IdleTimeout:         300 * time.Second,
+		DrainTimeout:        10 * time.Second,
+		ReplicationTimeout:  5 * time.Second,
+		HandoffTimeout:      10 * time.Second,
+		ReplicationBatch:    256 << 10,
+		MaxFrame:            256 << 10,
+		MaxMessage:          4 << 20,
+		StreamWindow:        256 << 10,
+		MaxStreams:          1024,
+		HandshakeTimeout:    5 * time.Second,
+		ConnectTimeout:      5 * time.Second,
+		KeepAliveInterval:   15 * time.Second,
+		KeepAliveTimeout:    5 * time.Second,
+		ReconnectMin:        100 * time.Millisecond,
+		ReconnectMax:        15 * time.Second,
+		CompressThreshold:   4096,
+		ActiveView:          5,
+		PassiveView:         30,
+		ActiveWalk:          6,
+		PassiveWalk:         3,
+		ShuffleInterval:     10 * time.Second,
+		ShuffleActive:       3,
+		ShufflePassive:      4,
+		SuspicionTimeout:    5 * time.Second,
+		AntiEntropyInterval: 30 * time.Second,
+		TombstoneTTL:        60 * time.Second,
+		GraftTimeout:        500 * time.Millisecond,
+		JoinTimeout:         10 * time.Second,
+		Shards:              32,
+	}
+}
+
+// withDefaults fills every zero field from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	fill := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	filli := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&c.CallTimeout, d.CallTimeout)
+	fill(&c.IdleTimeout, d.IdleTimeout)
+	fill(&c.DrainTimeout, d.DrainTimeout)
+	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
+	fill(&c.HandoffTimeout, d.HandoffTimeout)
+	filli(&c.ReplicationBatch, d.ReplicationBatch)
+	filli(&c.MaxFrame, d.MaxFrame)
+	filli(&c.MaxMessage, d.MaxMessage)
+	filli(&c.StreamWindow, d.StreamWindow)
+	filli(&c.MaxStreams, d.MaxStreams)
+	fill(&c.HandshakeTimeout, d.HandshakeTimeout)
+	fill(&c.ConnectTimeout, d.ConnectTimeout)
+	fill(&c.KeepAliveInterval, d.KeepAliveInterval)
+	fill(&c.KeepAliveTimeout, d.KeepAliveTimeout)
+	fill(&c.ReconnectMin, d.ReconnectMin)
+	fill(&c.ReconnectMax, d.ReconnectMax)
+	filli(&c.CompressThreshold, d.CompressThreshold)
+	filli(&c.ActiveView, d.ActiveView)
+	filli(&c.PassiveView, d.PassiveView)
+	filli(&c.ActiveWalk, d.ActiveWalk)
+	filli(&c.PassiveWalk, d.PassiveWalk)
+	fill(&c.ShuffleInterval, d.ShuffleInterval)
+	filli(&c.ShuffleActive, d.ShuffleActive)
+	filli(&c.ShufflePassive, d.ShufflePassive)
+	fill(&c.SuspicionTimeout, d.SuspicionTimeout)
+	fill(&c.AntiEntropyInterval, d.AntiEntropyInterval)
+	fill(&c.TombstoneTTL, d.TombstoneTTL)
+	fill(&c.GraftTimeout, d.GraftTimeout)
+	fill(&c.JoinTimeout, d.JoinTimeout)
+	filli(&c.Shards, d.Shards)
+	return c
+}
+
+// Validate reports the first field that is negative or inconsistent.
+func (c Config) Validate() error {
+	durations := []struct {
+		name string
+		v    time.Duration
+	}{
+		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
+		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout},
+		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
+		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
+		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},
+		{"ShuffleInterval", c.ShuffleInterval}, {"SuspicionTimeout", c.SuspicionTimeout},
+		{"AntiEntropyInterval", c.AntiEntropyInterval}, {"TombstoneTTL", c.TombstoneTTL},
+		{"GraftTimeout", c.GraftTimeout}, {"JoinTimeout", c.JoinTimeout},
+	}
+	for _, f := range durations {
+		if f.v < 0 {
+			return fmt.Errorf("casty: config: %s must not be negative, got %v", f.name, f.v)
+		}
+	}
+	ints := []struct {
+		name string
+		v    int
+	}{
+		{"ReplicationBatch", c.ReplicationBatch}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
+		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
+		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
+		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},
+		{"Shards", c.Shards},
+	}
+	for _, f := range ints {
+		if f.v < 0 {
+			return fmt.Errorf("casty: config: %s must not be negative, got %d", f.name, f.v)
+		}
+	}
+	full := c.withDefaults()
+	if full.ReconnectMin > full.ReconnectMax {
+		return fmt.Errorf("casty: config: ReconnectMin %v exceeds ReconnectMax %v", full.ReconnectMin, full.ReconnectMax)
+	}
+	if full.MaxFrame > full.MaxMessage {
+		return fmt.Errorf("casty: config: MaxFrame %d exceeds MaxMessage %d", full.MaxFrame, full.MaxMessage)
+	}
+	return nil
+}
+
+func (c Config) engine() actor.Config {
+	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout}
+}

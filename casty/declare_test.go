@@ -1,0 +1,99 @@
+package casty_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/casty-go/casty/casty"
+)
+
+func mustPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Fatalf("no panic, want %q", want)
+		}
+		if msg, _ := r.(string); !strings.Contains(msg, want) {
+			t.Fatalf("panic %q, want it to contain %q", r, want)
+		}
+	}()
+	f()
+}
+
+type BadState struct {
+	Name   string
+	Orders []struct{ Notify chan string }
+}
+
+type BadArg struct{}
+
+func (b *BadArg) Watch(ctx context.Context, f func()) error { return nil }
+
+type BadResult struct{}
+
+func (b *BadResult) Peek(ctx context.Context) (complex128, error) { return 0, nil }
+
+type Plain struct{ N int }
+
+func (p *Plain) Get(ctx context.Context) (int, error) { return p.N, nil }
+
+type Unregistered struct{ A int }
+type UsesUnregistered struct{ U Unregistered }
+
+func TestDeclarationPanicsNameTheProblem(t *testing.T) {
+	mustPanic(t, "test.Bad.Orders[].Notify: chan string is not serializable", func() {
+		casty.Actor[BadState](casty.Name("test.Bad"))
+	})
+	mustPanic(t, "test.BadArg.Watch argument: func() is not serializable", func() {
+		casty.Actor[BadArg](casty.Name("test.BadArg"))
+	})
+	mustPanic(t, "test.BadResult.Peek result: complex128 is not serializable", func() {
+		casty.Actor[BadResult](casty.Name("test.BadResult"))
+	})
+	mustPanic(t, "U: casty_test.Unregistered is not registered", func() {
+		casty.Actor[UsesUnregistered]()
+	})
+	mustPanic(t, "write quorum 4 exceeds replicas 3", func() {
+		casty.Actor[Plain](casty.Name("test.P1"), casty.Replicas(3), casty.Write(casty.Quorum(4)))
+	})
+	mustPanic(t, "replicas must be at least 1", func() {
+		casty.Actor[Plain](casty.Name("test.P2"), casty.Replicas(0))
+	})
+	mustPanic(t, "Concurrency is a service option", func() {
+		casty.Actor[Plain](casty.Name("test.P3"), casty.Concurrency(4))
+	})
+	mustPanic(t, "is declared twice", func() {
+		casty.Actor[Plain](casty.Name("test.Greeter"))
+	})
+	mustPanic(t, "is not a struct", func() { casty.Actor[int]() })
+	mustPanic(t, "chan int is not serializable", func() {
+		type M struct{ C chan int }
+		casty.Message[M]()
+	})
+}
+
+func TestReplicatedKindRunsAsSingleCopyLocally(t *testing.T) {
+	k := casty.Actor[Plain](casty.Name("test.Replicated"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
+	sys := newSys(t)
+	if n, err := casty.Call0(context.Background(), k.Ref(sys, "x"), (*Plain).Get); err != nil || n != 0 {
+		t.Fatalf("%d %v", n, err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := casty.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := (casty.Config{CallTimeout: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "CallTimeout") {
+		t.Fatalf("negative CallTimeout: %v", err)
+	}
+	if err := (casty.Config{ReconnectMin: 20e9}).Validate(); err == nil {
+		t.Fatal("ReconnectMin > ReconnectMax accepted")
+	}
+	mustPanic(t, "IdleTimeout must not be negative", func() {
+		casty.Local(casty.WithConfig(casty.Config{IdleTimeout: -5}))
+	})
+}

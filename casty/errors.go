@@ -1,0 +1,62 @@
+package casty
+
+import "github.com/casty-go/casty/actor"
+
+// Infrastructure errors, for errors.Is. Definite errors mean the call did
+// not take effect; indeterminate ones mean it may have (see each).
+var (
+	// ErrTimeout: the call's deadline (ctx's, or Config.CallTimeout) passed.
+	// Indeterminate. Also matches context.DeadlineExceeded; satisfies net.Error.
+	ErrTimeout = actor.ErrTimeout
+	// ErrActorUnavailable: the system is closed, or the activation was shut
+	// down with the call queued. Definite when refused at the door.
+	ErrActorUnavailable = actor.ErrActorUnavailable
+	// ErrQuorumUnavailable: a replicated write did not reach its write
+	// quorum. Indeterminate.
+	ErrQuorumUnavailable = actor.ErrQuorumUnavailable
+	// ErrRangeMoving: the key's range is moving between nodes. Definite.
+	ErrRangeMoving = actor.ErrRangeMoving
+	// ErrUnknownActorType: the kind or method is not known where the call
+	// went (or the function passed is not a handler). Definite.
+	ErrUnknownActorType = actor.ErrUnknownActorType
+	// ErrReentrancy: the call would wait on an activation already waiting
+	// in this call chain (A→A, A→B→A). Definite.
+	ErrReentrancy = actor.ErrReentrancy
+)
+
+// ActorFailedError is a handler's failure as its caller sees it: kind, key,
+// method, message and the supervisor's directive; Unwrap returns the
+// handler's error (locally always; across nodes when its type is registered).
+type ActorFailedError = actor.FailedError
+
+// PanicError is the error a panicking handler fails with.
+type PanicError = actor.PanicError
+
+// Directive is a supervisor's decision.
+type Directive = actor.Directive
+
+// The directives.
+const (
+	// Keep leaves the activation and its state as they are (the default).
+	Keep = actor.Keep
+	// Reset discards the activation without its Deactivate hook; the next
+	// call starts from the last replicated state (zero state locally).
+	Reset = actor.Reset
+	// Stop deactivates gracefully; the next call reactivates.
+	Stop = actor.Stop
+)
+
+// Failure tells a supervisor about the failure: Failures counts the
+// activation's consecutive failures, this one included.
+type Failure = actor.Failure
+
+// Supervisor decides what happens to an activation whose handler failed.
+type Supervisor = func(kind, key string, err error, f Failure) Directive
+
+// TimeoutError is ErrTimeout naming the call: it matches ErrTimeout and
+// context.DeadlineExceeded, and satisfies net.Error.
+type TimeoutError = actor.TimeoutError
+
+// ReentrancyError names the activation a reentrant call would have
+// deadlocked on; it matches ErrReentrancy.
+type ReentrancyError = actor.ReentrancyError

@@ -1,0 +1,202 @@
+package casty
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/wire"
+)
+
+// Quorum is how many replicas take part in a write or read: One, Majority,
+// All, or Quorum(n).
+type Quorum = actor.Quorum
+
+// The quorums. Quorum(n) asks for exactly n replicas.
+const (
+	One      = actor.One
+	Majority = actor.Majority
+	All      = actor.All
+)
+
+// Forever is an idle timeout that never expires.
+const Forever = actor.Forever
+
+// KindOption configures a kind or a message type at declaration.
+type KindOption func(*kindOptions)
+
+type kindOptions struct {
+	name        string
+	replicas    int
+	write, read Quorum
+	idle        time.Duration
+	supervisor  Supervisor
+	concurrency int
+	service     bool
+	set         map[string]bool
+}
+
+func (o *kindOptions) mark(what string) {
+	if o.set == nil {
+		o.set = map[string]bool{}
+	}
+	o.set[what] = true
+}
+
+// Name sets the wire name (default: import path + type name). Keep it when
+// renaming the Go type so every node still agrees.
+func Name(name string) KindOption {
+	return func(o *kindOptions) { o.name = name; o.mark("Name") }
+}
+
+// Replicas sets how many nodes hold the actor's state (default 1). Local
+// mode runs any value as a single copy.
+func Replicas(n int) KindOption {
+	return func(o *kindOptions) { o.replicas = n; o.mark("Replicas") }
+}
+
+// Write sets the write quorum (default One).
+func Write(q Quorum) KindOption { return func(o *kindOptions) { o.write = q; o.mark("Write") } }
+
+// Read sets the read quorum (default One: served from the owner's memory).
+func Read(q Quorum) KindOption { return func(o *kindOptions) { o.read = q; o.mark("Read") } }
+
+// IdleTimeout sets how long an activation lives without messages (default
+// Config.IdleTimeout, 300 s); Forever never idles out.
+func IdleTimeout(d time.Duration) KindOption {
+	return func(o *kindOptions) { o.idle = d; o.mark("IdleTimeout") }
+}
+
+// Supervise sets the kind's supervisor, overriding the system's.
+func Supervise(f Supervisor) KindOption {
+	return func(o *kindOptions) { o.supervisor = f; o.mark("Supervise") }
+}
+
+// Concurrency bounds a service's calls in flight per activation (default 32).
+func Concurrency(n int) KindOption {
+	return func(o *kindOptions) { o.concurrency = n; o.mark("Concurrency") }
+}
+
+// Kind is a declared actor type: declare it once at package level with
+// Actor, and address its actors with Ref.
+type Kind[T any] struct {
+	k *actor.Kind
+}
+
+// Actor declares T as an actor kind. T must be a struct: its exported fields
+// are its state, its exported methods with a handler shape its interface.
+// Actor panics (at package initialisation, like regexp.MustCompile) with a
+// message naming the type, method or field when T's state, a handler's
+// argument or its result cannot cross the wire, or an option is invalid.
+func Actor[T any](opts ...KindOption) *Kind[T] {
+	k, err := declare[T](false, opts)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &Kind[T]{k: k}
+}
+
+func declare[T any](service bool, opts []KindOption) (*actor.Kind, error) {
+	o := kindOptions{replicas: 1, write: One, read: One, service: service, concurrency: 32}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("casty: %v is not a struct type", t)
+	}
+	if !service && o.set["Concurrency"] {
+		return nil, fmt.Errorf("casty: actor %v: Concurrency is a service option", t)
+	}
+	k, err := actor.NewKind(t, o.name, wire.Default, func() any { return new(T) })
+	if err != nil {
+		return nil, err
+	}
+	if service {
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				return nil, fmt.Errorf("casty: service %s: exported field %s: services are stateless (keep state in actors)", k.Name, t.Field(i).Name)
+			}
+		}
+		if k.HasActivate || k.HasDeactivate {
+			return nil, fmt.Errorf("casty: service %s: lifecycle hooks are not allowed: services are stateless", k.Name)
+		}
+		for _, what := range []string{"Replicas", "Write", "Read"} {
+			if o.set[what] {
+				return nil, fmt.Errorf("casty: service %s: %s does not apply to stateless services", k.Name, what)
+			}
+		}
+	}
+	k.Replicas, k.Write, k.Read = o.replicas, o.write, o.read
+	k.IdleTimeout, k.Supervisor = o.idle, o.supervisor
+	k.Service, k.Concurrency = service, o.concurrency
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	if err := kinds.add(k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Name returns the kind's wire name.
+func (k *Kind[T]) Name() string { return k.k.Name }
+
+// Ref addresses the actor with the given key on sys. Refs are cheap values;
+// the activation is created by the first call that reaches it.
+func (k *Kind[T]) Ref(sys *System, key string) Ref[T] {
+	return Ref[T]{sys: sys, kind: k.k, key: key}
+}
+
+func (k *Kind[T]) desc() *actor.Kind { return k.k }
+func (k *Kind[T]) typed(*T)          {}
+
+// Declared is what Actor and Service return, for options that take either.
+type Declared[T any] interface {
+	desc() *actor.Kind
+	typed(*T)
+}
+
+// Ref is a typed address of one actor: kind, key and the system to reach it
+// through. Pass it to Call, Call0, Do and Do0.
+type Ref[T any] struct {
+	sys  *System
+	kind *actor.Kind
+	key  string
+}
+
+// Key returns the actor's key.
+func (r Ref[T]) Key() string { return r.key }
+
+// Kind returns the actor kind's wire name.
+func (r Ref[T]) Kind() string {
+	if r.kind == nil {
+		return ""
+	}
+	return r.kind.Name
+}
+
+func (r Ref[T]) String() string { return r.Kind() + "/" + r.key }
+
+// MessageType is a registered message struct.
+type MessageType[T any] struct{ name string }
+
+// Name returns the message's wire name.
+func (m MessageType[T]) Name() string { return m.name }
+
+// Message registers the struct T under a stable wire name (default import
+// path + type name; Name overrides) after validating it recursively. It
+// panics on an invalid type or a duplicate name. Register nested structs
+// before the structs and actors that contain them.
+func Message[T any](opts ...KindOption) MessageType[T] {
+	var o kindOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	name, err := wire.Default.Register(reflect.TypeFor[T](), o.name)
+	if err != nil {
+		panic("casty: message " + err.Error())
+	}
+	return MessageType[T]{name: name}
+}

@@ -1,0 +1,126 @@
+package casty
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/casty-go/casty/actor"
+)
+
+// System is a running Casty system: local (Local), a cluster member
+// (Start) or a lite member (Connect). All share this API. Close it when
+// done.
+type System struct {
+	host   *actor.Host
+	cfg    Config
+	logger *slog.Logger
+}
+
+// Member is a full cluster member.
+type Member struct {
+	ID   string // node id
+	Addr string // the address others dial
+}
+
+// Option configures a System.
+type Option func(*systemOptions)
+
+type systemOptions struct {
+	cfg        Config
+	supervisor Supervisor
+	logger     *slog.Logger
+	injectors  map[*actor.Kind][]func(any)
+}
+
+// WithConfig sets every timeout, size and interval (zero fields keep their
+// defaults; see DefaultConfig).
+func WithConfig(cfg Config) Option { return func(o *systemOptions) { o.cfg = cfg } }
+
+// WithSupervisor sets the supervisor for kinds without their own. Default:
+// always Keep.
+func WithSupervisor(f Supervisor) Option { return func(o *systemOptions) { o.supervisor = f } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *systemOptions) { o.logger = l } }
+
+// Inject runs f on every activation of kind k on this system, after state is
+// restored and before the Activate hook, so transient (unexported) fields
+// can hold what the process owns: database handles, clients, caches.
+func Inject[T any](k Declared[T], f func(*T)) Option {
+	return func(o *systemOptions) {
+		if o.injectors == nil {
+			o.injectors = map[*actor.Kind][]func(any){}
+		}
+		d := k.desc()
+		o.injectors[d] = append(o.injectors[d], func(state any) { f(state.(*T)) })
+	}
+}
+
+// Local returns an in-process system: mailboxes, lifecycle, supervision and
+// everything else, with no network at all. Actors declared with Replicas > 1
+// run as a single copy. Local panics on an invalid Config (a programming
+// error, reported with the offending field).
+func Local(opts ...Option) *System {
+	sys, err := newSystem(opts)
+	if err != nil {
+		panic(err.Error())
+	}
+	return sys
+}
+
+func newSystem(opts []Option) (*System, error) {
+	var o systemOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := o.cfg.withDefaults()
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	ec := cfg.engine()
+	ec.Logger = o.logger
+	if o.supervisor != nil {
+		ec.Supervisor = o.supervisor
+	}
+	host, err := actor.NewHost(ec, o.injectors)
+	if err != nil {
+		return nil, err
+	}
+	sys := &System{host: host, cfg: cfg, logger: o.logger}
+	host.Owner = sys
+	return sys, nil
+}
+
+// Config returns the system's configuration, defaults filled in.
+func (s *System) Config() Config { return s.cfg }
+
+// Addr returns the address other nodes dial; empty for a local system.
+func (s *System) Addr() string { return "" }
+
+// Members lists the live full members, self included; a local system is not
+// a cluster member and has none.
+func (s *System) Members() []Member { return nil }
+
+// Close shuts the system down gracefully: it stops accepting calls, lets
+// in-flight and queued messages finish and Deactivate hooks run (within
+// Config.DrainTimeout or ctx), and from then on every call fails with
+// ErrActorUnavailable. Close is idempotent. It returns an error naming the
+// handlers still running when the drain timed out.
+func (s *System) Close(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return s.host.Close(ctx)
+}
+
+// Active returns the number of live activations on this node.
+func (s *System) Active() int { return s.host.Len() }
+
+func (s *System) String() string { return fmt.Sprintf("casty.System(local, %d active)", s.host.Len()) }
