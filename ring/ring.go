@@ -14,6 +14,13 @@ type Ring struct {
 	members []NodeID // distinct, ascending
 	tokens  []uint64 // ascending; ties broken by owner node id
 	owners  []uint32 // owners[i] indexes members: the node of tokens[i]
+
+	// Lookup index: bucket b holds the tokens whose top bits (token >> shift)
+	// equal b; they are tokens[index[b]:index[b+1]]. With about one token per
+	// bucket, Owner reads two index words and one or two tokens instead of
+	// binary-searching the whole slice.
+	index []uint32
+	shift uint
 }
 
 // New builds the ring of a member set. The ring depends only on the set:
@@ -65,7 +72,32 @@ func New(members []NodeID) (*Ring, error) {
 		r.tokens[i] = e.token
 		r.owners[i] = e.owner
 	}
+	r.buildIndex()
 	return r, nil
+}
+
+// maxIndexBits caps the lookup index at 2^20+1 words (4 MiB, reached from
+// 4096 members on).
+const maxIndexBits = 20
+
+func (r *Ring) buildIndex() {
+	if len(r.tokens) == 0 {
+		return
+	}
+	bits := uint(1)
+	for bits < maxIndexBits && 1<<bits < len(r.tokens) {
+		bits++
+	}
+	r.shift = 64 - bits
+	r.index = make([]uint32, 1<<bits+1)
+	j := 0
+	for b := range 1 << bits {
+		for j < len(r.tokens) && r.tokens[j]>>r.shift < uint64(b) {
+			j++
+		}
+		r.index[b] = uint32(j)
+	}
+	r.index[1<<bits] = uint32(len(r.tokens))
 }
 
 // Members returns the ring's members in ascending node id order. The slice
@@ -94,8 +126,14 @@ func (r *Ring) Entry(i int) (token uint64, node NodeID) {
 // search returns the index of the first token >= point, wrapping to 0 past
 // the last token. The ring must not be empty.
 func (r *Ring) search(point uint64) int {
-	// Hand-rolled lower bound: no closure, no allocation.
+	// Narrow to point's bucket, then a hand-rolled lower bound inside it: no
+	// closure, no allocation. If no token of the bucket is >= point, the
+	// answer is the bucket's end, the first token of a higher bucket.
 	lo, hi := 0, len(r.tokens)
+	if r.index != nil {
+		b := point >> r.shift
+		lo, hi = int(r.index[b]), int(r.index[b+1])
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if r.tokens[mid] < point {
