@@ -24,25 +24,24 @@ func benchRing(b *testing.B, members int) *Ring {
 	return r
 }
 
-func benchPoints() []uint64 {
-	rng := seeded(99)
-	ps := make([]uint64, 1<<12)
-	for i := range ps {
-		ps[i] = rng.Uint64()
-	}
-	return ps
+// xorshift is a tiny inline PRNG so lookups hit fresh points (and fresh
+// cache lines) on every iteration, for the ring and the floor alike.
+func xorshift(x uint64) uint64 {
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	return x
 }
 
 func BenchmarkOwner(b *testing.B) {
 	r := benchRing(b, 100)
-	ps := benchPoints()
 	b.Run("ring=100x128", func(b *testing.B) {
 		b.ReportAllocs()
 		var sink NodeID
-		i := 0
+		p := uint64(88172645463325252)
 		for b.Loop() {
-			sink, _ = r.Owner(ps[i&(len(ps)-1)])
-			i++
+			p = xorshift(p)
+			sink, _ = r.Owner(p)
 		}
 		_ = sink
 	})
@@ -50,26 +49,31 @@ func BenchmarkOwner(b *testing.B) {
 		b.ReportAllocs()
 		toks := r.tokens
 		var sink int
-		i := 0
+		p := uint64(88172645463325252)
 		for b.Loop() {
-			p := ps[i&(len(ps)-1)]
+			p = xorshift(p)
 			sink += sort.Search(len(toks), func(j int) bool { return toks[j] >= p })
-			i++
 		}
 		_ = sink
+	})
+	b.Run("floor=xorshift-only", func(b *testing.B) {
+		p := uint64(88172645463325252)
+		for b.Loop() {
+			p = xorshift(p)
+		}
+		_ = p
 	})
 }
 
 func BenchmarkReplicas(b *testing.B) {
 	r := benchRing(b, 100)
-	ps := benchPoints()
 	buf := make([]NodeID, 0, 8)
 	b.Run("ring=100x128/n=3", func(b *testing.B) {
 		b.ReportAllocs()
-		i := 0
+		p := uint64(88172645463325252)
 		for b.Loop() {
-			buf = r.AppendReplicas(buf[:0], ps[i&(len(ps)-1)], 3)
-			i++
+			p = xorshift(p)
+			buf = r.AppendReplicas(buf[:0], p, 3)
 		}
 	})
 }
