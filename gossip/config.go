@@ -1,0 +1,125 @@
+package gossip
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Config holds every membership knob. The defaults are DESIGN.md §3's
+// (taken from the original design). A nil *Config means DefaultConfig().
+type Config struct {
+	// ActiveViewSize is the HyParView active view: the overlay neighbours a
+	// node keeps links to and monitors. Default 5. Zero is invalid.
+	ActiveViewSize int
+	// PassiveViewSize is the HyParView passive view: addresses held in
+	// reserve for promotion. Default 30. Zero is invalid.
+	PassiveViewSize int
+	// ActiveRandomWalkLength (ARWL) is the forward-join walk length: a join
+	// travels this many hops before the last node adopts the joiner. Default 6.
+	ActiveRandomWalkLength int
+	// PassiveRandomWalkLength (PRWL) is the hop count at which a forward-join
+	// also drops the joiner into a passive view; also the TTL of a shuffle
+	// walk. Default 3. Must be <= ActiveRandomWalkLength.
+	PassiveRandomWalkLength int
+	// ShuffleInterval is how often a node exchanges a view sample with a
+	// random walk's end. Default 10 s. Zero is invalid.
+	ShuffleInterval time.Duration
+	// ShuffleActive is how many active-view peers a shuffle samples. Default 3.
+	ShuffleActive int
+	// ShufflePassive is how many passive-view peers a shuffle samples. Default 4.
+	ShufflePassive int
+	// SuspicionTimeout is how long a SUSPECT record may go unrefuted before the
+	// node declares it DEAD. Default 5 s. Zero is invalid.
+	SuspicionTimeout time.Duration
+	// AntiEntropyInterval is how often a node compares its table with a
+	// random active neighbour (digest first, full table when they differ).
+	// A new link always triggers one. Default 30 s. Zero is invalid.
+	AntiEntropyInterval time.Duration
+	// TombstoneTTL is how long LEFT and DEAD records are kept so late rumours
+	// cannot resurrect them. Default 60 s. Zero is invalid.
+	TombstoneTTL time.Duration
+	// GraftTimeout is how long a Plumtree node waits for a payload announced
+	// by IHAVE before it grafts the announcer. Default 0.5 s. Zero is invalid.
+	GraftTimeout time.Duration
+	// JoinTimeout is how long a join (or rejoin) waits for a first active
+	// neighbour before it tries the next known address. Default 10 s.
+	JoinTimeout time.Duration
+	// NeighborTimeout is how long a NEIGHBOR request to a passive peer may go
+	// unanswered before the next candidate is tried. Default 2 s (a casty
+	// knob; the original has no name for it). Zero is invalid.
+	NeighborTimeout time.Duration
+	// SeenTTL is how long a delivered broadcast id is remembered (to detect
+	// duplicates and answer grafts). Zero means TombstoneTTL.
+	SeenTTL time.Duration
+	// Seeds are addresses tried, in random order, to join. Empty means the
+	// node starts a cluster of its own.
+	Seeds []string
+	// Rand is the randomness source (walk choices, samples). Nil means a
+	// source seeded from the node id, so a node's choices are reproducible.
+	Rand *rand.Rand
+	// Logger receives one line per dropped message and notable transitions.
+	// Nil means discard.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the DESIGN.md §3 membership defaults.
+func DefaultConfig() *Config {
+	return &Config{
+		ActiveViewSize:          5,
+		PassiveViewSize:         30,
+		ActiveRandomWalkLength:  6,
+		PassiveRandomWalkLength: 3,
+		ShuffleInterval:         10 * time.Second,
+		ShuffleActive:           3,
+		ShufflePassive:          4,
+		SuspicionTimeout:        5 * time.Second,
+		AntiEntropyInterval:     30 * time.Second,
+		TombstoneTTL:            60 * time.Second,
+		GraftTimeout:            500 * time.Millisecond,
+		JoinTimeout:             10 * time.Second,
+		NeighborTimeout:         2 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalidConfig.
+func (c *Config) Validate() error {
+	bad := func(f string, v any) error { return fmt.Errorf("%w: %s = %v", ErrInvalidConfig, f, v) }
+	switch {
+	case c.ActiveViewSize < 1 || c.ActiveViewSize > MaxSample:
+		return bad("ActiveViewSize", c.ActiveViewSize)
+	case c.PassiveViewSize < 1 || c.PassiveViewSize > 1024:
+		return bad("PassiveViewSize", c.PassiveViewSize)
+	case c.ActiveRandomWalkLength < 0 || c.ActiveRandomWalkLength > 255:
+		return bad("ActiveRandomWalkLength", c.ActiveRandomWalkLength)
+	case c.PassiveRandomWalkLength < 0 || c.PassiveRandomWalkLength > c.ActiveRandomWalkLength:
+		return bad("PassiveRandomWalkLength", c.PassiveRandomWalkLength)
+	case c.ShuffleInterval <= 0:
+		return bad("ShuffleInterval", c.ShuffleInterval)
+	case c.ShuffleActive < 0 || c.ShufflePassive < 0 || c.ShuffleActive+c.ShufflePassive+1 > MaxSample:
+		return bad("ShuffleActive+ShufflePassive", c.ShuffleActive+c.ShufflePassive)
+	case c.SuspicionTimeout <= 0:
+		return bad("SuspicionTimeout", c.SuspicionTimeout)
+	case c.AntiEntropyInterval <= 0:
+		return bad("AntiEntropyInterval", c.AntiEntropyInterval)
+	case c.TombstoneTTL <= 0:
+		return bad("TombstoneTTL", c.TombstoneTTL)
+	case c.GraftTimeout <= 0:
+		return bad("GraftTimeout", c.GraftTimeout)
+	case c.JoinTimeout <= 0:
+		return bad("JoinTimeout", c.JoinTimeout)
+	case c.NeighborTimeout <= 0:
+		return bad("NeighborTimeout", c.NeighborTimeout)
+	case c.SeenTTL < 0:
+		return bad("SeenTTL", c.SeenTTL)
+	}
+	return nil
+}
+
+func (c *Config) seenTTL() time.Duration {
+	if c.SeenTTL > 0 {
+		return c.SeenTTL
+	}
+	return c.TombstoneTTL
+}

@@ -1,0 +1,481 @@
+package gossip
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// EventKind is the kind of a member event.
+type EventKind uint8
+
+// The member events a Node emits (each on a change of the local table).
+const (
+	// EventJoined: a node became known ALIVE (new, or back after a tombstone).
+	EventJoined EventKind = iota + 1
+	// EventAlive: a suspected node refuted its suspicion.
+	EventAlive
+	// EventSuspect: a node is suspected.
+	EventSuspect
+	// EventDead: a suspicion went unrefuted (or the death was learned).
+	EventDead
+	// EventLeft: a node left gracefully.
+	EventLeft
+)
+
+// String names the event kind.
+func (k EventKind) String() string {
+	switch k {
+	case EventJoined:
+		return "joined"
+	case EventAlive:
+		return "alive"
+	case EventSuspect:
+		return "suspect"
+	case EventDead:
+		return "dead"
+	case EventLeft:
+		return "left"
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is one member event: the record after the change.
+type Event struct {
+	Kind   EventKind
+	Member Member
+}
+
+// Send is a message the runtime must deliver to To.Addr (To.ID may be zero
+// when only the address is known, e.g. a seed).
+type Send struct {
+	To  Peer
+	Msg *Message
+}
+
+// LinkOp asks the runtime to keep (Open) or drop (!Open) a monitored link to
+// Peer. Open links are the active view: the runtime reports their loss or
+// keepalive failure with Node.LinkDown, which is the only source of suspicion.
+type LinkOp struct {
+	Peer Peer
+	Open bool
+}
+
+// Output is what one call of a Node asks its runtime to do. The slices are
+// fresh on every call and owned by the caller.
+type Output struct {
+	Sends  []Send
+	Links  []LinkOp
+	Events []Event
+	// Next is when the runtime must call Tick at the latest.
+	Next time.Time
+}
+
+// LinkFailure says why a link went down.
+type LinkFailure uint8
+
+// The link failure reasons a runtime reports.
+const (
+	// LinkLost: the connection closed or a dial failed.
+	LinkLost LinkFailure = iota + 1
+	// KeepaliveFailed: the connection stayed open but stopped answering pings.
+	KeepaliveFailed
+)
+
+// String names the reason.
+func (f LinkFailure) String() string {
+	switch f {
+	case LinkLost:
+		return "link lost"
+	case KeepaliveFailed:
+		return "keepalive failed"
+	}
+	return fmt.Sprintf("failure(%d)", uint8(f))
+}
+
+// Node is the membership state machine of one node: member table,
+// HyParView views, Plumtree broadcast state, suspicions and anti-entropy.
+// It is pure: it never reads the clock (now is an argument), never starts a
+// goroutine and never touches a socket. Each method returns the Output the
+// caller must carry out. Not safe for concurrent use.
+type Node struct {
+	cfg   Config
+	rng   *rand.Rand
+	log   *slog.Logger
+	now   time.Time
+	self  Member
+	table *Table
+	out   Output
+
+	// HyParView (hyparview.go)
+	active       []neighbor
+	passive      []Peer
+	pending      []pendingReq
+	joining      bool
+	joinDeadline time.Time
+	nextShuffle  time.Time
+	nextPromote  time.Time
+	lastSample   []Peer
+	started      bool
+	leaving      bool
+
+	// Plumtree (plumtree.go)
+	seen    map[MsgID]seenRec
+	seenQ   []MsgID
+	seenQ0  int
+	missing map[MsgID]*missingRec
+	missMin time.Time // no missing deadline is earlier (may be stale-early)
+	lazyQ   []lazyItem
+	unsent  []Member
+
+	// suspicion (suspicion.go)
+	suspects map[NodeID]*suspicion
+	suspMin  time.Time // no suspicion deadline is earlier (may be stale-early)
+
+	// anti-entropy (antientropy.go)
+	nextSync time.Time
+}
+
+// NewNode returns the state machine of node self. cfg nil means
+// DefaultConfig(); cfg is copied.
+func NewNode(self Peer, cfg *Config) (*Node, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if self.ID.IsZero() || self.Addr == "" || len(self.Addr) > MaxAddrLen || self.Role > RoleClient {
+		return nil, fmt.Errorf("%w: self %v", ErrInvalidConfig, self)
+	}
+	n := &Node{cfg: *cfg, rng: cfg.Rand, log: cfg.Logger}
+	if n.rng == nil {
+		var s1, s2 uint64
+		for i := range 8 {
+			s1 = s1<<8 | uint64(self.ID[i])
+			s2 = s2<<8 | uint64(self.ID[8+i])
+		}
+		n.rng = rand.New(rand.NewPCG(s1, s2))
+	}
+	if n.log == nil {
+		n.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	n.log = n.log.With("node", self.String())
+	n.self = Member{ID: self.ID, Addr: self.Addr, Role: self.Role, Status: Alive}
+	n.table = NewTable(n.self)
+	n.seen = make(map[MsgID]seenRec)
+	n.missing = make(map[MsgID]*missingRec)
+	n.suspects = make(map[NodeID]*suspicion)
+	return n, nil
+}
+
+// Self returns the node's own current record.
+func (n *Node) Self() Member { return n.self }
+
+// Members returns the member table (tombstones included), sorted by id.
+func (n *Node) Members() []Member { return n.table.Members() }
+
+// Member returns the table's record for id.
+func (n *Node) Member(id NodeID) (Member, bool) { return n.table.Get(id) }
+
+// Digest returns the table digest (equal tables, equal digests).
+func (n *Node) Digest() uint64 { return n.table.Digest() }
+
+// Active returns the active view (overlay neighbours).
+func (n *Node) Active() []Peer {
+	out := make([]Peer, len(n.active))
+	for i, a := range n.active {
+		out[i] = a.Peer
+	}
+	return out
+}
+
+// Passive returns the passive view.
+func (n *Node) Passive() []Peer { return append([]Peer(nil), n.passive...) }
+
+// Eager returns the active neighbours Plumtree currently pushes payloads to.
+func (n *Node) Eager() []Peer {
+	var out []Peer
+	for _, a := range n.active {
+		if a.eager {
+			out = append(out, a.Peer)
+		}
+	}
+	return out
+}
+
+// Start begins the node's life at now: it joins through Config.Seeds (or
+// stands alone when there are none) and arms the periodic timers.
+func (n *Node) Start(now time.Time) Output {
+	n.begin(now)
+	if !n.started {
+		n.started = true
+		n.nextShuffle = now.Add(time.Duration(n.rng.Int64N(int64(n.cfg.ShuffleInterval))) + 1)
+		n.nextSync = now.Add(time.Duration(n.rng.Int64N(int64(n.cfg.AntiEntropyInterval))) + 1)
+		n.markSeen(n.self)
+		n.unsent = append(n.unsent, n.self)
+		if len(n.cfg.Seeds) > 0 {
+			n.join()
+		}
+	}
+	return n.finish()
+}
+
+// Leave departs gracefully: the node's LEFT record is pushed to every active
+// neighbour (which broadcast it on), the neighbours are disconnected without
+// suspicion, and the node ignores all later input. The runtime should deliver
+// the returned sends, then stop.
+func (n *Node) Leave(now time.Time) Output {
+	n.begin(now)
+	if n.leaving {
+		return n.finish()
+	}
+	n.leaving = true
+	n.self.Status = Left
+	n.table.put(n.self, now)
+	n.markSeen(n.self)
+	for _, a := range n.active {
+		n.send(a.Peer, &Message{Kind: KindGossip, Members: []Member{n.self}})
+		n.send(a.Peer, &Message{Kind: KindDisconnect, Flag: true})
+		n.out.Links = append(n.out.Links, LinkOp{Peer: a.Peer})
+	}
+	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
+	n.lazyQ, n.unsent = nil, nil
+	n.joining = false
+	return n.finish()
+}
+
+// Leaving reports whether Leave was called.
+func (n *Node) Leaving() bool { return n.leaving }
+
+// Step handles one message received at now. The sender is m.From.
+func (n *Node) Step(now time.Time, m *Message) Output {
+	n.begin(now)
+	if n.leaving {
+		return n.finish()
+	}
+	if m == nil {
+		return n.finish()
+	}
+	if err := m.check(); err != nil {
+		n.drop(m, err.Error())
+		return n.finish()
+	}
+	if m.From.ID == n.self.ID {
+		n.drop(m, "from my own id")
+		return n.finish()
+	}
+	switch m.Kind {
+	case KindJoin:
+		n.onJoin(m)
+	case KindForwardJoin:
+		n.onForwardJoin(m)
+	case KindJoinAccept:
+		n.onJoinAccept(m)
+	case KindNeighbor:
+		n.onNeighbor(m)
+	case KindNeighborReply:
+		n.onNeighborReply(m)
+	case KindDisconnect:
+		n.onDisconnect(m)
+	case KindShuffle:
+		n.onShuffle(m)
+	case KindShuffleReply:
+		n.onShuffleReply(m)
+	case KindGossip:
+		n.onGossip(m)
+	case KindIHave:
+		n.onIHave(m)
+	case KindPrune:
+		n.onPrune(m)
+	case KindGraft:
+		n.onGraft(m)
+	case KindSyncDigest:
+		n.onSyncDigest(m)
+	case KindSync:
+		n.onSync(m)
+	case KindPing:
+		n.send(m.From, &Message{Kind: KindPong})
+	case KindPong:
+	default:
+		n.drop(m, "unknown kind")
+	}
+	return n.finish()
+}
+
+// LinkDown reports at now that the link to addr failed (closed, dial failed
+// or keepalive failed). If addr is an active neighbour this raises a
+// suspicion of it; otherwise it only prunes the address from the views.
+func (n *Node) LinkDown(now time.Time, addr string, why LinkFailure) Output {
+	n.begin(now)
+	if !n.leaving {
+		n.onLinkDown(addr, why)
+	}
+	return n.finish()
+}
+
+// Tick runs every timer due at now: grafts, suspicion deadlines, shuffles,
+// anti-entropy, promotions, join retries and expiries.
+func (n *Node) Tick(now time.Time) Output {
+	n.begin(now)
+	if n.leaving {
+		return n.finish()
+	}
+	n.tickSuspicions()
+	n.tickPlumtree()
+	n.tickViews()
+	n.tickSync()
+	for _, m := range n.table.Expire(now, n.cfg.TombstoneTTL) {
+		n.log.Debug("tombstone expired", "member", m.String())
+	}
+	return n.finish()
+}
+
+// begin starts an entry point: time never runs backwards inside the core.
+func (n *Node) begin(now time.Time) {
+	if now.After(n.now) {
+		n.now = now
+	}
+	n.out = Output{}
+}
+
+// finish flushes lazy pushes, computes the next deadline and hands the
+// output over.
+func (n *Node) finish() Output {
+	n.flushLazy()
+	out := n.out
+	n.out = Output{}
+	if !n.leaving && n.started {
+		out.Next = n.nextDeadline()
+	}
+	return out
+}
+
+func (n *Node) nextDeadline() time.Time {
+	next := n.nextShuffle
+	min := func(t time.Time) {
+		if !t.IsZero() && t.Before(next) {
+			next = t
+		}
+	}
+	min(n.nextSync)
+	if n.joining {
+		min(n.joinDeadline)
+	}
+	for _, p := range n.pending {
+		min(p.deadline)
+	}
+	if n.wantPromote() {
+		min(n.nextPromote)
+	}
+	if len(n.missing) > 0 {
+		min(n.missMin)
+	}
+	if len(n.suspects) > 0 {
+		min(n.suspMin)
+	}
+	min(n.table.NextExpiry(n.cfg.TombstoneTTL))
+	if n.seenQ0 < len(n.seenQ) {
+		min(n.seen[n.seenQ[n.seenQ0]].at.Add(n.cfg.seenTTL()))
+	}
+	if !next.After(n.now) {
+		next = n.now.Add(time.Millisecond)
+	}
+	return next
+}
+
+func (n *Node) send(to Peer, m *Message) {
+	m.From = n.self.Peer()
+	n.out.Sends = append(n.out.Sends, Send{To: to, Msg: m})
+}
+
+func (n *Node) emit(k EventKind, m Member) {
+	n.out.Events = append(n.out.Events, Event{Kind: k, Member: m})
+}
+
+func (n *Node) drop(m *Message, why string) {
+	n.log.Info("gossip: dropped message", "kind", m.Kind.String(), "from", m.From.String(), "why", why)
+}
+
+// apply merges a record learned from the network (age: how long a tombstone
+// has been one at the sender) and emits the events of the change. It returns
+// whether the table changed. Records about this node go to refutation.
+func (n *Node) apply(rec Member, age time.Duration) bool {
+	if rec.ID == n.self.ID {
+		n.aboutSelf(rec)
+		return false
+	}
+	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)
+	if !changed {
+		return false
+	}
+	n.transition(prev, existed, rec, false)
+	return true
+}
+
+// transition emits the event of a record change and updates the views and
+// suspicion timers that depend on the status.
+func (n *Node) transition(prev Member, existed bool, cur Member, origin bool) {
+	was := prev.Status
+	if !existed {
+		was = Dead // unknown behaves like a tombstone for events
+	}
+	switch cur.Status {
+	case Alive:
+		if was.Gone() {
+			n.emit(EventJoined, cur)
+		} else if was == Suspect {
+			n.emit(EventAlive, cur)
+		}
+	case Suspect:
+		if was.Gone() {
+			n.emit(EventJoined, cur)
+		}
+		if was != Suspect {
+			n.emit(EventSuspect, cur)
+		}
+	case Left:
+		if existed && !was.Gone() {
+			n.emit(EventLeft, cur)
+		}
+	case Dead:
+		if existed && !was.Gone() {
+			n.emit(EventDead, cur)
+		}
+	}
+	n.trackSuspicion(cur, origin)
+	if cur.Status.Gone() {
+		n.forget(cur)
+	}
+}
+
+// aboutSelf handles a record about this node: anything that is not exactly
+// our own record at an incarnation at least ours is refuted by bumping the
+// incarnation and broadcasting ALIVE.
+func (n *Node) aboutSelf(rec Member) {
+	if rec.Incarnation < n.self.Incarnation || rec == n.self {
+		return
+	}
+	n.log.Info("gossip: refuting", "record", rec.String())
+	n.self.Incarnation = rec.Incarnation + 1
+	n.table.put(n.self, n.now)
+	n.broadcast(n.self)
+	if rec.Status == Dead && len(n.active) == 0 && len(n.pending) == 0 && !n.joining {
+		n.join()
+	}
+}
+
+// Reannounce bumps the node's incarnation and broadcasts its ALIVE record:
+// a way to push a fresh record (for example after an address change) and
+// the probe the simulator uses to measure broadcast cost.
+func (n *Node) Reannounce(now time.Time) Output {
+	n.begin(now)
+	if !n.leaving {
+		n.self.Incarnation++
+		n.table.put(n.self, n.now)
+		n.broadcast(n.self)
+	}
+	return n.finish()
+}

@@ -1,0 +1,668 @@
+// Package sim is a deterministic discrete-event simulator for the gossip
+// membership cores. It runs N gossip.Node state machines over a simulated
+// network with per-message latency, loss, duplication, reordering, slow
+// links, partitions, crashes, restarts and pauses. Everything random comes
+// from one seed: a run with the same Config and the same sequence of calls
+// is identical, so a failing test prints its seed and replays.
+//
+// The simulator is single-threaded and starts no goroutine. Messages go
+// through the real wire encoding (gossip.EncodeMessage / DecodeMessage), so
+// byte counts are the bytes a real transport would carry (before framing).
+//
+// Link failures are modelled the way the runtime reports them: a monitored
+// link (a gossip.LinkOp Open) to a crashed, partitioned or paused node is
+// reported down DetectDelay later (keepalive failure or connection reset); a
+// message to an unreachable node makes its sender see the link fail after
+// DetectDelay (dial failure); a link whose added delay exceeds
+// KeepaliveTimeout fails its keepalive.
+package sim
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/casty-go/casty/gossip"
+)
+
+// Config describes a simulated network.
+type Config struct {
+	// Seed makes the run reproducible. Printed by failing tests.
+	Seed uint64
+	// Gossip is the membership configuration every node uses (copied; its
+	// Seeds and Rand are set per node). Nil means gossip.DefaultConfig().
+	Gossip *gossip.Config
+	// LatencyMin and LatencyMax bound the uniform one-way latency of a
+	// message. Defaults 1 ms and 5 ms.
+	LatencyMin, LatencyMax time.Duration
+	// Loss is the probability a message is silently lost. Default 0.
+	Loss float64
+	// Duplicate is the probability a message is delivered twice. Default 0.
+	Duplicate float64
+	// Reorder lets messages on the same link overtake each other (each
+	// message draws its own latency). False means per-link FIFO, like TCP.
+	Reorder bool
+	// SlowLinks is the fraction of node pairs whose messages get an extra
+	// delay drawn uniformly from [0, SlowDelay] (re-drawn every SlowEpoch).
+	SlowLinks float64
+	// SlowDelay bounds the extra delay of a slow link. Default 2 s.
+	SlowDelay time.Duration
+	// SlowEpoch is how long a pair stays slow or fast. Default 60 s.
+	SlowEpoch time.Duration
+	// DetectDelay is how long after a link breaks (crash, partition, pause)
+	// its ends are told (keepalive failure / reset). Default 1 s.
+	DetectDelay time.Duration
+	// KeepaliveTimeout: a monitored link whose current extra delay exceeds
+	// it fails its keepalive (both ends are told after DetectDelay).
+	// Default 1 s.
+	KeepaliveTimeout time.Duration
+	// Poll is how often (simulated) RunUntil evaluates its condition, which
+	// bounds the resolution of measured latencies. Default 1 ms.
+	Poll time.Duration
+	// OnEvent, if set, sees every member event of every node.
+	OnEvent func(at time.Duration, node int, ev gossip.Event)
+	// Trace, if set, sees every message delivered to a running node.
+	Trace func(at time.Duration, from, to int, m *gossip.Message)
+}
+
+func (c *Config) defaults() {
+	if c.Gossip == nil {
+		c.Gossip = gossip.DefaultConfig()
+	}
+	if c.LatencyMin == 0 {
+		c.LatencyMin = time.Millisecond
+	}
+	if c.LatencyMax == 0 {
+		c.LatencyMax = 5 * time.Millisecond
+	}
+	if c.SlowDelay == 0 {
+		c.SlowDelay = 2 * time.Second
+	}
+	if c.SlowEpoch == 0 {
+		c.SlowEpoch = 60 * time.Second
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Millisecond
+	}
+	if c.DetectDelay == 0 {
+		c.DetectDelay = time.Second
+	}
+	if c.KeepaliveTimeout == 0 {
+		c.KeepaliveTimeout = time.Second
+	}
+}
+
+// State is a simulated node's condition.
+type State uint8
+
+// Node states.
+const (
+	Running State = iota
+	Paused
+	Crashed
+	Departed // left gracefully
+)
+
+type evKind uint8
+
+const (
+	evDeliver evKind = iota
+	evTick
+	evLinkDown
+	evResume
+	evPauseCheck
+)
+
+type event struct {
+	at   time.Duration
+	seq  uint64
+	kind evKind
+	node int
+	from int
+	data []byte
+	addr string
+	gen  uint64
+	why  gossip.LinkFailure
+}
+
+type eventHeap []*event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+type simNode struct {
+	idx     int
+	peer    gossip.Peer
+	node    *gossip.Node
+	state   State
+	life    uint64 // bumped on crash/restart: stale events are ignored
+	tickAt  time.Duration
+	links   map[int]uint64 // monitored peers -> link generation
+	buffer  []*event       // deliveries held while paused
+	lastArr map[int]time.Duration
+	failing map[int]bool // a send-failure notice is pending
+}
+
+// Stats are message counters over the whole run (or since ResetStats).
+type Stats struct {
+	Msgs, Bytes        uint64
+	ByKind             map[gossip.Kind]uint64
+	BytesByKind        map[gossip.Kind]uint64
+	PayloadDeliveries  uint64 // Gossip messages received by running nodes
+	LinkDowns          uint64
+	Suspicions, Deaths uint64 // EventSuspect / EventDead events emitted
+	FalseDeaths        uint64 // EventDead about a node that was Running or Paused
+	Since              time.Duration
+	DecodeErrors       uint64
+}
+
+// Sim is one simulated cluster.
+type Sim struct {
+	cfg    Config
+	rng    *rand.Rand
+	now    time.Duration
+	epoch  time.Time
+	seq    uint64
+	q      eventHeap
+	nodes  []*simNode
+	byAddr map[string]int
+	gen    uint64
+	groups map[int]int // partition group per node (absent: group 0)
+	stats  Stats
+	salt   uint64
+}
+
+// New returns an empty simulated network.
+func New(cfg Config) *Sim {
+	cfg.defaults()
+	s := &Sim{
+		cfg:    cfg,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		epoch:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		byAddr: map[string]int{},
+		groups: map[int]int{},
+	}
+	s.salt = s.rng.Uint64()
+	s.ResetStats()
+	return s
+}
+
+// Seed returns the run's seed.
+func (s *Sim) Seed() uint64 { return s.cfg.Seed }
+
+// Now returns the simulated time since the start.
+func (s *Sim) Now() time.Duration { return s.now }
+
+func (s *Sim) wall() time.Time { return s.epoch.Add(s.now) }
+
+// Len returns the number of nodes ever added.
+func (s *Sim) Len() int { return len(s.nodes) }
+
+// Node returns node i's state machine (the current life's).
+func (s *Sim) Node(i int) *gossip.Node { return s.nodes[i].node }
+
+// ID returns node i's id.
+func (s *Sim) ID(i int) gossip.NodeID { return s.nodes[i].peer.ID }
+
+// Index returns the node index of id (-1 if unknown).
+func (s *Sim) Index(id gossip.NodeID) int {
+	for i, n := range s.nodes {
+		if n.peer.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// State returns node i's state.
+func (s *Sim) State(i int) State { return s.nodes[i].state }
+
+// Stats returns the counters.
+func (s *Sim) Stats() Stats { return s.stats }
+
+// ResetStats zeroes the counters (to measure a steady-state window).
+func (s *Sim) ResetStats() {
+	s.stats = Stats{ByKind: map[gossip.Kind]uint64{}, BytesByKind: map[gossip.Kind]uint64{}, Since: s.now}
+}
+
+func (s *Sim) push(e *event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.q, e)
+}
+
+func (s *Sim) nodeConfig(i int, seeds []string) *gossip.Config {
+	c := *s.cfg.Gossip
+	c.Seeds = seeds
+	c.Rand = rand.New(rand.NewPCG(s.cfg.Seed+uint64(i)*7919, s.rng.Uint64()))
+	c.Logger = nil
+	if s.cfg.Gossip.Logger != nil {
+		c.Logger = s.cfg.Gossip.Logger
+	}
+	return &c
+}
+
+// AddNode creates node i = Len() and starts it; it joins through a random
+// running node (none: it starts the cluster).
+func (s *Sim) AddNode() int {
+	i := len(s.nodes)
+	var id gossip.NodeID
+	binary.BigEndian.PutUint32(id[:4], uint32(i+1))
+	binary.BigEndian.PutUint64(id[8:], s.salt)
+	p := gossip.Peer{ID: id, Addr: fmt.Sprintf("n%d:7000", i)}
+	sn := &simNode{idx: i, peer: p}
+	s.nodes = append(s.nodes, sn)
+	s.byAddr[p.Addr] = i
+	s.boot(sn)
+	return i
+}
+
+func (s *Sim) boot(sn *simNode) {
+	var seeds []string
+	if r := s.randomRunning(sn.idx); r >= 0 {
+		seeds = []string{s.nodes[r].peer.Addr}
+	}
+	n, err := gossip.NewNode(sn.peer, s.nodeConfig(sn.idx, seeds))
+	if err != nil {
+		panic(err)
+	}
+	sn.node = n
+	sn.state = Running
+	sn.life++
+	sn.tickAt = 0
+	sn.links = map[int]uint64{}
+	sn.lastArr = map[int]time.Duration{}
+	sn.failing = map[int]bool{}
+	sn.buffer = nil
+	s.apply(sn, n.Start(s.wall()))
+}
+
+func (s *Sim) randomRunning(not int) int {
+	var c []int
+	for _, n := range s.nodes {
+		if n.idx != not && n.state == Running {
+			c = append(c, n.idx)
+		}
+	}
+	if len(c) == 0 {
+		return -1
+	}
+	return c[s.rng.IntN(len(c))]
+}
+
+// Running returns the indexes of running (not paused) nodes.
+func (s *Sim) Running() []int {
+	var out []int
+	for _, n := range s.nodes {
+		if n.state == Running {
+			out = append(out, n.idx)
+		}
+	}
+	return out
+}
+
+// Live returns the indexes of running or paused nodes.
+func (s *Sim) Live() []int {
+	var out []int
+	for _, n := range s.nodes {
+		if n.state == Running || n.state == Paused {
+			out = append(out, n.idx)
+		}
+	}
+	return out
+}
+
+// reachable reports whether a message from a to b gets through the
+// topology (ignoring loss).
+func (s *Sim) reachable(a, b int) bool {
+	nb := s.nodes[b]
+	if nb.state == Crashed || nb.state == Departed {
+		return false
+	}
+	return s.groups[a] == s.groups[b]
+}
+
+// slowDelay returns the pair's current extra delay (0 for fast pairs).
+func (s *Sim) slowDelay(a, b int) time.Duration {
+	if s.cfg.SlowLinks <= 0 {
+		return 0
+	}
+	if a > b {
+		a, b = b, a
+	}
+	ep := uint64(s.now / s.cfg.SlowEpoch)
+	h := mix(s.salt ^ uint64(a)<<32 ^ uint64(b) ^ ep*0x9e3779b97f4a7c15)
+	if float64(h>>11)/float64(1<<53) >= s.cfg.SlowLinks {
+		return 0
+	}
+	return time.Duration(mix(h) % uint64(s.cfg.SlowDelay+1))
+}
+
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func (s *Sim) latency() time.Duration {
+	d := s.cfg.LatencyMax - s.cfg.LatencyMin
+	if d <= 0 {
+		return s.cfg.LatencyMin
+	}
+	return s.cfg.LatencyMin + time.Duration(s.rng.Int64N(int64(d)+1))
+}
+
+// apply carries out a node's output.
+func (s *Sim) apply(sn *simNode, out gossip.Output) {
+	for _, ev := range out.Events {
+		switch ev.Kind {
+		case gossip.EventSuspect:
+			s.stats.Suspicions++
+		case gossip.EventDead:
+			s.stats.Deaths++
+			if j := s.Index(ev.Member.ID); j >= 0 && (s.nodes[j].state == Running || s.nodes[j].state == Paused) {
+				s.stats.FalseDeaths++
+			}
+		}
+		if s.cfg.OnEvent != nil {
+			s.cfg.OnEvent(s.now, sn.idx, ev)
+		}
+	}
+	for _, op := range out.Links {
+		j, ok := s.byAddr[op.Peer.Addr]
+		if !ok {
+			continue
+		}
+		if !op.Open {
+			delete(sn.links, j)
+			continue
+		}
+		if _, ok := sn.links[j]; ok {
+			continue
+		}
+		s.gen++
+		sn.links[j] = s.gen
+		if !s.reachable(sn.idx, j) || s.slowDelay(sn.idx, j) > s.cfg.KeepaliveTimeout {
+			s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: sn.idx, from: j, gen: s.gen, why: gossip.KeepaliveFailed, data: lifeTag(sn.life)})
+		}
+	}
+	for _, snd := range out.Sends {
+		s.send(sn, snd)
+	}
+	if !out.Next.IsZero() {
+		at := out.Next.Sub(s.epoch)
+		if at < s.now {
+			at = s.now
+		}
+		if sn.tickAt == 0 || at < sn.tickAt {
+			sn.tickAt = at
+			s.push(&event{at: at, kind: evTick, node: sn.idx, data: lifeTag(sn.life)})
+		}
+	}
+}
+
+func lifeTag(life uint64) []byte { return binary.BigEndian.AppendUint64(nil, life) }
+
+func (s *Sim) send(sn *simNode, snd gossip.Send) {
+	b := gossip.EncodeMessage(snd.Msg)
+	s.stats.Msgs++
+	s.stats.Bytes += uint64(len(b))
+	s.stats.ByKind[snd.Msg.Kind]++
+	s.stats.BytesByKind[snd.Msg.Kind] += uint64(len(b))
+	j, ok := s.byAddr[snd.To.Addr]
+	if !ok || !s.reachable(sn.idx, j) {
+		if ok && !sn.failing[j] {
+			sn.failing[j] = true
+			s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
+		}
+		return
+	}
+	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
+		return
+	}
+	copies := 1
+	if s.cfg.Duplicate > 0 && s.rng.Float64() < s.cfg.Duplicate {
+		copies = 2
+	}
+	for range copies {
+		at := s.now + s.latency() + s.slowDelay(sn.idx, j)
+		if !s.cfg.Reorder {
+			if last := sn.lastArr[j]; at < last {
+				at = last
+			}
+			sn.lastArr[j] = at
+		}
+		s.push(&event{at: at, kind: evDeliver, node: j, from: sn.idx, data: b})
+	}
+}
+
+// Run advances the simulation by d.
+func (s *Sim) Run(d time.Duration) { s.RunUntil(s.now+d, nil) }
+
+// RunUntil processes events until cond holds (checked after every event
+// batch at one instant) or simulated time reaches deadline (absolute, since
+// start). It reports whether cond held.
+func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
+	var nextCheck time.Duration
+	for {
+		if cond != nil && s.now >= nextCheck {
+			if cond() {
+				return true
+			}
+			nextCheck = s.now + s.cfg.Poll
+		}
+		if len(s.q) == 0 || s.q[0].at > deadline {
+			s.now = max(s.now, deadline)
+			return cond != nil && cond()
+		}
+		at := s.q[0].at
+		for len(s.q) > 0 && s.q[0].at == at {
+			e := heap.Pop(&s.q).(*event)
+			s.now = e.at
+			s.handle(e)
+		}
+	}
+}
+
+func (s *Sim) handle(e *event) {
+	sn := s.nodes[e.node]
+	switch e.kind {
+	case evDeliver:
+		switch sn.state {
+		case Paused:
+			sn.buffer = append(sn.buffer, e)
+			return
+		case Running:
+		default:
+			return
+		}
+		m, err := gossip.DecodeMessage(e.data)
+		if err != nil {
+			s.stats.DecodeErrors++
+			return
+		}
+		if m.Kind == gossip.KindGossip {
+			s.stats.PayloadDeliveries++
+		}
+		if s.cfg.Trace != nil {
+			s.cfg.Trace(s.now, e.from, e.node, m)
+		}
+		s.apply(sn, sn.node.Step(s.wall(), m))
+	case evTick:
+		if sn.state != Running || binary.BigEndian.Uint64(e.data) != sn.life || e.at != sn.tickAt {
+			return
+		}
+		sn.tickAt = 0
+		s.apply(sn, sn.node.Tick(s.wall()))
+	case evLinkDown:
+		if binary.BigEndian.Uint64(e.data) != sn.life {
+			return
+		}
+		switch sn.state {
+		case Paused:
+			sn.buffer = append(sn.buffer, e)
+			return
+		case Running:
+		default:
+			return
+		}
+		if e.gen != 0 {
+			if g, ok := sn.links[e.from]; !ok || g != e.gen {
+				return // the link was closed or re-opened since
+			}
+			delete(sn.links, e.from)
+		} else {
+			delete(sn.failing, e.from)
+		}
+		s.stats.LinkDowns++
+		s.apply(sn, sn.node.LinkDown(s.wall(), s.nodes[e.from].peer.Addr, e.why))
+	case evPauseCheck:
+		if sn.state != Paused || binary.BigEndian.Uint64(e.data) != sn.life {
+			return
+		}
+		// keepalives to and from the paused node have failed: every
+		// monitored link touching it breaks, on both sides
+		for _, o := range s.sortedNodes() {
+			if g, ok := o.links[sn.idx]; ok && o.idx != sn.idx {
+				s.push(&event{at: s.now, kind: evLinkDown, node: o.idx, from: sn.idx, gen: g, why: gossip.KeepaliveFailed, data: lifeTag(o.life)})
+			}
+		}
+		for _, j := range sortedKeys(sn.links) {
+			s.push(&event{at: s.now, kind: evLinkDown, node: sn.idx, from: j, gen: sn.links[j], why: gossip.KeepaliveFailed, data: lifeTag(sn.life)})
+		}
+	case evResume:
+		if sn.state != Paused || binary.BigEndian.Uint64(e.data) != sn.life {
+			return
+		}
+		sn.state = Running
+		buf := sn.buffer
+		sn.buffer = nil
+		for _, b := range buf {
+			s.handle(b)
+		}
+		sn.tickAt = 0
+		s.apply(sn, sn.node.Tick(s.wall()))
+	}
+}
+
+func (s *Sim) sortedNodes() []*simNode { return s.nodes }
+
+func sortedKeys(m map[int]uint64) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// linksTo schedules a link failure at every node monitoring i.
+func (s *Sim) breakLinksTo(i int, why gossip.LinkFailure) {
+	for _, o := range s.nodes {
+		if g, ok := o.links[i]; ok && o.idx != i && (o.state == Running || o.state == Paused) {
+			s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: o.idx, from: i, gen: g, why: why, data: lifeTag(o.life)})
+		}
+	}
+}
+
+// Crash stops node i without a word: its neighbours notice after DetectDelay.
+func (s *Sim) Crash(i int) {
+	sn := s.nodes[i]
+	if sn.state == Crashed || sn.state == Departed {
+		return
+	}
+	sn.state = Crashed
+	sn.life++
+	sn.links = map[int]uint64{}
+	sn.buffer = nil
+	s.breakLinksTo(i, gossip.KeepaliveFailed)
+}
+
+// Restart boots a crashed or departed node again with the same id and
+// address and a fresh state (incarnation 0); it joins through a random
+// running node.
+func (s *Sim) Restart(i int) {
+	sn := s.nodes[i]
+	if sn.state == Running || sn.state == Paused {
+		return
+	}
+	s.boot(sn)
+}
+
+// Leave makes node i leave gracefully; it stops once its goodbyes are sent.
+func (s *Sim) Leave(i int) {
+	sn := s.nodes[i]
+	if sn.state != Running {
+		return
+	}
+	out := sn.node.Leave(s.wall())
+	out.Next = time.Time{}
+	s.apply(sn, out)
+	sn.state = Departed
+	sn.life++
+	sn.links = map[int]uint64{}
+}
+
+// Pause freezes node i for d: it processes nothing (messages queue) and
+// its keepalives fail if d exceeds DetectDelay; then it resumes.
+func (s *Sim) Pause(i int, d time.Duration) {
+	sn := s.nodes[i]
+	if sn.state != Running {
+		return
+	}
+	sn.state = Paused
+	if d > s.cfg.DetectDelay {
+		s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evPauseCheck, node: i, data: lifeTag(sn.life)})
+	}
+	s.push(&event{at: s.now + d, kind: evResume, node: i, data: lifeTag(sn.life)})
+}
+
+// Partition splits the nodes: groups[k] lists the nodes of group k+1;
+// nodes in no group form group 0. Monitored links across groups fail
+// after DetectDelay.
+func (s *Sim) Partition(groups ...[]int) {
+	s.groups = map[int]int{}
+	for k, g := range groups {
+		for _, i := range g {
+			s.groups[i] = k + 1
+		}
+	}
+	for _, o := range s.nodes {
+		for _, j := range sortedKeys(o.links) {
+			if s.groups[o.idx] != s.groups[j] {
+				s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: o.idx, from: j, gen: o.links[j], why: gossip.KeepaliveFailed, data: lifeTag(o.life)})
+			}
+		}
+	}
+}
+
+// Heal removes every partition.
+func (s *Sim) Heal() { s.groups = map[int]int{} }
+
+// Reannounce makes node i bump its incarnation and broadcast it (a probe
+// broadcast for measuring Plumtree).
+func (s *Sim) Reannounce(i int) {
+	sn := s.nodes[i]
+	if sn.state == Running {
+		s.apply(sn, sn.node.Reannounce(s.wall()))
+	}
+}

@@ -1,0 +1,89 @@
+package gossip
+
+import (
+	"slices"
+	"time"
+)
+
+// SWIM-style suspicion (Das, Gupta, Motivala, DSN 2002), driven by the
+// overlay: a suspicion is raised only when an active neighbour's link fails
+// (never from a data-path connection), it is broadcast, and every node that
+// holds it starts a SuspicionTimeout timer. The suspect refutes by bumping
+// its incarnation (aboutSelf in node.go); an unrefuted suspicion becomes
+// DEAD. The nodes that raised the suspicion broadcast the DEAD record; the
+// others mark it locally at their own deadline (and learn it by gossip or
+// anti-entropy if they missed the suspicion).
+
+// suspicion is a running suspicion timer.
+type suspicion struct {
+	inc      uint64
+	deadline time.Time
+	origin   bool // raised here: broadcast DEAD when it expires
+}
+
+// suspect raises a suspicion of rec (an ALIVE record of an active neighbour
+// whose link failed) and broadcasts it.
+func (n *Node) suspect(rec Member) {
+	s := rec
+	s.Status = Suspect
+	prev, existed, changed := n.table.Apply(s, n.now)
+	if !changed {
+		return
+	}
+	n.transition(prev, existed, s, true)
+	n.broadcast(s)
+}
+
+// trackSuspicion keeps the timer set in step with the table after cur was
+// adopted.
+func (n *Node) trackSuspicion(cur Member, origin bool) {
+	if cur.Status != Suspect {
+		delete(n.suspects, cur.ID)
+		return
+	}
+	if s, ok := n.suspects[cur.ID]; ok && s.inc == cur.Incarnation {
+		s.origin = s.origin || origin
+		return
+	}
+	d := n.now.Add(n.cfg.SuspicionTimeout)
+	n.suspects[cur.ID] = &suspicion{inc: cur.Incarnation, deadline: d, origin: origin}
+	if len(n.suspects) == 1 || d.Before(n.suspMin) {
+		n.suspMin = d
+	}
+}
+
+// tickSuspicions turns expired suspicions into DEAD records.
+func (n *Node) tickSuspicions() {
+	var due []NodeID
+	if len(n.suspects) == 0 {
+		n.suspects = make(map[NodeID]*suspicion)
+	}
+	for id, s := range n.suspects {
+		if !n.now.Before(s.deadline) {
+			due = append(due, id)
+		}
+	}
+	slices.SortFunc(due, NodeID.Compare)
+	for _, id := range due {
+		s := n.suspects[id]
+		delete(n.suspects, id)
+		rec, ok := n.table.Get(id)
+		if !ok || rec.Status != Suspect || rec.Incarnation != s.inc {
+			continue
+		}
+		dead := rec
+		dead.Status = Dead
+		prev, existed, _ := n.table.Apply(dead, n.now)
+		n.log.Info("gossip: suspicion expired, declaring dead", "member", dead.String())
+		n.transition(prev, existed, dead, s.origin)
+		if s.origin {
+			n.broadcast(dead)
+		}
+	}
+	n.suspMin = time.Time{}
+	for _, s := range n.suspects {
+		if n.suspMin.IsZero() || s.deadline.Before(n.suspMin) {
+			n.suspMin = s.deadline
+		}
+	}
+}
