@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 )
 
@@ -101,6 +102,13 @@ func (a *Activation) empty() bool { return a.head == len(a.queue) }
 // empty; it is started again by the next push. For services it dispatches
 // up to Concurrency messages onto their own goroutines.
 func (a *Activation) run() {
+	a.host.busy.Add(1)
+	a.drain()
+	a.host.busy.Add(-1)
+}
+
+func (a *Activation) drain() {
+	linger, lingerMax := 0, a.host.spin()
 	for {
 		a.mu.Lock()
 		if a.stopReq != ReasonNone && a.inflight == 0 && a.status == statusActive {
@@ -110,6 +118,14 @@ func (a *Activation) run() {
 			a.deactivate(reason)
 			return
 		}
+		if a.empty() && !a.kind.Service && a.stopReq == ReasonNone && linger < lingerMax {
+			// A caller that just got its reply often sends again at once:
+			// yield a few times before giving the goroutine up.
+			linger++
+			a.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
 		if a.empty() || (a.kind.Service && a.inflight >= a.kind.Concurrency) || a.stopReq != ReasonNone {
 			a.running = false
 			a.current = nil
@@ -117,6 +133,7 @@ func (a *Activation) run() {
 			a.mu.Unlock()
 			return
 		}
+		linger = 0
 		e := a.pop()
 		a.current = e.method
 		if a.kind.Service && e.ctl == ctlNone {

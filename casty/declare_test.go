@@ -75,10 +75,11 @@ func TestDeclarationPanicsNameTheProblem(t *testing.T) {
 	})
 }
 
+var Replicated = casty.Actor[Plain](casty.Name("test.Replicated"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
+
 func TestReplicatedKindRunsAsSingleCopyLocally(t *testing.T) {
-	k := casty.Actor[Plain](casty.Name("test.Replicated"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
 	sys := newSys(t)
-	if n, err := casty.Call0(context.Background(), k.Ref(sys, "x"), (*Plain).Get); err != nil || n != 0 {
+	if n, err := casty.Call0(context.Background(), Replicated.Ref(sys, "x"), (*Plain).Get); err != nil || n != 0 {
 		t.Fatalf("%d %v", n, err)
 	}
 }

@@ -1,0 +1,88 @@
+// Package casty is the public face of Casty for Go: typed virtual actors,
+// in one process (Local) or across a leaderless cluster.
+//
+// An actor is a plain struct. Its exported fields are its state; its
+// exported methods with a handler shape are its interface:
+//
+//	M(ctx) (R, error)   M(ctx, Q) (R, error)   M(ctx) error   M(ctx, Q) error
+//
+// Declare each kind once, at package level, and call it through typed
+// method expressions — the compiler checks the actor type, the argument and
+// the result, and there is no code generation:
+//
+//	type Greeter struct{ Greetings int }
+//
+//	func (g *Greeter) Greet(ctx context.Context, who string) (string, error) {
+//		g.Greetings++
+//		return fmt.Sprintf("hello, %s! (greeting #%d)", who, g.Greetings), nil
+//	}
+//
+//	var Greeters = casty.Actor[Greeter]()
+//
+//	sys := casty.Local()
+//	defer sys.Close(ctx)
+//	msg, err := casty.Call(ctx, Greeters.Ref(sys, "front-door"), (*Greeter).Greet, "world")
+//
+// # What Casty guarantees
+//
+// Each (kind, key) has at most one activation per node, created by the first
+// call that reaches it, deactivated after IdleTimeout without messages, by
+// Self(ctx).Deactivate(), by a supervisor's Stop or Reset, or by Close. One
+// handler runs at a time per activation, in FIFO order; many activations run
+// in parallel. Unexported fields are transient: they start at their zero
+// value on every activation (rebuild them in an Activate(ctx) error hook, or
+// have the system Inject them). Deactivate(ctx) error runs when an
+// activation ends gracefully. Neither hook is callable from outside.
+//
+// Declarations are validated when the package initialises: Actor and
+// Message panic, naming the offending field path, if any state field,
+// argument or result could not cross the wire. Nothing a caller passes at
+// run time panics the process: a function that is not a handler, a zero
+// Ref or a nil ctx is an error.
+//
+// # Errors
+//
+// Infrastructure failures are sentinels for errors.Is: ErrTimeout (also
+// matches context.DeadlineExceeded), ErrActorUnavailable,
+// ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
+// ErrReentrancy. A handler's own failure (an error or a panic) reaches the
+// caller as *ActorFailedError carrying kind, key, method, message and the
+// supervisor's Directive; Unwrap gives the handler's error.
+//
+// Definite errors mean the call did not take effect: ErrUnknownActorType,
+// ErrReentrancy, ErrActorUnavailable from a closed system, and a handler's
+// failure (whose state is kept with Keep, discarded with Reset).
+// Indeterminate ones mean it may have: ErrTimeout (the handler may still
+// run to completion, unless it had not started — a message whose caller
+// gave up before it started is never run), and ErrQuorumUnavailable.
+//
+// # Reentrancy
+//
+// Pass the handler's ctx to calls made from a handler: it carries the call
+// chain, and a call that would wait on an activation already waiting in the
+// chain (A→A, A→B→A) fails at once with ErrReentrancy instead of
+// deadlocking. The outer caller sees it wrapped in *ActorFailedError.
+//
+// # Supervision
+//
+// A Supervisor (WithSupervisor for the system, Supervise for one kind)
+// decides after every failure: Keep (the default) leaves the activation and
+// its state, Reset discards it without its Deactivate hook, Stop deactivates
+// it gracefully. Failure.Failures counts the activation's consecutive
+// failures and resets on success.
+//
+// # Local mode
+//
+// Local runs everything in one process and opens no socket. Calls pass their
+// arguments and results as Go values, without encoding: do not mutate a
+// slice or map after passing it to a call. Kinds declared with Replicas > 1
+// run as a single copy; state lives only as long as its activation.
+//
+// # Closing
+//
+// Close stops accepting calls, lets queued and running messages finish and
+// Deactivate hooks run, bounded by Config.DrainTimeout, and from then on
+// every call fails with ErrActorUnavailable. A handler that never returns is
+// bounded by its caller's ctx; Close gives up on it after the drain timeout
+// and logs it by name.
+package casty
