@@ -1,0 +1,151 @@
+package mux
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+)
+
+// FuzzEnvelope feeds arbitrary bytes to the lane decoder. It must never
+// panic, never return a payload over the limit, and every envelope it
+// accepts must re-encode to exactly the bytes it consumed.
+func FuzzEnvelope(f *testing.F) {
+	seed := func(typ, flags uint8, id uint64, p []byte) []byte {
+		return append(appendEnvelopeHeader(nil, typ, flags, id, len(p)), p...)
+	}
+	f.Add(seed(frameRequest, 0, 1, []byte("hello")))
+	f.Add(append(seed(frameResponse, 0, 1, []byte("a")), seed(frameMessage, 0, 0, nil)...))
+	f.Add(seed(frameError, 0, 5, encodeRemoteError(CodeUser, "nope", 100)))
+	f.Add(seed(frameCancel, 0, 9, nil))
+	f.Add(seed(frameMessage, flagCompressed, 0, zlibCodec{}.compress(nil, bytes.Repeat([]byte("z"), 5000))))
+	f.Add(seed(frameMessage, flagCompressed, 0, zstdCodec{}.compress(nil, bytes.Repeat([]byte("z"), 5000))))
+	f.Add(seed(frameRequest, 0, 1, nil)[:10])
+	f.Add(appendEnvelopeHeader(nil, frameRequest, 0, 1, 1<<30))
+	const max = 64 << 10
+	f.Fuzz(func(t *testing.T, data []byte) {
+		er := newEnvelopeReader(bytes.NewReader(data), max)
+		var reencoded []byte
+		for {
+			env, err := er.next()
+			if err != nil {
+				if err != io.EOF && !errors.Is(err, ErrProtocol) {
+					t.Fatalf("unexpected error class: %v", err)
+				}
+				break
+			}
+			if len(env.payload) > max {
+				t.Fatalf("payload of %d bytes passed a %d limit", len(env.payload), max)
+			}
+			reencoded = append(appendEnvelopeHeader(reencoded, env.typ, env.flags, env.id, len(env.payload)), env.payload...)
+			if env.flags&flagCompressed != 0 {
+				for _, c := range []codec{zlibCodec{}, zstdCodec{}} {
+					if out, err := c.decompress(env.payload, max); err == nil && len(out) > max {
+						t.Fatalf("%s inflated to %d bytes past the limit", c.name(), len(out))
+					}
+				}
+			}
+			if env.typ == frameError {
+				_ = decodeRemoteError(env.payload)
+			}
+		}
+		if !bytes.HasPrefix(data, reencoded) {
+			t.Fatal("accepted envelopes do not re-encode to their input")
+		}
+	})
+}
+
+// FuzzHandshake feeds arbitrary bytes to the handshake decoders and the
+// listener's decision. Decoding must never panic, and whatever decodes
+// must survive an encode/decode round trip unchanged.
+func FuzzHandshake(f *testing.F) {
+	h := hello{versions: []uint16{1}, nodeID: testID(1), nonce: 42, role: RoleMember,
+		cluster: "casty", addr: "10.0.0.1:7001", codecs: []string{CodecZstd, CodecZlib}}
+	f.Add(h.encode())
+	w := welcome{version: 1, nodeID: testID(2), role: RoleClient, addr: "x:1", codec: CodecZlib}
+	f.Add(w.encode())
+	r := reject{code: CodeWrongCluster, msg: "cluster a != b"}
+	f.Add(r.encode())
+	f.Add([]byte("CMUX\x01\xff\xff"))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03")) // a TLS ClientHello
+	local := localInfo{nodeID: testID(2), role: RoleMember, cluster: "casty", codecs: []string{CodecZstd, CodecZlib}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		typ, body, err := readHandshake(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// The decoders take any body, whatever the type byte said.
+		if h, err := decodeHello(body); err == nil {
+			back, err := decodeHello(h.encode()[hsHeaderSize:])
+			if err != nil || !reflect.DeepEqual(h, back) {
+				t.Fatalf("hello round trip: %+v vs %+v (%v)", h, back, err)
+			}
+			if w, rej := local.accept(h); rej == nil {
+				if _, err := decodeWelcome(w.encode()[hsHeaderSize:]); err != nil {
+					t.Fatalf("our own welcome does not decode: %v", err)
+				}
+			}
+		}
+		if w, err := decodeWelcome(body); err == nil {
+			back, err := decodeWelcome(w.encode()[hsHeaderSize:])
+			if err != nil || back != w {
+				t.Fatalf("welcome round trip: %+v vs %+v (%v)", w, back, err)
+			}
+			_ = local.check(w)
+		}
+		if r, err := decodeReject(body); err == nil {
+			back, err := decodeReject(r.encode()[hsHeaderSize:])
+			if err != nil || back != r {
+				t.Fatalf("reject round trip: %+v vs %+v (%v)", r, back, err)
+			}
+		}
+		_ = typ
+	})
+}
+
+func TestHandshakeDecision(t *testing.T) {
+	local := localInfo{nodeID: testID(2), role: RoleMember, cluster: "c", codecs: []string{CodecZlib, CodecZstd}}
+	base := hello{versions: []uint16{ProtocolVersion}, nodeID: testID(1), role: RoleClient, cluster: "c",
+		codecs: []string{CodecZstd, CodecZlib}}
+	cases := []struct {
+		name  string
+		edit  func(*hello)
+		code  HandshakeCode
+		codec string
+	}{
+		{"accepted, dialler's preference wins", func(h *hello) {}, 255, CodecZstd},
+		{"wrong cluster", func(h *hello) { h.cluster = "d" }, CodeWrongCluster, ""},
+		{"no common version", func(h *hello) { h.versions = []uint16{7, 8} }, CodeNoCommonVersion, ""},
+		{"itself", func(h *hello) { h.nodeID = testID(2) }, CodeSelf, ""},
+		{"no common codec", func(h *hello) { h.codecs = []string{"lz4"} }, 255, ""},
+		{"newer versions offered too", func(h *hello) { h.versions = []uint16{9, ProtocolVersion} }, 255, CodecZstd},
+	}
+	for _, c := range cases {
+		h := base
+		c.edit(&h)
+		w, rej := local.accept(h)
+		switch {
+		case c.code == 255 && rej != nil:
+			t.Errorf("%s: rejected %v", c.name, rej.code)
+		case c.code == 255 && (w.codec != c.codec || w.version != ProtocolVersion):
+			t.Errorf("%s: welcome %+v", c.name, w)
+		case c.code != 255 && (rej == nil || rej.code != c.code):
+			t.Errorf("%s: got %+v %+v", c.name, w, rej)
+		}
+	}
+}
+
+func TestCodecsAreBounded(t *testing.T) {
+	big := make([]byte, 1<<20)
+	for _, c := range []codec{zlibCodec{}, zstdCodec{}} {
+		z := c.compress(nil, big)
+		if out, err := c.decompress(z, len(big)); err != nil || len(out) != len(big) {
+			t.Fatalf("%s: at the limit: %v", c.name(), err)
+		}
+		if _, err := c.decompress(z, len(big)-1); err == nil {
+			t.Fatalf("%s: a bomb passed", c.name())
+		}
+	}
+}
