@@ -124,10 +124,10 @@ func (n *Node) removeActive(id NodeID) (Peer, bool) {
 	if i < 0 {
 		return Peer{}, false
 	}
-	p := n.active[i].Peer
+	p, eager := n.active[i].Peer, n.active[i].eager
 	n.active = append(n.active[:i], n.active[i+1:]...)
 	n.out.Links = append(n.out.Links, LinkOp{Peer: p})
-	n.plumtreeDown(id)
+	n.plumtreeDown(id, eager)
 	return p, true
 }
 

@@ -182,8 +182,17 @@ func (n *Node) onGraft(m *Message) {
 	}
 }
 
-// plumtreeDown forgets a neighbour that left the active view.
-func (n *Node) plumtreeDown(id NodeID) {
+// plumtreeDown forgets a neighbour that left the active view. Losing an
+// eager neighbour may have cut the broadcast tree, so the remaining lazy
+// links turn eager: the next broadcast floods this neighbourhood once and
+// the duplicates prune it back to a tree, instead of every node behind the
+// cut waiting GraftTimeout for each broadcast until grafts repair it.
+func (n *Node) plumtreeDown(id NodeID, wasEager bool) {
+	if wasEager {
+		for i := range n.active {
+			n.active[i].eager = true
+		}
+	}
 	for _, mr := range n.missing {
 		mr.announcers = slices.DeleteFunc(mr.announcers, func(p Peer) bool { return p.ID == id })
 	}

@@ -114,6 +114,7 @@ const (
 	evLinkDown
 	evResume
 	evPauseCheck
+	evEpoch
 )
 
 type event struct {
@@ -186,6 +187,7 @@ type Sim struct {
 	groups map[int]int // partition group per node (absent: group 0)
 	stats  Stats
 	salt   uint64
+	epoch0 bool // an evEpoch is queued
 }
 
 // New returns an empty simulated network.
@@ -463,6 +465,10 @@ func (s *Sim) Run(d time.Duration) { s.RunUntil(s.now+d, nil) }
 // start). It reports whether cond held.
 func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 	var nextCheck time.Duration
+	if s.cfg.SlowLinks > 0 && !s.epoch0 {
+		s.epoch0 = true
+		s.push(&event{at: (s.now/s.cfg.SlowEpoch + 1) * s.cfg.SlowEpoch, kind: evEpoch})
+	}
 	for {
 		if cond != nil && s.now >= nextCheck {
 			if cond() {
@@ -549,6 +555,25 @@ func (s *Sim) handle(e *event) {
 		for _, j := range sortedKeys(sn.links) {
 			s.push(&event{at: s.now, kind: evLinkDown, node: sn.idx, from: j, gen: sn.links[j], why: gossip.KeepaliveFailed, data: lifeTag(sn.life)})
 		}
+	case evEpoch:
+		// a new slowness draw: monitored links that became too slow for
+		// their keepalive fail
+		s.epoch0 = false
+		if s.cfg.SlowLinks <= 0 {
+			return
+		}
+		for _, o := range s.nodes {
+			if o.state != Running && o.state != Paused {
+				continue
+			}
+			for _, j := range sortedKeys(o.links) {
+				if s.slowDelay(o.idx, j) > s.cfg.KeepaliveTimeout {
+					s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: o.idx, from: j, gen: o.links[j], why: gossip.KeepaliveFailed, data: lifeTag(o.life)})
+				}
+			}
+		}
+		s.epoch0 = true
+		s.push(&event{at: s.now + s.cfg.SlowEpoch, kind: evEpoch})
 	case evResume:
 		if sn.state != Paused || binary.BigEndian.Uint64(e.data) != sn.life {
 			return

@@ -1,0 +1,184 @@
+// Command gossipsim runs the membership simulator's scenarios and prints
+// their figures as markdown (the numbers of gossip/BENCHMARKS.part.md).
+//
+//	go run ./cmd/gossipsim -n 50,100,1000 -seeds 200
+//
+// Every figure is simulated time; a failing seed is printed and can be
+// replayed with -seed0 and -seeds 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/sim"
+)
+
+func main() {
+	sizes := flag.String("n", "50,100", "comma-separated cluster sizes")
+	seeds := flag.Int("seeds", 20, "seeds per latency scenario")
+	bigSeeds := flag.Int("bigseeds", 3, "seeds per latency scenario for n >= 500")
+	seed0 := flag.Uint64("seed0", 1, "first seed")
+	only := flag.String("only", "", "comma-separated scenarios (join,crash,leave,slow,pause,mass50,mass80,steady); empty = all")
+	slowFor := flag.Duration("slow", time.Hour, "simulated duration of the slow-links scenario")
+	flag.Parse()
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s != "" {
+			want[s] = true
+		}
+	}
+	run := func(s string) bool { return len(want) == 0 || want[s] }
+	fail := false
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		k := *seeds
+		if n >= 500 {
+			k = *bigSeeds
+		}
+		fmt.Printf("\n### N = %d\n\n| scenario | seeds | figure | bound | wall |\n|---|---|---|---|---|\n", n)
+		row := func(name string, seedsUsed int, fig, bound string, start time.Time) {
+			fmt.Printf("| %s | %d | %s | %s | %.1fs |\n", name, seedsUsed, fig, bound, time.Since(start).Seconds())
+		}
+		cfg := func(seed uint64) sim.Config { return sim.Config{Seed: seed} }
+		def := gossip.DefaultConfig()
+		if run("join") {
+			t := time.Now()
+			var ds []time.Duration
+			for i := range k {
+				d, err := sim.JoinLatency(cfg(*seed0+uint64(i)), n)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				ds = append(ds, d)
+			}
+			row("join: all see joiner ALIVE", k, fmt.Sprintf("p50 %v, p99 %v, max %v", r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100))), "p99 <= 2s", t)
+		}
+		if run("crash") {
+			t := time.Now()
+			var ds []time.Duration
+			var fd uint64
+			dup := 0
+			for i := range k {
+				res, err := sim.CrashLatency(cfg(*seed0+uint64(i)), n)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				ds = append(ds, res.Latency)
+				fd += res.FalseDeaths
+				for _, c := range res.DeadEvents {
+					if c != 1 {
+						dup++
+					}
+				}
+			}
+			row("crash: all survivors see DEAD", k, fmt.Sprintf("p50 %v, p99 %v, max %v; false DEAD %d; observers with != 1 DEAD event %d", r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100)), fd, dup), fmt.Sprintf("p99 <= %v", def.SuspicionTimeout+2*time.Second), t)
+		}
+		if run("leave") {
+			t := time.Now()
+			var ds []time.Duration
+			sus := 0
+			for i := range k {
+				res, err := sim.LeaveLatency(cfg(*seed0+uint64(i)), n)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				ds = append(ds, res.Latency)
+				sus += res.Suspicions
+			}
+			row("leave: all see LEFT", k, fmt.Sprintf("p50 %v, p99 %v, max %v; suspicions %d", r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100)), sus), "<= 1s, 0 suspicions", t)
+		}
+		if run("slow") {
+			t := time.Now()
+			c := cfg(*seed0)
+			c.SlowLinks, c.SlowDelay = 0.05, 2*time.Second
+			res, err := sim.SlowLinks(c, n, *slowFor)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				fail = true
+			}
+			row(fmt.Sprintf("%v with 0-2 s delays on 5%% of links (keepalive timeout 1 s)", *slowFor), 1, fmt.Sprintf("false DEAD %d; suspicions raised+refuted %d; link failures %d; converged after %v", res.FalseDeaths, res.Suspicions, res.LinkDowns, res.Converged), "0 false DEAD", t)
+		}
+		if run("pause") {
+			t := time.Now()
+			ok, sus := 0, 0
+			var fd uint64
+			for i := range k {
+				res, err := sim.Pause(cfg(*seed0+uint64(i)), n, def.SuspicionTimeout/2)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				if res.AliveEverywhere && res.Incarnation > 0 {
+					ok++
+				}
+				if res.Suspected {
+					sus++
+				}
+				fd += res.FalseDeaths
+			}
+			row("pause SuspicionTimeout/2", k, fmt.Sprintf("ALIVE everywhere with higher incarnation %d/%d (suspected in %d); false DEAD %d", ok, k, sus, fd), "all", t)
+		}
+		for _, mc := range []struct {
+			name string
+			frac float64
+		}{{"mass50", 0.5}, {"mass80", 0.8}} {
+			if !run(mc.name) {
+				continue
+			}
+			t := time.Now()
+			kk := max(1, k/10)
+			var refill []time.Duration
+			del, conn := 1.0, 0
+			never := 0
+			for i := range kk {
+				res, err := sim.MassCrash(cfg(*seed0+uint64(i)), n, mc.frac, 50)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				if res.Refill == 0 {
+					never++
+				} else {
+					refill = append(refill, res.Refill)
+				}
+				del = min(del, res.Delivery)
+				if res.ConnectedAtEnd {
+					conn++
+				}
+			}
+			row(fmt.Sprintf("%.0f%% crash at once", mc.frac*100), kk, fmt.Sprintf("connected %d/%d; views refilled p50 %v max %v, not within 10 periods %d; min delivery %.4f (50 broadcasts)", conn, kk, r(sim.Percentile(refill, 50)), r(sim.Percentile(refill, 100)), never, del), "refill <= 50s; delivery 100% (50%) / >= 99% (80%)", t)
+		}
+		if run("steady") {
+			t := time.Now()
+			res, err := sim.Steady(cfg(*seed0), n, 5*time.Minute, 1000, time.Second)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				fail = true
+			}
+			row("steady state", 1, fmt.Sprintf("RMR %.4f (1000 broadcasts, %d grafts); idle %.2f msgs/node/s, %.0f B/node/s; with 1 broadcast/s %.2f msgs/node/s, %.0f B/node/s", res.RMR, res.Grafts, res.MsgsPerNodeSec, res.BytesPerNodeSec, res.BroadcastMsgsPerNodeSec, res.BroadcastBytesPerNodeSec), "RMR <= 0.05", t)
+		}
+	}
+	if fail {
+		os.Exit(1)
+	}
+}
+
+func r(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
