@@ -123,18 +123,20 @@ func next(wall int64, ctr uint32) (int64, uint32, bool) {
 // physical clock returning the end of time), which no real clock reaches.
 func (c *Clock) Now() Timestamp {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	pt := c.physical()
 	if pt > c.last.Wall {
 		c.last.Wall, c.last.Counter = pt, 0
-		return c.last
+	} else {
+		w, n, ok := next(c.last.Wall, c.last.Counter)
+		if !ok {
+			c.mu.Unlock()
+			panic(ErrExhausted)
+		}
+		c.last.Wall, c.last.Counter = w, n
 	}
-	w, n, ok := next(c.last.Wall, c.last.Counter)
-	if !ok {
-		panic(ErrExhausted)
-	}
-	c.last.Wall, c.last.Counter = w, n
-	return c.last
+	ts := c.last
+	c.mu.Unlock()
+	return ts
 }
 
 // Observe merges a timestamp received from another node (or one read back

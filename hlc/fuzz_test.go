@@ -27,8 +27,12 @@ func FuzzDecodeMsgpack(f *testing.F) {
 	f.Add(mustHex("9301cf0000000100000000c410"))
 	f.Add([]byte{})
 	f.Add([]byte{0x93, 0xcf})
+	f.Add(mustHex("93cf8000000000000000" + "05c410" + "00112233445566778899aabbccddeeff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ts, n, err := DecodeMsgpack(data)
+		if ts2, n2, err2 := decodeGeneral(data); ts2 != ts || n2 != n || (err == nil) != (err2 == nil) {
+			t.Fatalf("fast path (%v, %d, %v) disagrees with general decoder (%v, %d, %v)", ts, n, err, ts2, n2, err2)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
