@@ -1,0 +1,3 @@
+module github.com/casty-go/casty/bench
+
+go 1.26

@@ -1,0 +1,5 @@
+//go:build !race
+
+package casty_test
+
+const maxCallAllocs = 2
