@@ -1,0 +1,249 @@
+package gossip
+
+import (
+	"testing"
+	"time"
+)
+
+func TestJoinThroughSeedExchangesTables(t *testing.T) {
+	tn := newTestNet(t)
+	a := tn.add("a:1", 1)
+	b := tn.add("b:1", 2, "a:1")
+	tn.run()
+	if tn.status("a:1", "b:1") != Alive || tn.status("b:1", "a:1") != Alive {
+		t.Fatal("the two nodes do not see each other ALIVE")
+	}
+	if len(a.Active()) != 1 || len(b.Active()) != 1 {
+		t.Fatalf("active views %v / %v, want each other", a.Active(), b.Active())
+	}
+	if tn.count("a:1", EventJoined, "b:1") != 1 || tn.count("b:1", EventJoined, "a:1") != 1 {
+		t.Fatal("want exactly one joined event each way")
+	}
+	if a.Digest() != b.Digest() {
+		t.Fatal("tables differ after the join's anti-entropy")
+	}
+}
+
+func TestClusterOfTenConverges(t *testing.T) {
+	tn := cluster(t, 10)
+	for _, a := range tn.order {
+		if n := len(tn.nodes[a].Active()); n == 0 || n > DefaultConfig().ActiveViewSize {
+			t.Fatalf("%s active view size %d", a, n)
+		}
+	}
+}
+
+func TestRefutationBumpsIncarnationAndBroadcastsAlive(t *testing.T) {
+	tn := cluster(t, 3)
+	victim := tn.nodes["a01:1"]
+	accuser := tn.nodes["a0:1"]
+	forged := victim.Self()
+	forged.Status = Suspect
+	tn.out("a0:1", accuser.Step(tn.now, &Message{Kind: KindGossip, From: tn.nodes["a02:1"].Self().Peer(), Members: []Member{forged}}))
+	tn.run()
+	if got := victim.Self().Incarnation; got != 1 {
+		t.Fatalf("victim incarnation %d, want 1", got)
+	}
+	for _, o := range tn.order {
+		m, _ := tn.nodes[o].Member(victim.Self().ID)
+		if m.Status != Alive || m.Incarnation != 1 {
+			t.Fatalf("%s sees the victim as %v, want ALIVE#1", o, m)
+		}
+	}
+	tn.advance(DefaultConfig().SuspicionTimeout + time.Second)
+	if got := tn.status("a0:1", "a01:1"); got != Alive {
+		t.Fatalf("refuted node became %v", got)
+	}
+}
+
+func TestSuspicionOnlyFromActiveNeighbours(t *testing.T) {
+	tn := cluster(t, 8)
+	n := tn.nodes["a0:1"]
+	active := map[string]bool{}
+	for _, p := range n.Active() {
+		active[p.Addr] = true
+	}
+	var other string
+	for _, a := range tn.order[1:] {
+		if !active[a] {
+			other = a
+			break
+		}
+	}
+	if other == "" {
+		t.Skip("every node is a0's neighbour at this size; nothing to check")
+	}
+	out := n.LinkDown(tn.now, other, LinkLost)
+	for _, e := range out.Events {
+		if e.Kind == EventSuspect {
+			t.Fatalf("a data-path link loss raised a suspicion: %v", e)
+		}
+	}
+	nb := n.Active()[0]
+	out = n.LinkDown(tn.now, nb.Addr, KeepaliveFailed)
+	found := false
+	for _, e := range out.Events {
+		found = found || (e.Kind == EventSuspect && e.Member.ID == nb.ID)
+	}
+	if !found {
+		t.Fatal("losing an active neighbour's link did not raise a suspicion")
+	}
+}
+
+func TestUnrefutedSuspicionBecomesDeadOnce(t *testing.T) {
+	tn := cluster(t, 6)
+	victim := "a03:1"
+	tn.down[victim] = true
+	for _, a := range tn.order {
+		if a == victim {
+			continue
+		}
+		tn.out(a, tn.nodes[a].LinkDown(tn.now, victim, KeepaliveFailed))
+	}
+	tn.run()
+	tn.advance(DefaultConfig().SuspicionTimeout - 200*time.Millisecond)
+	if got := tn.status("a0:1", victim); got != Suspect {
+		t.Fatalf("before the timeout: %v, want suspect", got)
+	}
+	tn.advance(time.Second)
+	for _, o := range tn.order {
+		if o == victim {
+			continue
+		}
+		if got := tn.status(o, victim); got != Dead {
+			t.Fatalf("%s sees %v, want dead", o, got)
+		}
+		if c := tn.count(o, EventDead, victim); c != 1 {
+			t.Fatalf("%s emitted %d DEAD events, want 1", o, c)
+		}
+	}
+}
+
+func TestLeaveMarksLeftWithoutSuspicion(t *testing.T) {
+	tn := cluster(t, 6)
+	leaver := "a02:1"
+	tn.out(leaver, tn.nodes[leaver].Leave(tn.now))
+	tn.run()
+	tn.down[leaver] = true
+	tn.advance(DefaultConfig().SuspicionTimeout + time.Second)
+	for _, o := range tn.order {
+		if o == leaver {
+			continue
+		}
+		if got := tn.status(o, leaver); got != Left {
+			t.Fatalf("%s sees %v, want left", o, got)
+		}
+		if tn.count(o, EventSuspect, leaver)+tn.count(o, EventDead, leaver) != 0 {
+			t.Fatalf("%s suspected a node that left", o)
+		}
+		if tn.count(o, EventLeft, leaver) != 1 {
+			t.Fatalf("%s: want exactly one left event", o)
+		}
+	}
+}
+
+func TestStaleRecordIsNotForwardedAndLeavesTableAlone(t *testing.T) {
+	tn := cluster(t, 4)
+	n := tn.nodes["a0:1"]
+	subject := tn.nodes["a01:1"].Self()
+	// make the subject refute once so incarnation 0 records are stale
+	tn.out("a01:1", tn.nodes["a01:1"].Reannounce(tn.now))
+	tn.run()
+	before := n.Digest()
+	stale := subject
+	stale.Status = Dead // incarnation 0: older than the table's 1
+	out := n.Step(tn.now, &Message{Kind: KindGossip, From: tn.nodes["a02:1"].Self().Peer(), Members: []Member{stale}})
+	for _, s := range out.Sends {
+		if s.Msg.Kind == KindGossip {
+			t.Fatalf("stale record forwarded to %v", s.To)
+		}
+	}
+	if n.Digest() != before || len(out.Events) != 0 {
+		t.Fatal("a stale record changed the table")
+	}
+}
+
+func TestBadInputIsDropped(t *testing.T) {
+	tn := cluster(t, 4)
+	n := tn.nodes["a0:1"]
+	before := n.Digest()
+	stranger := Peer{ID: NodeID{200}, Addr: "z:1"}
+	big := make([]Peer, DefaultConfig().ShuffleActive+DefaultConfig().ShufflePassive+2)
+	for i := range big {
+		big[i] = Peer{ID: NodeID{100, byte(i)}, Addr: "p:1"}
+	}
+	inputs := []*Message{
+		nil,
+		{Kind: Kind(99), From: stranger},
+		{Kind: KindShuffle, From: stranger, Subject: stranger, TTL: 1, Peers: big},
+		{Kind: KindGraft, From: stranger, IDs: []MsgID{{Node: NodeID{77}}}},
+		{Kind: KindIHave, From: stranger, IDs: []MsgID{{Node: NodeID{77}}}},
+		{Kind: KindGossip, From: n.Self().Peer(), Members: []Member{{ID: NodeID{201}, Addr: "q:1"}}},
+		{Kind: KindGossip, From: stranger},
+		{Kind: KindSync, From: stranger, Members: []Member{{ID: NodeID{202}, Addr: "q:1"}}, Ages: []uint32{1, 2}},
+	}
+	for _, m := range inputs {
+		out := n.Step(tn.now, m)
+		if len(out.Events) != 0 || len(out.Sends) != 0 {
+			t.Fatalf("bad input %+v produced output %+v", m, out)
+		}
+	}
+	if n.Digest() != before {
+		t.Fatal("bad input changed the table")
+	}
+	for _, p := range n.Passive() {
+		if p.Addr == "p:1" {
+			t.Fatal("an oversized sample reached the passive view")
+		}
+	}
+}
+
+func TestDeclaredDeadNodeRejoinsWithHigherIncarnation(t *testing.T) {
+	tn := cluster(t, 4)
+	victim := tn.nodes["a03:1"]
+	// isolate the victim: it loses every link, the others declare it dead
+	for _, p := range victim.Active() {
+		victim.LinkDown(tn.now, p.Addr, LinkLost)
+	}
+	dead := victim.Self()
+	dead.Status = Dead
+	for _, a := range tn.order[:3] {
+		tn.nodes[a].apply(dead, 0)
+	}
+	out := victim.Step(tn.now, &Message{Kind: KindSync, From: tn.nodes["a0:1"].Self().Peer(), Members: []Member{dead}})
+	if victim.Self().Incarnation != 1 {
+		t.Fatalf("incarnation %d, want 1", victim.Self().Incarnation)
+	}
+	tn.out("a03:1", out)
+	tn.run()
+	tn.advance(3 * time.Second)
+	for _, a := range tn.order {
+		m, _ := tn.nodes[a].Member(victim.Self().ID)
+		if m.Status != Alive || m.Incarnation != 1 {
+			t.Fatalf("%s sees the rejoined node as %v", a, m)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []func(c *Config){
+		func(c *Config) { c.ActiveViewSize = 0 },
+		func(c *Config) { c.PassiveRandomWalkLength = c.ActiveRandomWalkLength + 1 },
+		func(c *Config) { c.SuspicionTimeout = 0 },
+		func(c *Config) { c.GraftTimeout = -1 },
+		func(c *Config) { c.ShuffleActive = MaxSample },
+	}
+	for i, f := range bad {
+		c := DefaultConfig()
+		f(c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("case %d: invalid config accepted", i)
+		}
+	}
+	if _, err := NewNode(Peer{Addr: "x:1"}, nil); err == nil {
+		t.Fatal("zero node id accepted")
+	}
+}
