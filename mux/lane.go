@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 )
 
@@ -90,6 +91,14 @@ func (l *lane) send(ctx context.Context, typ uint8, id uint64, payload []byte) e
 		return nil
 	}
 	l.w.writing = true
+	l.unlock()
+	// Let the goroutines that are already runnable (requesters woken by
+	// the same batch of replies, handlers spawned by the same batch of
+	// requests) append their envelopes before we write: without this the
+	// scheduler would run the yamux send loop first and every envelope
+	// would leave alone.
+	runtime.Gosched()
+	l.lock()
 	// Write one round ourselves; if more piled up meanwhile, hand the
 	// rest to a goroutine so this caller is not held hostage.
 	if !l.writeRound() {
@@ -137,6 +146,7 @@ func (l *lane) writeRound() (more bool) {
 
 func (l *lane) drain() {
 	for {
+		runtime.Gosched()
 		l.lock()
 		if !l.writeRound() {
 			return

@@ -275,7 +275,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		}
 		conn = tlsConn
 	}
-	ys, err := yamux.Client(conn, n.ycfg)
+	ys, err := yamux.Client(&frameJoiner{Conn: conn}, n.ycfg)
 	if err != nil {
 		disarm()
 		conn.Close()
@@ -363,7 +363,7 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		}
 		conn = tlsConn
 	}
-	ys, err := yamux.Server(conn, n.ycfg)
+	ys, err := yamux.Server(&frameJoiner{Conn: conn}, n.ycfg)
 	if err != nil {
 		disarm()
 		conn.Close()

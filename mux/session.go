@@ -252,8 +252,15 @@ func (s *Session) complete(id uint64, r result) {
 
 // serveRequest runs the lane's handler for one request in a goroutine.
 func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
-	ctx, cancel := context.WithCancel(s.ctx)
+	// Not derived from s.ctx: registering 64 concurrent children with one
+	// parent contends on its lock. fail cancels every inflight context.
+	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
+	if s.closeErr != nil {
+		s.mu.Unlock()
+		cancel()
+		return nil
+	}
 	if _, dup := s.inflight[id]; dup {
 		s.mu.Unlock()
 		cancel()
@@ -342,6 +349,9 @@ func (s *Session) fail(err error) {
 	s.closeErr = err
 	pending := s.pending
 	s.pending = make(map[uint64]chan result)
+	for _, cancel := range s.inflight {
+		cancel()
+	}
 	s.mu.Unlock()
 	s.cancel()
 	close(s.done)
