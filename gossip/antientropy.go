@@ -6,6 +6,8 @@ import "time"
 // link and with a random neighbour every AntiEntropyInterval; when the
 // digests differ the two exchange full tables (push-pull) and merge. It
 // repairs whatever the broadcast missed and is the joiner's bootstrap.
+// Each round also probes one random DEAD member, so two sides of a healed
+// partition that declared each other dead find out and merge.
 
 // startSync opens an anti-entropy round with p. isNew marks a brand-new link
 // (the receiver must not treat an unknown sender as an asymmetric link).
@@ -20,6 +22,17 @@ func (n *Node) tickSync() {
 	n.nextSync = n.now.Add(n.cfg.AntiEntropyInterval)
 	if p, ok := n.randomActive(); ok {
 		n.startSync(p, false)
+	}
+	// probe one DEAD member: if it is in fact alive behind a healed
+	// partition, the exchange tells it, it refutes and rejoins (aboutSelf)
+	var dead []Member
+	for _, m := range n.table.Tombstones() {
+		if m.Status == Dead {
+			dead = append(dead, m)
+		}
+	}
+	if len(dead) > 0 {
+		n.startSync(dead[n.rng.IntN(len(dead))].Peer(), true)
 	}
 }
 
@@ -58,7 +71,7 @@ func (n *Node) onSync(m *Message) {
 		if len(m.Ages) > 0 {
 			age = time.Duration(m.Ages[i]) * time.Millisecond
 		}
-		n.apply(r, age)
+		n.apply(r, age, m.From)
 	}
 	if m.Flag {
 		n.sendTable(m.From, false)

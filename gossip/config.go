@@ -59,6 +59,9 @@ type Config struct {
 	// Rand is the randomness source (walk choices, samples). Nil means a
 	// source seeded from the node id, so a node's choices are reproducible.
 	Rand *rand.Rand
+	// Clock is the Agent's time source (the Node itself takes time as an
+	// argument). Nil means time.Now.
+	Clock func() time.Time
 	// Logger receives one line per dropped message and notable transitions.
 	// Nil means discard.
 	Logger *slog.Logger

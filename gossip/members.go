@@ -279,6 +279,16 @@ func (t *Table) Expire(now time.Time, ttl time.Duration) []Member {
 	return out
 }
 
+// Tombstones returns the Left and Dead records sorted by id.
+func (t *Table) Tombstones() []Member {
+	out := make([]Member, 0, len(t.tombs))
+	for id := range t.tombs {
+		out = append(out, t.entries[id].Member)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return a.ID.Compare(b.ID) })
+	return out
+}
+
 // NextExpiry returns the earliest time a tombstone expires (zero if none).
 func (t *Table) NextExpiry(ttl time.Duration) time.Time {
 	var next time.Time

@@ -400,11 +400,11 @@ func (n *Node) drop(m *Message, why string) {
 }
 
 // apply merges a record learned from the network (age: how long a tombstone
-// has been one at the sender) and emits the events of the change. It returns
+// has been one at the sender; from: who told us) and emits the events of the change. It returns
 // whether the table changed. Records about this node go to refutation.
-func (n *Node) apply(rec Member, age time.Duration) bool {
+func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 	if rec.ID == n.self.ID {
-		n.aboutSelf(rec)
+		n.aboutSelf(rec, from)
 		return false
 	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)
@@ -453,8 +453,11 @@ func (n *Node) transition(prev Member, existed bool, cur Member, origin bool) {
 
 // aboutSelf handles a record about this node: anything that is not exactly
 // our own record at an incarnation at least ours is refuted by bumping the
-// incarnation and broadcasting ALIVE.
-func (n *Node) aboutSelf(rec Member) {
+// incarnation and broadcasting ALIVE. A node that learns it was declared
+// DEAD also rejoins through the node that told it: after a partition heals
+// the two sides may hold no link to each other, and the join's walk
+// rebuilds cross links so the overlay becomes one again.
+func (n *Node) aboutSelf(rec Member, from Peer) {
 	if rec.Incarnation < n.self.Incarnation || rec == n.self {
 		return
 	}
@@ -462,8 +465,12 @@ func (n *Node) aboutSelf(rec Member) {
 	n.self.Incarnation = rec.Incarnation + 1
 	n.table.put(n.self, n.now)
 	n.broadcast(n.self)
-	if rec.Status == Dead && len(n.active) == 0 && len(n.pending) == 0 && !n.joining {
-		n.join()
+	if rec.Status == Dead {
+		if from.Addr != "" && !n.isActive(from.ID) {
+			n.send(from, &Message{Kind: KindJoin})
+		} else if len(n.active) == 0 && len(n.pending) == 0 && !n.joining {
+			n.join()
+		}
 	}
 }
 

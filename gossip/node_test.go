@@ -208,7 +208,7 @@ func TestDeclaredDeadNodeRejoinsWithHigherIncarnation(t *testing.T) {
 	dead := victim.Self()
 	dead.Status = Dead
 	for _, a := range tn.order[:3] {
-		tn.nodes[a].apply(dead, 0)
+		tn.nodes[a].apply(dead, 0, Peer{})
 	}
 	out := victim.Step(tn.now, &Message{Kind: KindSync, From: tn.nodes["a0:1"].Self().Peer(), Members: []Member{dead}})
 	if victim.Self().Incarnation != 1 {

@@ -133,7 +133,7 @@ func (n *Node) onGossip(m *Message) {
 		n.log.Debug("gossip: stale record not forwarded", "record", rec.String())
 		return
 	}
-	n.apply(rec, 0)
+	n.apply(rec, 0, m.From)
 	n.eagerPush(rec, m.Round+1, from)
 	n.lazyPush(id, from)
 	n.setEager(from, true)

@@ -1,0 +1,248 @@
+package gossip
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+)
+
+// MemNetwork is an in-memory network of MemTransports for tests (this
+// module's and others'): frames are delivered in order per sender, and
+// faults can be injected — partitions, random frame drops, crashes.
+// Link failures are reported at once (no keepalive delay). Safe for
+// concurrent use.
+type MemNetwork struct {
+	mu    sync.Mutex
+	nodes map[string]*MemTransport
+	group map[string]int // partition group; absent = 0
+	drop  float64
+	rng   *rand.Rand
+}
+
+// NewMemNetwork returns an empty network; seed drives the drop decisions.
+func NewMemNetwork(seed uint64) *MemNetwork {
+	return &MemNetwork{nodes: map[string]*MemTransport{}, group: map[string]int{},
+		rng: rand.New(rand.NewPCG(seed, seed+1))}
+}
+
+// Transport attaches a new endpoint at addr. An address can be reused
+// after its previous transport closed (a restart).
+func (n *MemNetwork) Transport(addr string) (*MemTransport, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t, ok := n.nodes[addr]; ok && !t.isClosed() {
+		return nil, fmt.Errorf("gossip: memory address %q in use", addr)
+	}
+	t := &MemTransport{net: n, addr: addr, monitored: map[string]bool{},
+		out: make(chan TransportEvent), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	n.nodes[addr] = t
+	go t.pump()
+	return t, nil
+}
+
+// Partition splits the network: each group can talk only within itself;
+// addresses in no group form one more group. Monitored links across groups
+// fail at once (both ends are told).
+func (n *MemNetwork) Partition(groups ...[]string) {
+	n.mu.Lock()
+	n.group = map[string]int{}
+	for i, g := range groups {
+		for _, a := range g {
+			n.group[a] = i + 1
+		}
+	}
+	for _, t := range n.nodes {
+		for _, a := range t.monitoredList() {
+			if n.group[a] != n.group[t.addr] {
+				t.enqueue(TransportEvent{From: a, Failure: KeepaliveFailed})
+			}
+		}
+	}
+	n.mu.Unlock()
+}
+
+// Heal removes every partition.
+func (n *MemNetwork) Heal() {
+	n.mu.Lock()
+	n.group = map[string]int{}
+	n.mu.Unlock()
+}
+
+// SetDrop makes every frame vanish with probability p (no failure is
+// reported: loss, not disconnection).
+func (n *MemNetwork) SetDrop(p float64) {
+	n.mu.Lock()
+	n.drop = p
+	n.mu.Unlock()
+}
+
+// Crash closes addr's transport abruptly: its monitors see LinkLost, and
+// its pending inbound frames are discarded.
+func (n *MemNetwork) Crash(addr string) {
+	n.mu.Lock()
+	t := n.nodes[addr]
+	n.mu.Unlock()
+	if t != nil {
+		t.Close()
+	}
+}
+
+// route returns to's transport and whether a frame from from gets
+// there (ok) or is randomly lost (lost).
+func (n *MemNetwork) route(from, to string) (*MemTransport, bool, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.nodes[to]
+	if t == nil || t.isClosed() || n.group[from] != n.group[to] {
+		return nil, false, false
+	}
+	lost := n.drop > 0 && n.rng.Float64() < n.drop
+	return t, true, lost
+}
+
+// closedAddr tells every transport monitoring addr that its link died.
+func (n *MemNetwork) closedAddr(addr string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range n.nodes {
+		if t.addr != addr && !t.isClosed() && t.isMonitoring(addr) {
+			t.enqueue(TransportEvent{From: addr, Failure: LinkLost})
+		}
+	}
+}
+
+// MemTransport is one endpoint of a MemNetwork.
+type MemTransport struct {
+	net  *MemNetwork
+	addr string
+
+	mu        sync.Mutex
+	q         []TransportEvent
+	monitored map[string]bool
+	closed    bool
+
+	out  chan TransportEvent
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Addr returns the endpoint's address.
+func (t *MemTransport) Addr() string { return t.addr }
+
+func (t *MemTransport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+func (t *MemTransport) isMonitoring(a string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.monitored[a]
+}
+
+func (t *MemTransport) monitoredList() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for a := range t.monitored {
+		out = append(out, a)
+	}
+	return out
+}
+
+func (t *MemTransport) enqueue(ev TransportEvent) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.q = append(t.q, ev)
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Send delivers frame to addr's queue, or reports LinkLost for addr.
+func (t *MemTransport) Send(addr string, frame []byte) error {
+	if t.isClosed() {
+		return ErrClosed
+	}
+	dst, ok, lost := t.net.route(t.addr, addr)
+	if !ok {
+		t.enqueue(TransportEvent{From: addr, Failure: LinkLost})
+		return fmt.Errorf("%w: %s", ErrUnreachable, addr)
+	}
+	if !lost {
+		dst.enqueue(TransportEvent{From: t.addr, Frame: append([]byte(nil), frame...)})
+	}
+	return nil
+}
+
+// Monitor watches the link to addr; an unreachable addr fails at once.
+func (t *MemTransport) Monitor(addr string) {
+	t.mu.Lock()
+	t.monitored[addr] = true
+	t.mu.Unlock()
+	if _, ok, _ := t.net.route(t.addr, addr); !ok {
+		t.enqueue(TransportEvent{From: addr, Failure: LinkLost})
+	}
+}
+
+// Unmonitor stops watching addr.
+func (t *MemTransport) Unmonitor(addr string) {
+	t.mu.Lock()
+	delete(t.monitored, addr)
+	t.mu.Unlock()
+}
+
+// Events returns the inbound channel.
+func (t *MemTransport) Events() <-chan TransportEvent { return t.out }
+
+// Close detaches the endpoint; monitors of its address see LinkLost.
+func (t *MemTransport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		<-t.done
+		return nil
+	}
+	t.closed = true
+	t.q = nil
+	t.mu.Unlock()
+	close(t.stop)
+	<-t.done
+	t.net.closedAddr(t.addr)
+	return nil
+}
+
+func (t *MemTransport) pump() {
+	defer close(t.done)
+	defer close(t.out)
+	for {
+		t.mu.Lock()
+		var ev TransportEvent
+		has := len(t.q) > 0
+		if has {
+			ev = t.q[0]
+			t.q = t.q[1:]
+		}
+		t.mu.Unlock()
+		if !has {
+			select {
+			case <-t.wake:
+				continue
+			case <-t.stop:
+				return
+			}
+		}
+		select {
+		case t.out <- ev:
+		case <-t.stop:
+			return
+		}
+	}
+}

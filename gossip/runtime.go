@@ -1,0 +1,299 @@
+package gossip
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Agent runs one Node: a single goroutine feeds it transport events and
+// timer ticks and carries out its outputs (sends, link monitoring, member
+// events). Subscribers get member events in order; Members returns a
+// consistent snapshot of the table.
+type Agent struct {
+	node  *Node
+	t     Transport
+	clock func() time.Time
+	log   *slog.Logger
+
+	reqs chan func()
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex // guards the fields below (leaf lock)
+	members []Member
+	self    Member
+	active  []Peer
+	subs    map[*subscriber]struct{}
+	closed  bool
+	digest  uint64
+}
+
+// Start creates the Node for self with cfg (nil means DefaultConfig) and
+// runs it over t until Close. The node joins through cfg.Seeds.
+func Start(self Peer, cfg *Config, t Transport) (*Agent, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	n, err := NewNode(self, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{node: n, t: t, clock: cfg.Clock, log: cfg.Logger,
+		reqs: make(chan func()), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+	if a.clock == nil {
+		a.clock = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a.snapshot(true)
+	a.wg.Add(1)
+	go a.run()
+	return a, nil
+}
+
+func (a *Agent) run() {
+	defer a.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	arm := func(next time.Time) {
+		if next.IsZero() {
+			return
+		}
+		d := next.Sub(a.clock())
+		if d < time.Millisecond {
+			d = time.Millisecond
+		}
+		timer.Reset(d)
+	}
+	arm(a.carry(a.node.Start(a.clock())))
+	events := a.t.Events()
+	for {
+		var out Output
+		select {
+		case <-a.done:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			now := a.clock()
+			if ev.Failure != 0 {
+				out = a.node.LinkDown(now, ev.From, ev.Failure)
+				break
+			}
+			m, err := DecodeMessage(ev.Frame)
+			if err != nil {
+				a.log.Info("gossip: dropped frame", "from", ev.From, "err", err)
+				continue
+			}
+			out = a.node.Step(now, m)
+		case <-timer.C:
+			out = a.node.Tick(a.clock())
+		case f := <-a.reqs:
+			f()
+			continue
+		}
+		arm(a.carry(out))
+	}
+}
+
+// carry executes an output and returns when to tick next.
+func (a *Agent) carry(out Output) time.Time {
+	for _, op := range out.Links {
+		if op.Open {
+			a.t.Monitor(op.Peer.Addr)
+		} else {
+			a.t.Unmonitor(op.Peer.Addr)
+		}
+	}
+	for _, s := range out.Sends {
+		if err := a.t.Send(s.To.Addr, EncodeMessage(s.Msg)); err != nil {
+			a.log.Debug("gossip: send failed", "to", s.To.Addr, "err", err)
+		}
+	}
+	a.snapshot(len(out.Events) > 0 || len(out.Links) > 0)
+	if len(out.Events) > 0 {
+		a.mu.Lock()
+		for s := range a.subs {
+			s.push(out.Events)
+		}
+		a.mu.Unlock()
+	}
+	return out.Next
+}
+
+// snapshot refreshes the copies readers see when the table changed.
+func (a *Agent) snapshot(force bool) {
+	d := a.node.Digest()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if force || d != a.digest || a.self != a.node.Self() {
+		a.members = a.node.Members()
+		a.self = a.node.Self()
+		a.active = a.node.Active()
+		a.digest = d
+	}
+}
+
+// do runs f on the agent goroutine (nil error) or returns ErrClosed.
+func (a *Agent) do(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case a.reqs <- func() { f(); close(done) }:
+	case <-a.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-a.done:
+		return ErrClosed
+	}
+}
+
+// Members returns a snapshot of the member table (tombstones included),
+// sorted by id. The snapshot is consistent: it is the table after some
+// step of the node, never a mix of two.
+func (a *Agent) Members() []Member {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Member(nil), a.members...)
+}
+
+// Alive returns the ALIVE members of the snapshot (self included).
+func (a *Agent) Alive() []Member {
+	var out []Member
+	for _, m := range a.Members() {
+		if m.Status == Alive {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Self returns this node's current record.
+func (a *Agent) Self() Member {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.self
+}
+
+// Neighbors returns the node's active view (its overlay neighbours).
+func (a *Agent) Neighbors() []Peer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Peer(nil), a.active...)
+}
+
+// Subscribe returns a channel of every member event from now on, in order,
+// never dropped (a slow reader queues in memory), and a cancel function.
+// The channel is closed by cancel or Close.
+func (a *Agent) Subscribe() (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		close(s.ch)
+		return s.ch, func() {}
+	}
+	a.subs[s] = struct{}{}
+	a.mu.Unlock()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		s.pump()
+	}()
+	return s.ch, func() {
+		a.mu.Lock()
+		delete(a.subs, s)
+		a.mu.Unlock()
+		s.close()
+	}
+}
+
+// Leave departs gracefully: the LEFT record goes to the neighbours (who
+// spread it without any suspicion), then the agent closes.
+func (a *Agent) Leave(ctx context.Context) error {
+	err := a.do(ctx, func() { a.carry(a.node.Leave(a.clock())) })
+	if err != nil {
+		return err
+	}
+	return a.Close()
+}
+
+// Close stops the agent without a goodbye (the others will suspect it and
+// declare it dead), closes the transport and every subscription, and waits
+// for the agent's goroutines. It is idempotent.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	subs := a.subs
+	a.subs = map[*subscriber]struct{}{}
+	a.mu.Unlock()
+	close(a.done)
+	for s := range subs {
+		s.close()
+	}
+	err := a.t.Close()
+	a.wg.Wait()
+	return err
+}
+
+// subscriber is an unbounded in-order event queue drained by one goroutine.
+type subscriber struct {
+	mu   sync.Mutex
+	q    []Event
+	ch   chan Event
+	wake chan struct{}
+	stop chan struct{}
+	once sync.Once
+}
+
+func (s *subscriber) close() { s.once.Do(func() { close(s.stop) }) }
+
+func (s *subscriber) push(evs []Event) {
+	s.mu.Lock()
+	s.q = append(s.q, evs...)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) pump() {
+	defer close(s.ch)
+	for {
+		s.mu.Lock()
+		var ev Event
+		has := len(s.q) > 0
+		if has {
+			ev = s.q[0]
+			s.q = s.q[1:]
+		}
+		s.mu.Unlock()
+		if !has {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.stop:
+				return
+			}
+		}
+		select {
+		case s.ch <- ev:
+		case <-s.stop:
+			return
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// fastConfig shrinks every interval so runtime tests finish in seconds.
+func fastConfig(seeds ...string) *Config {
+	c := DefaultConfig()
+	c.ShuffleInterval = 200 * time.Millisecond
+	c.SuspicionTimeout = 400 * time.Millisecond
+	c.AntiEntropyInterval = 500 * time.Millisecond
+	c.TombstoneTTL = 10 * time.Second
+	c.GraftTimeout = 50 * time.Millisecond
+	c.JoinTimeout = time.Second
+	c.NeighborTimeout = 200 * time.Millisecond
+	c.Seeds = seeds
+	return c
+}
+
+// eventually polls cond every 10 ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type memCluster struct {
+	net    *MemNetwork
+	agents []*Agent
+	events []<-chan Event
+	stop   []func()
+}
+
+func startMem(t *testing.T, n int) *memCluster {
+	t.Helper()
+	c := &memCluster{net: NewMemNetwork(1)}
+	for i := range n {
+		addr := fmt.Sprintf("m%d", i)
+		tr, err := c.net.Transport(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seeds []string
+		if i > 0 {
+			seeds = []string{"m0"}
+		}
+		a, err := Start(Peer{ID: NodeID{byte(i + 1)}, Addr: addr}, fastConfig(seeds...), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, stop := a.Subscribe()
+		c.agents = append(c.agents, a)
+		c.events = append(c.events, ch)
+		c.stop = append(c.stop, stop)
+	}
+	t.Cleanup(func() {
+		for i, a := range c.agents {
+			c.stop[i]()
+			a.Close()
+		}
+	})
+	return c
+}
+
+// sees reports whether every agent in who (nil: all open) sees subject with status st.
+func (c *memCluster) allSee(subject int, ok func(Member) bool, skip ...int) bool {
+	id := c.agents[subject].Self().ID
+outer:
+	for i, a := range c.agents {
+		for _, s := range skip {
+			if s == i {
+				continue outer
+			}
+		}
+		found := false
+		for _, m := range a.Members() {
+			if m.ID == id {
+				found = ok(m)
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func isStatus(s Status) func(Member) bool { return func(m Member) bool { return m.Status == s } }
+
+func TestAgentsConvergeOverMemNetwork(t *testing.T) {
+	c := startMem(t, 8)
+	eventually(t, 5*time.Second, "every agent sees every agent ALIVE", func() bool {
+		for i := range c.agents {
+			if !c.allSee(i, isStatus(Alive)) {
+				return false
+			}
+		}
+		return true
+	})
+	if len(c.agents[0].Neighbors()) == 0 {
+		t.Fatal("no overlay neighbours")
+	}
+}
+
+func TestAgentCrashBecomesDeadAndLeaveBecomesLeft(t *testing.T) {
+	c := startMem(t, 6)
+	eventually(t, 5*time.Second, "converged", func() bool { return c.allSee(5, isStatus(Alive)) && c.allSee(4, isStatus(Alive)) })
+	c.net.Crash("m5")
+	eventually(t, 5*time.Second, "crashed node DEAD everywhere", func() bool { return c.allSee(5, isStatus(Dead), 5) })
+	if err := c.agents[4].Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "leaver LEFT everywhere", func() bool { return c.allSee(4, isStatus(Left), 4, 5) })
+}
+
+func TestSubscribersSeeJoinedThenDead(t *testing.T) {
+	c := startMem(t, 4)
+	id := c.agents[3].Self().ID
+	var got []EventKind
+	deadline := time.After(5 * time.Second)
+	eventually(t, 5*time.Second, "converged", func() bool { return c.allSee(3, isStatus(Alive)) })
+	c.net.Crash("m3")
+	for len(got) < 2 || got[len(got)-1] != EventDead {
+		select {
+		case ev := <-c.events[0]:
+			if ev.Member.ID == id {
+				got = append(got, ev.Kind)
+			}
+		case <-deadline:
+			t.Fatalf("events about the crashed node: %v", got)
+		}
+	}
+	if got[0] != EventJoined {
+		t.Fatalf("first event %v, want joined", got[0])
+	}
+}
+
+func TestPartitionHealsWithRefutation(t *testing.T) {
+	c := startMem(t, 6)
+	eventually(t, 5*time.Second, "converged", func() bool {
+		for i := range c.agents {
+			if !c.allSee(i, isStatus(Alive)) {
+				return false
+			}
+		}
+		return true
+	})
+	c.net.Partition([]string{"m0", "m1", "m2"}, []string{"m3", "m4", "m5"})
+	eventually(t, 5*time.Second, "each side declares the other dead", func() bool { return c.allSee(5, isStatus(Dead), 3, 4, 5) })
+	c.net.Heal()
+	eventually(t, 10*time.Second, "everyone ALIVE again after the heal", func() bool {
+		for i := range c.agents {
+			if !c.allSee(i, isStatus(Alive)) {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,39 @@
+package gossip
+
+// Transport carries membership frames between nodes. Addresses are the
+// strings nodes advertise (Member.Addr). A Transport is used by one Agent
+// goroutine; its methods must not block on the network (queue and return).
+//
+// Links: Monitor(addr) asks the transport to keep a connection to addr
+// open and watched (keepalive); when it is lost, or a ping goes
+// unanswered, the transport reports a TransportEvent with Failure set. That
+// report is the only input from which membership raises suspicion, so a
+// transport must report failures of monitored links, and only of links
+// that really failed. A Send to an unreachable address may also be
+// reported as LinkLost.
+type Transport interface {
+	// Addr returns the address other nodes use to reach this one.
+	Addr() string
+	// Send queues frame for addr, connecting on demand. It must not block
+	// on the network; failures are reported as events (and may also be
+	// returned, e.g. ErrClosed).
+	Send(addr string, frame []byte) error
+	// Monitor keeps a watched link to addr (idempotent).
+	Monitor(addr string)
+	// Unmonitor stops watching addr; the transport may close the link.
+	Unmonitor(addr string)
+	// Events delivers inbound frames and link failures, in arrival order.
+	// It is closed after Close.
+	Events() <-chan TransportEvent
+	// Close flushes what was queued (bounded by the transport's own
+	// timeout), releases every resource and closes Events.
+	Close() error
+}
+
+// TransportEvent is an inbound frame (Frame non-nil) or the failure of the
+// link to From (Failure non-zero).
+type TransportEvent struct {
+	From    string      // the peer's advertised address, when known
+	Frame   []byte      // an encoded Message
+	Failure LinkFailure // non-zero: the link to From failed
+}
