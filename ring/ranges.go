@@ -163,10 +163,12 @@ func (r *Ring) ReplicaRanges(id NodeID, n int) []Range {
 	if !ok || n <= 0 {
 		return nil
 	}
-	n = min(n, len(r.members))
+	if n >= len(r.members) {
+		return []Range{{0, 0}} // every member replicates everything
+	}
 	buf := make([]uint32, 0, n)
 	var seen []bool
-	if n > 8 {
+	if n > linearScanMax {
 		seen = make([]bool, len(r.members))
 	}
 	return ranges(coalesce(segments(r, func(i int) bool {

@@ -178,7 +178,7 @@ func (r *Ring) AppendReplicas(dst []NodeID, point uint64, n int) []NodeID {
 		return dst
 	}
 	n = min(n, len(r.members))
-	var small [64]uint32
+	var small [linearScanMax]uint32
 	var idx []uint32
 	if n <= len(small) {
 		idx = r.walk(small[:0], r.search(point), n, nil)
@@ -191,11 +191,15 @@ func (r *Ring) AppendReplicas(dst []NodeID, point uint64, n int) []NodeID {
 	return dst
 }
 
+// linearScanMax is the largest replica count for which walk checks
+// distinctness by scanning what it collected instead of a seen-set.
+const linearScanMax = 64
+
 // walk appends to dst the member indexes of the first n distinct members met
 // walking clockwise from entry start. n must be <= Size(). seen is optional
 // scratch of Size() false values, used for large n and left all false.
 func (r *Ring) walk(dst []uint32, start, n int, seen []bool) []uint32 {
-	if n > 8 && seen == nil {
+	if n > linearScanMax && seen == nil {
 		seen = make([]bool, len(r.members))
 	}
 	from := len(dst)

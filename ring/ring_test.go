@@ -142,15 +142,32 @@ func TestOwnerTieBreak(t *testing.T) {
 	}
 }
 
+// TestReplicasLargeN covers both distinctness strategies of the walk: a
+// linear scan up to 64 replicas, a seen-set beyond.
 func TestReplicasLargeN(t *testing.T) {
-	ids := randomIDs(seeded(5), 40)
+	ids := randomIDs(seeded(5), 80)
 	r := mustNew(t, ids)
 	ref := newNaive(ids)
-	for _, p := range probes(seeded(6), nil, 50) {
-		for _, n := range []int{9, 20, 40, 41, 100} {
+	rng := seeded(6)
+	for _, p := range probes(rng, nil, 30) {
+		for _, n := range []int{9, 20, 64, 65, 79, 80, 81, 200} {
 			got := r.Replicas(p, n)
 			if want := ref.replicas(p, n); !slices.Equal(got, want) {
 				t.Fatalf("Replicas(%d, %d) = %v, want %v", p, n, got, want)
+			}
+		}
+	}
+	// ReplicaRanges with a seen-set walk, checked pointwise.
+	id := ids[3]
+	for _, n := range []int{70, 80} {
+		rs := r.ReplicaRanges(id, n)
+		for _, p := range probes(rng, []*Ring{r}, 200)[:600] {
+			in := false
+			for _, x := range rs {
+				in = in || x.Contains(p)
+			}
+			if want := slices.Contains(ref.replicas(p, n), id); in != want {
+				t.Fatalf("n=%d: point %d in ReplicaRanges = %v, want %v", n, p, in, want)
 			}
 		}
 	}
@@ -165,6 +182,10 @@ func TestAllocs(t *testing.T) {
 	buf := make([]NodeID, 0, 8)
 	if a := testing.AllocsPerRun(1000, func() { buf = r.AppendReplicas(buf[:0], 12345, 3) }); a != 0 {
 		t.Errorf("AppendReplicas allocates %v per call", a)
+	}
+	big := make([]NodeID, 0, 64)
+	if a := testing.AllocsPerRun(100, func() { big = r.AppendReplicas(big[:0], 12345, 64) }); a != 0 {
+		t.Errorf("AppendReplicas(n=64) allocates %v per call", a)
 	}
 	if a := testing.AllocsPerRun(1000, func() { sink, _ = r.OwnerOf("user", "42") }); a != 0 {
 		t.Errorf("OwnerOf allocates %v per call", a)
