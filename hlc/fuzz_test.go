@@ -94,6 +94,9 @@ func FuzzClock(f *testing.F) {
 			if ts.Node != nodeA {
 				t.Fatalf("%s: stamp %v carries another node", op, ts)
 			}
+			if ts.Wall == prev.Wall && ts.Counter < prev.Counter {
+				t.Fatalf("%s: counter wrapped silently: %v after %v", op, ts, prev)
+			}
 			if !prev.Less(ts) {
 				t.Fatalf("%s: %v not after %v", op, ts, prev)
 			}
