@@ -40,8 +40,6 @@ type Session struct {
 	initiator NodeID
 	nonce     uint64
 
-	ctx    context.Context // cancelled when the session closes
-	cancel context.CancelFunc
 	lanes  [numLanes]*lane
 	nextID atomic.Uint64
 
@@ -74,7 +72,6 @@ func (n *Node) newSession(ys *yamux.Session, conn net.Conn, outbound bool, peer 
 	if codecName != "" {
 		s.codec = codecByName(codecName)
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for l := range Lane(numLanes) {
 		s.lanes[l] = &lane{s: s, id: l, ready: make(chan struct{}),
 			w: writerState{space: make(chan struct{})}}
@@ -252,8 +249,9 @@ func (s *Session) complete(id uint64, r result) {
 
 // serveRequest runs the lane's handler for one request in a goroutine.
 func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
-	// Not derived from s.ctx: registering 64 concurrent children with one
-	// parent contends on its lock. fail cancels every inflight context.
+	// Not derived from a session context: registering 64 concurrent
+	// children with one parent contends on its lock. fail cancels every
+	// inflight context instead.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	if s.closeErr != nil {
@@ -353,7 +351,6 @@ func (s *Session) fail(err error) {
 		cancel()
 	}
 	s.mu.Unlock()
-	s.cancel()
 	close(s.done)
 	s.ys.Close()
 	s.conn.Close()

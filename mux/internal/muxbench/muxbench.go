@@ -154,18 +154,22 @@ func RawYamuxPipelined(b *testing.B) {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// MuxPair returns two mux nodes joined by one session over loopback TCP,
-// b's message lane answering with an echo and b's streams acking bulk
-// transfers.
-func MuxPair(b *testing.B) (s *mux.Session, closeAll func()) {
+// NewMuxPair returns a session between two mux nodes over loopback TCP,
+// the far node echoing requests on the message lane and acking every
+// ChunkSize bytes of a stream with one byte.
+func NewMuxPair() (s *mux.Session, closeAll func(), err error) {
 	ca, cb := mux.DefaultConfig(), mux.DefaultConfig()
 	ca.NodeID[0], cb.NodeID[0] = 1, 2
 	ca.Logger, cb.Logger = quiet(), quiet()
 	na, err := mux.New(ca)
 	if err != nil {
-		b.Fatal(err)
+		return nil, nil, err
 	}
-	nb, _ := mux.New(cb)
+	nb, err := mux.New(cb)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll = func() { na.Close(); nb.Close() }
 	nb.HandleRequests(mux.LaneMessage, func(ctx context.Context, _ *mux.Session, p []byte) ([]byte, error) {
 		return p, nil
 	})
@@ -175,14 +179,25 @@ func MuxPair(b *testing.B) (s *mux.Session, closeAll func()) {
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		closeAll()
+		return nil, nil, err
 	}
 	go nb.Serve(ln)
 	s, err = na.Dial(context.Background(), ln.Addr().String())
 	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return s, closeAll, nil
+}
+
+// MuxPair is NewMuxPair for benchmarks.
+func MuxPair(b *testing.B) (s *mux.Session, closeAll func()) {
+	s, closeAll, err := NewMuxPair()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return s, func() { na.Close(); nb.Close() }
+	return s, closeAll
 }
 
 // MuxRequest: one sequential MsgSize request/response per op.
