@@ -1,10 +1,15 @@
 package actor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/casty-go/casty/wire"
 )
 
 // activation status
@@ -29,8 +34,13 @@ const (
 )
 
 func (r Reason) String() string {
-	return [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved"}[r]
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
 }
+
+var reasonNames = [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved"}
 
 // Activation is one live instance of an actor: its state, its mailbox and
 // the goroutine that drains it (present only while there is work).
@@ -43,14 +53,34 @@ type Activation struct {
 	mu       sync.Mutex
 	queue    []*Envelope
 	head     int
-	running  bool    // a goroutine is draining the mailbox
-	started  bool    // Activate has run
-	status   uint8   // statusActive, statusClosing, statusClosed
-	stopReq  Reason  // deactivate after the current message
-	inflight int     // service calls running
-	current  *Method // the handler running now, for drain diagnostics
-	lastUsed int64   // host clock, ns
-	failures int     // consecutive failures
+	running  bool         // a goroutine is draining the mailbox (or a peek holds it)
+	started  bool         // Activate has run
+	touched  bool         // a call (not a tick) ran since lastUsed was set
+	status   uint8        // statusActive, statusClosing, statusClosed
+	stopReq  Reason       // deactivate after the current message
+	inflight int          // service calls running
+	current  *Method      // the handler running now, for drain diagnostics
+	lastUsed int64        // host clock, ns: end of the last call
+	failures atomic.Int32 // consecutive failures
+	seq      atomic.Uint64
+	x        *extras // rarely used parts, allocated on first use
+}
+
+// extras holds what most activations never need, so an idle activation
+// stays small.
+type extras struct {
+	schedules map[uintptr]*Schedule
+	life      context.Context // cancelled when the activation ends
+	cancel    context.CancelFunc
+	emits     []*Envelope                      // emitted by the running handler
+	serving   map[*Envelope]context.CancelFunc // service calls in flight
+}
+
+func (a *Activation) extras() *extras {
+	if a.x == nil {
+		a.x = &extras{}
+	}
+	return a.x
 }
 
 // Key returns the actor's key.
@@ -75,10 +105,35 @@ func (a *Activation) Deactivate() {
 	a.mu.Unlock()
 }
 
+// lifeCtx returns the context ticks run under: cancelled when the
+// activation ends. The caller holds a.mu.
+func (a *Activation) lifeCtx() context.Context {
+	x := a.extras()
+	if x.life == nil {
+		x.life, x.cancel = context.WithCancel(context.Background())
+	}
+	return x.life
+}
+
 // push appends e; the caller holds a.mu. It reports whether a worker must be
 // started.
 func (a *Activation) push(e *Envelope) bool {
 	a.queue = append(a.queue, e)
+	return a.claim()
+}
+
+// pushFront puts es ahead of everything queued, in order.
+func (a *Activation) pushFront(es []*Envelope) bool {
+	q := make([]*Envelope, 0, len(es)+len(a.queue)-a.head)
+	q = append(q, es...)
+	q = append(q, a.queue[a.head:]...)
+	a.queue, a.head = q, 0
+	return a.claim()
+}
+
+// claim marks the mailbox as being drained unless it already is; it reports
+// whether the caller must start the worker.
+func (a *Activation) claim() bool {
 	if a.running || (a.kind.Service && a.inflight >= a.kind.Concurrency) {
 		return false
 	}
@@ -129,22 +184,32 @@ func (a *Activation) drain() {
 		if a.empty() || (a.kind.Service && a.inflight >= a.kind.Concurrency) || a.stopReq != ReasonNone {
 			a.running = false
 			a.current = nil
-			a.lastUsed = a.host.now()
+			if a.touched {
+				a.lastUsed, a.touched = a.host.now(), false
+			}
 			a.mu.Unlock()
 			return
 		}
 		linger = 0
 		e := a.pop()
+		if e.sched != nil && e.sched.done {
+			a.mu.Unlock()
+			continue // its schedule was cancelled while it waited
+		}
 		a.current = e.method
-		if a.kind.Service && e.ctl == ctlNone {
+		service := a.kind.Service && e.ctl == ctlNone
+		if service {
 			a.inflight++
 		}
 		a.mu.Unlock()
 
-		if e.ctl == ctlDrain {
-			a.mu.Lock()
-			a.stopReq = ReasonDrain
-			a.mu.Unlock()
+		switch e.ctl {
+		case ctlDrain:
+			a.requestStop(ReasonDrain)
+			continue
+		case ctlPeek:
+			e.state.CompareAndSwap(envPending, envRunning)
+			e.finish(a.host.guard(func() error { return e.inv.Invoke(nil, a.state) }))
 			continue
 		}
 		if !a.started {
@@ -153,7 +218,7 @@ func (a *Activation) drain() {
 				return
 			}
 		}
-		if a.kind.Service {
+		if service {
 			go a.serve(e)
 			continue
 		}
@@ -161,19 +226,51 @@ func (a *Activation) drain() {
 	}
 }
 
-// serve runs one service call on its own goroutine.
+// serve runs one service call on its own goroutine, cancelled if the host
+// closes.
 func (a *Activation) serve(e *Envelope) {
-	a.process(e)
+	ctx, cancel := context.WithCancel(e.hctx.Context)
 	a.mu.Lock()
+	x := a.extras()
+	if x.serving == nil {
+		x.serving = map[*Envelope]context.CancelFunc{}
+	}
+	x.serving[e] = cancel
+	a.mu.Unlock()
+	e.hctx.Context = ctx
+	a.process(e)
+	cancel()
+	a.mu.Lock()
+	delete(x.serving, e)
 	a.inflight--
 	start := !a.running && (!a.empty() || (a.stopReq != ReasonNone && a.inflight == 0))
 	if start {
 		a.running = true
 	}
+	a.touched = true
 	a.lastUsed = a.host.now()
 	a.mu.Unlock()
 	if start {
 		a.run()
+	}
+}
+
+// cancelServing fails every in-flight service call with err and cancels
+// its handler (host shutdown).
+func (a *Activation) cancelServing(err error) {
+	a.mu.Lock()
+	var es []*Envelope
+	var cancels []context.CancelFunc
+	if a.x != nil {
+		for e, c := range a.x.serving {
+			es = append(es, e)
+			cancels = append(cancels, c)
+		}
+	}
+	a.mu.Unlock()
+	for i, e := range es {
+		e.finish(err)
+		cancels[i]()
 	}
 }
 
@@ -182,11 +279,19 @@ func (a *Activation) activate() error {
 	for _, inject := range a.host.injectors[a.kind] {
 		inject(a.state)
 	}
-	if !a.kind.HasActivate {
-		return nil
+	var err error
+	if a.kind.HasActivate {
+		ctx := &handlerCtx{Context: context.Background(), act: a}
+		err = a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
 	}
-	ctx := &handlerCtx{Context: context.Background(), act: a}
-	return a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
+	if err == nil && a.host.hub.armed.Load() {
+		a.host.hub.publish(Activated{EventInfo: a.info()}, a.kind.Name, a.key)
+	}
+	return err
+}
+
+func (a *Activation) info() EventInfo {
+	return EventInfo{Kind: a.kind.Name, Key: a.key, Node: a.host.cfg.Node, Seq: a.seq.Add(1), Time: time.Now()}
 }
 
 // process runs one message and replies.
@@ -194,25 +299,71 @@ func (a *Activation) process(e *Envelope) {
 	if !e.state.CompareAndSwap(envPending, envRunning) {
 		return // the caller gave up before it started: never run stale work
 	}
+	if e.ctl == ctlNone && !a.kind.Service {
+		a.touched = true // ticks and emits never keep an activation alive
+	}
 	e.hctx.act = a
+	hub := &a.host.hub
+	armed := hub.armed.Load()
+	var start time.Time
+	var before []byte
+	if armed {
+		start = time.Now()
+		before = a.snapshot()
+		ev := Received{EventInfo: a.info(), Method: e.method.Name}
+		if p, ok := e.inv.(Payloader); ok && hub.wantPayloads() {
+			ev.Arg = p.Arg()
+		}
+		hub.publish(ev, a.kind.Name, a.key)
+	}
 	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
 	if err == nil {
-		a.failures = 0
+		if a.failures.Load() != 0 {
+			a.failures.Store(0)
+		}
+		if armed {
+			ev := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: time.Since(start)}
+			ev.Changed = !bytes.Equal(before, a.snapshot())
+			if p, ok := e.inv.(Payloader); ok && hub.wantPayloads() {
+				ev.Result = p.Result()
+			}
+			hub.publish(ev, a.kind.Name, a.key)
+		}
+		a.flushEmits()
 		e.finish(nil)
+		a.afterTick(e)
 		return
 	}
-	a.failures++
-	dir := a.host.supervise(a, err, Failure{Failures: a.failures, Method: e.method.Name})
+	dir := a.host.supervise(a, err, Failure{Failures: int(a.failures.Add(1)), Method: e.method.Name})
+	if armed {
+		hub.publish(Failed{EventInfo: a.info(), Method: e.method.Name, Duration: time.Since(start), Err: err, Directive: dir}, a.kind.Name, a.key)
+	}
 	switch dir {
 	case Reset:
 		a.requestStop(ReasonReset)
 	case Stop:
 		a.requestStop(ReasonStop)
 	}
+	a.flushEmits()
+	if a.kind.Service && a.host.closing.Load() {
+		err = fmt.Errorf("%w: system closed while the service call ran: %v", ErrActorUnavailable, err)
+		e.finish(err)
+		return
+	}
 	e.finish(&FailedError{
 		Kind: a.kind.Name, Key: a.key, Method: e.method.Name,
 		Message: err.Error(), Directive: dir, Err: err,
 	})
+	a.afterTick(e)
+}
+
+// snapshot encodes the state for change detection (inspection only).
+func (a *Activation) snapshot() []byte {
+	if a.kind.Service {
+		return nil
+	}
+	b, _ := wire.Marshal(a.state)
+	return b
 }
 
 func (a *Activation) requestStop(r Reason) {
@@ -234,6 +385,9 @@ func (a *Activation) deactivate(reason Reason) {
 		}
 		cancel()
 	}
+	if a.started && a.host.hub.armed.Load() {
+		a.host.hub.publish(Deactivated{EventInfo: a.info(), Reason: reason}, a.kind.Name, a.key)
+	}
 	if next := a.host.finalize(a, nil); next != nil {
 		next.run()
 	}
@@ -251,13 +405,29 @@ func (a *Activation) failActivation(e *Envelope, err error) {
 	a.host.finalize(a, fail)
 }
 
-// failAll fails every envelope in q with err.
+// endLocked stops what is bound to the activation's life: schedules, the
+// life context. The caller holds a.mu.
+func (a *Activation) endLocked() {
+	if a.x == nil {
+		return
+	}
+	for _, s := range a.x.schedules {
+		s.stopLocked()
+	}
+	a.x.schedules = nil
+	if a.x.cancel != nil {
+		a.x.cancel()
+	}
+}
+
+// failAll fails every awaited envelope in q with err; one-way ones (ticks,
+// emits) are dropped.
 func failAll(q []*Envelope, err error) {
 	for _, e := range q {
-		if e != nil && e.ctl == ctlNone {
+		if e != nil && e.w != nil {
 			e.finish(err)
 		}
 	}
 }
 
-func (a *Activation) String() string { return fmt.Sprintf("%s/%s", a.kind.Name, a.key) }
+func (a *Activation) String() string { return a.kind.Name + "/" + a.key }

@@ -24,6 +24,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Node names this host in events; empty locally.
 	Node string
+	// Interceptor, when set, receives every lifecycle event inline, on the
+	// goroutine of the handler that caused it. It must return fast and never
+	// block; a panic in it is logged and never fails the handler.
+	Interceptor func(Event)
 }
 
 // DefaultConfig returns the defaults, every field set.

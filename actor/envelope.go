@@ -29,6 +29,8 @@ type ctlKind uint8
 const (
 	ctlNone  ctlKind = iota
 	ctlDrain         // system shutdown: deactivate after what is queued before it
+	ctlTick          // a schedule's tick or an emit: one-way, never moved
+	ctlPeek          // StateOf: read the state between messages
 )
 
 // Envelope is one message in a mailbox. Embed it in the struct that
@@ -41,7 +43,13 @@ type Envelope struct {
 	w      *waiter // nil for one-way messages
 	err    error
 	ctl    ctlKind
+	sched  *Schedule // the schedule a tick belongs to
+	stream bool      // a stream: no default CallTimeout, only ctx bounds it
 }
+
+// Streaming marks the envelope as a stream: a stream lives as long as its
+// consumer wants it, so Config.CallTimeout does not apply; only ctx does.
+func (e *Envelope) Streaming() { e.stream = true }
 
 // Init binds the envelope to its invocation and handler.
 func (e *Envelope) Init(inv Invoker, m *Method) {

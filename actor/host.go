@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -51,8 +52,9 @@ type Host struct {
 	janDone  chan struct{}
 
 	nudge chan struct{} // the smallest idle timeout went down
-	busy  atomic.Int32  // mailboxes being drained right now
-	procs atomic.Int32  // GOMAXPROCS, refreshed by the janitor
+	hub   hub
+	busy  atomic.Int32 // mailboxes being drained right now
+	procs atomic.Int32 // GOMAXPROCS, refreshed by the janitor
 
 	// Owner is whatever the embedding layer wants Self(ctx).System() to
 	// return; the engine never looks at it.
@@ -76,6 +78,9 @@ func NewHost(cfg Config, injectors map[*Kind][]func(state any)) (*Host, error) {
 		janDone:   make(chan struct{}),
 		nudge:     make(chan struct{}, 1),
 	}
+	h.hub.interceptor = h.cfg.Interceptor
+	h.hub.logf = h.cfg.Logger.Error
+	h.hub.rearm()
 	h.minIdle.Store(int64(Forever))
 	h.procs.Store(int32(runtime.GOMAXPROCS(0)))
 	for i := range h.shards {
@@ -111,6 +116,11 @@ func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error 
 		waiters.Put(w)
 		return err
 	}
+	return h.await(ctx, k, key, e, w)
+}
+
+// await waits for e's outcome, bounded by ctx (or Config.CallTimeout).
+func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *waiter) error {
 	// Most replies come within a scheduler round trip: yield a few times
 	// before paying for a timer and a park.
 	for range h.spin() {
@@ -123,7 +133,7 @@ func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error 
 		}
 	}
 	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
+	if _, ok := ctx.Deadline(); !ok && !e.stream {
 		timeout = w.arm(h.cfg.CallTimeout)
 	}
 	var err error
@@ -148,6 +158,70 @@ func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error 
 	}
 	waiters.Put(w)
 	return err
+}
+
+// errNotActive answers a peek whose activation ended first.
+var errNotActive = errors.New("casty: not active")
+
+type peekEnv struct {
+	Envelope
+	fn func(state any) error
+}
+
+func (p *peekEnv) Invoke(_ context.Context, state any) error { return p.fn(state) }
+
+var peekMethod = &Method{Name: "StateOf"}
+
+// Peek runs fn on the live state of (k, key) between two messages, without
+// queuing behind the mailbox: at once when no handler is running, else as
+// soon as the running one returns. It reports false when the actor is not
+// active on this host. fn must only read (copy) the state.
+func (h *Host) Peek(ctx context.Context, k *Kind, key string, fn func(state any) error) (bool, error) {
+	sh := h.shardFor(key)
+	sh.mu.RLock()
+	a := sh.m[actID{k, key}]
+	if a == nil {
+		sh.mu.RUnlock()
+		return false, nil
+	}
+	a.mu.Lock()
+	if !a.started || a.status != statusActive {
+		a.mu.Unlock()
+		sh.mu.RUnlock()
+		return false, nil
+	}
+	if !a.running && a.inflight == 0 {
+		// Hold the mailbox ourselves: no handler can start meanwhile.
+		a.running = true
+		a.mu.Unlock()
+		sh.mu.RUnlock()
+		err := h.guard(func() error { return fn(a.state) })
+		a.mu.Lock()
+		a.running = false
+		start := (!a.empty() || a.stopReq != ReasonNone) && a.claim()
+		a.mu.Unlock()
+		if start {
+			h.start(a)
+		}
+		return true, err
+	}
+	e := &peekEnv{fn: fn}
+	e.Init(e, peekMethod)
+	e.ctl = ctlPeek
+	w := waiters.Get().(*waiter)
+	e.w = w
+	e.hctx.Context = ctx
+	a.pushFront([]*Envelope{&e.Envelope})
+	a.mu.Unlock()
+	sh.mu.RUnlock()
+	err := h.await(ctx, k, key, &e.Envelope, w)
+	if errors.Is(err, errNotActive) {
+		return false, nil
+	}
+	if err != nil && (errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled)) {
+		return false, err
+	}
+	return true, err
 }
 
 // Tell queues e without waiting for it (schedules, emits). Its outcome goes
@@ -255,7 +329,16 @@ func (h *Host) finalize(a *Activation, failWith error) *Activation {
 	sh.mu.Lock()
 	a.mu.Lock()
 	a.status = statusClosed
-	q := a.queue[a.head:]
+	a.endLocked()
+	var q []*Envelope
+	for _, e := range a.queue[a.head:] {
+		switch {
+		case e.ctl == ctlPeek:
+			e.finish(errNotActive)
+		case e.ctl == ctlNone: // calls move on; ticks and emits die here
+			q = append(q, e)
+		}
+	}
 	a.queue, a.head = nil, 0
 	if sh.m[id] == a {
 		delete(sh.m, id)
@@ -379,11 +462,14 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	defer close(h.closed)
-	var starts []*Activation
+	var starts, services []*Activation
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.Lock()
 		for _, a := range sh.m {
+			if a.kind.Service {
+				services = append(services, a)
+			}
 			a.mu.Lock()
 			if a.status == statusActive {
 				if a.push(&Envelope{ctl: ctlDrain}) {
@@ -396,6 +482,9 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	for _, a := range starts {
 		h.start(a)
+	}
+	for _, a := range services {
+		a.cancelServing(fmt.Errorf("%w: system closed while the service call ran", ErrActorUnavailable))
 	}
 	if h.live.Load() == 0 {
 		h.drainOne.Do(func() { close(h.drained) })

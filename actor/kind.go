@@ -157,8 +157,12 @@ func NewKind(t reflect.Type, name string, reg *wire.Registry, newState func() an
 	if name == "" {
 		name = wire.DefaultName(t)
 	}
-	if err := reg.Validate(t, name); err != nil {
-		return nil, fmt.Errorf("casty: actor %s: state %w", name, err)
+	// The state is itself a message (its snapshot crosses the wire): it is
+	// registered under the kind's name unless it already has one.
+	if _, ok := reg.NameOf(t); !ok {
+		if _, err := reg.Register(t, name); err != nil {
+			return nil, fmt.Errorf("casty: actor %s: state %w", name, err)
+		}
 	}
 	k := &Kind{
 		Name: name, Type: t, New: newState, Replicas: 1, Write: One, Read: One,

@@ -44,6 +44,13 @@ func (e *callQR[T, Q, R]) Invoke(ctx context.Context, state any) (err error) {
 	return err
 }
 
+func (e *callQR[T, Q, R]) Arg() any    { return e.q }
+func (e *callQR[T, Q, R]) Result() any { return e.r }
+func (e *callR[T, R]) Arg() any        { return nil }
+func (e *callR[T, R]) Result() any     { return e.r }
+func (e *doQ[T, Q]) Arg() any          { return e.q }
+func (e *doQ[T, Q]) Result() any       { return nil }
+
 // Call invokes the handler m — a method expression such as (*Greeter).Greet
 // — with argument q on the actor ref points to, and returns its result. The
 // compiler checks the actor type, argument and result. Call honours ctx's

@@ -27,10 +27,11 @@ type Member struct {
 type Option func(*systemOptions)
 
 type systemOptions struct {
-	cfg        Config
-	supervisor Supervisor
-	logger     *slog.Logger
-	injectors  map[*actor.Kind][]func(any)
+	cfg         Config
+	supervisor  Supervisor
+	logger      *slog.Logger
+	injectors   map[*actor.Kind][]func(any)
+	interceptor func(Event)
 }
 
 // WithConfig sets every timeout, size and interval (zero fields keep their
@@ -86,6 +87,7 @@ func newSystem(opts []Option) (*System, error) {
 	if o.supervisor != nil {
 		ec.Supervisor = o.supervisor
 	}
+	ec.Interceptor = o.interceptor
 	host, err := actor.NewHost(ec, o.injectors)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,238 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SpyBuffer is how many undelivered events a spy holds before it drops the
+// oldest.
+const SpyBuffer = 1024
+
+// SpyFilter selects events by glob (path.Match syntax) on kind and key;
+// an empty pattern matches everything.
+type SpyFilter struct {
+	Kind, Key string
+	Payloads  bool // include arguments and results
+}
+
+func (f SpyFilter) validate() error {
+	for _, p := range []string{f.Kind, f.Key} {
+		if p == "" {
+			continue
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("casty: spy pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func (f SpyFilter) match(kind, key string) bool {
+	if f.Kind != "" {
+		if ok, _ := path.Match(f.Kind, kind); !ok {
+			return false
+		}
+	}
+	if f.Key != "" {
+		if ok, _ := path.Match(f.Key, key); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// hub fans events out to the interceptor and to spies.
+type hub struct {
+	interceptor func(Event)
+	spies       atomic.Pointer[[]*spy] // copy-on-write
+	mu          sync.Mutex             // serialises writers of spies
+	armed       atomic.Bool            // interceptor or any spy
+	payloads    atomic.Int32           // spies that want payloads
+	logf        func(msg string, args ...any)
+}
+
+func (h *hub) rearm() {
+	n := 0
+	if s := h.spies.Load(); s != nil {
+		n = len(*s)
+	}
+	h.armed.Store(h.interceptor != nil || n > 0)
+}
+
+func (h *hub) wantPayloads() bool { return h.interceptor != nil || h.payloads.Load() > 0 }
+
+func (h *hub) publish(ev Event, kind, key string) {
+	if h.interceptor != nil {
+		h.intercept(ev)
+	}
+	if s := h.spies.Load(); s != nil {
+		for _, sp := range *s {
+			if sp.filter.match(kind, key) {
+				sp.offer(ev)
+			}
+		}
+	}
+}
+
+func (h *hub) intercept(ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.logf("casty: interceptor panicked; the event is dropped, the handler is unaffected", "panic", r)
+		}
+	}()
+	h.interceptor(ev)
+}
+
+func (h *hub) add(sp *spy) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var next []*spy
+	if s := h.spies.Load(); s != nil {
+		next = append(next, *s...)
+	}
+	next = append(next, sp)
+	h.spies.Store(&next)
+	if sp.filter.Payloads {
+		h.payloads.Add(1)
+	}
+	h.rearm()
+}
+
+func (h *hub) remove(sp *spy) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.spies.Load()
+	if s == nil {
+		return
+	}
+	var next []*spy
+	found := false
+	for _, x := range *s {
+		if x == sp {
+			found = true
+			continue
+		}
+		next = append(next, x)
+	}
+	if !found {
+		return
+	}
+	h.spies.Store(&next)
+	if sp.filter.Payloads {
+		h.payloads.Add(-1)
+	}
+	h.rearm()
+}
+
+// spy is one subscriber: a bounded ring that drops its oldest on overflow
+// and accounts for every drop with an in-band Lag.
+type spy struct {
+	filter SpyFilter
+	mu     sync.Mutex
+	buf    []Event // ring
+	head   int
+	n      int
+	drops  int // dropped since the last take
+	notify chan struct{}
+}
+
+func newSpy(f SpyFilter) *spy {
+	return &spy{filter: f, buf: make([]Event, SpyBuffer), notify: make(chan struct{}, 1)}
+}
+
+func (s *spy) offer(ev Event) {
+	if !s.filter.Payloads {
+		ev = stripPayload(ev)
+	}
+	s.mu.Lock()
+	if s.n == len(s.buf) {
+		// Drop the oldest; the drop is reported before the next event out.
+		s.buf[s.head] = nil
+		s.head = (s.head + 1) % len(s.buf)
+		s.n--
+		s.drops++
+	}
+	s.buf[(s.head+s.n)%len(s.buf)] = ev
+	s.n++
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the pending events, with a Lag first when some were dropped.
+func (s *spy) take(out []Event) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drops > 0 {
+		// The dropped events were the oldest: the Lag stands where they stood.
+		out = append(out, Lag{EventInfo: EventInfo{Time: time.Now()}, Dropped: s.drops})
+		s.drops = 0
+	}
+	for s.n > 0 {
+		out = append(out, s.buf[s.head])
+		s.buf[s.head] = nil
+		s.head = (s.head + 1) % len(s.buf)
+		s.n--
+	}
+	return out
+}
+
+func stripPayload(ev Event) Event {
+	switch e := ev.(type) {
+	case Received:
+		if e.Arg != nil {
+			e.Arg = nil
+			return e
+		}
+	case Completed:
+		if e.Result != nil {
+			e.Result = nil
+			return e
+		}
+	}
+	return ev
+}
+
+// Spy subscribes to this host's events matching f until ctx ends. Events
+// are buffered from the moment Spy returns; the sequence ends when ctx does.
+// A slow consumer never slows an actor: beyond SpyBuffer pending events the
+// oldest are dropped and a Lag{Dropped: n} is delivered in their place.
+func (h *Host) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	if h.closing.Load() {
+		return nil, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+	}
+	sp := newSpy(f)
+	h.hub.add(sp)
+	stop := context.AfterFunc(ctx, func() { h.hub.remove(sp) })
+	return func(yield func(Event) bool) {
+		defer func() {
+			stop()
+			h.hub.remove(sp)
+		}()
+		var batch []Event
+		for {
+			batch = sp.take(batch[:0])
+			for _, ev := range batch {
+				if !yield(ev) {
+					return
+				}
+			}
+			select {
+			case <-sp.notify:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}, nil
+}

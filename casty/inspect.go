@@ -1,0 +1,107 @@
+package casty
+
+import (
+	"context"
+	"iter"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/wire"
+)
+
+// Event is a lifecycle event; switch on its concrete type.
+type Event = actor.Event
+
+// EventInfo is what every event carries: kind, key, node, a per-activation
+// sequence number from 1 with no gaps, and the time.
+type EventInfo = actor.EventInfo
+
+// The lifecycle events.
+type (
+	// Activated: an activation started (its Activate hook succeeded).
+	Activated = actor.Activated
+	// Received: a handler started; Arg is its argument with payloads.
+	Received = actor.Received
+	// Completed: a handler succeeded; Duration, Changed (the state's
+	// encoding differs from before), Result with payloads.
+	Completed = actor.Completed
+	// Failed: a handler failed; Err and the supervisor's Directive.
+	Failed = actor.Failed
+	// Deactivated: an activation ended, with its Reason.
+	Deactivated = actor.Deactivated
+	// Lag: a spy fell behind and dropped the Dropped oldest events here.
+	Lag = actor.Lag
+	// Gap: a cluster-scope spy lost a member.
+	Gap = actor.Gap
+)
+
+// Reason says why an activation ended.
+type Reason = actor.Reason
+
+// The deactivation reasons.
+const (
+	ReasonIdle       = actor.ReasonIdle
+	ReasonDeactivate = actor.ReasonDeactivate
+	ReasonStop       = actor.ReasonStop
+	ReasonReset      = actor.ReasonReset
+	ReasonDrain      = actor.ReasonDrain
+	ReasonMoved      = actor.ReasonMoved
+)
+
+// Scope says which nodes a spy watches.
+type Scope uint8
+
+const (
+	// ScopeLocal watches this node only (the default).
+	ScopeLocal Scope = iota
+	// ScopeCluster watches every member; in local mode, the same as
+	// ScopeLocal.
+	ScopeCluster
+)
+
+// SpyFilter selects events: Kind and Key are path.Match globs evaluated at
+// the emitting node (empty matches all); Payloads includes arguments and
+// results.
+type SpyFilter struct {
+	Kind, Key string
+	Scope     Scope
+	Payloads  bool
+}
+
+// WithInterceptor installs f to receive every lifecycle event inline, on
+// the handler's goroutine, in order. f must return fast and never block; a
+// panic in it is logged and never fails the handler. Nothing is built for
+// events when neither an interceptor nor a spy is armed.
+func WithInterceptor(f func(Event)) Option {
+	return func(o *systemOptions) { o.interceptor = f }
+}
+
+// Spy subscribes to the events matching f until ctx ends, as a sequence
+// that ends with ctx. It is lossy by design: a consumer that falls behind
+// never slows an actor; the oldest pending events are dropped and a
+// Lag{Dropped: n} takes their place, so every drop is accounted for.
+func (s *System) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) {
+	return s.host.Spy(ctx, actor.SpyFilter{Kind: f.Kind, Key: f.Key, Payloads: f.Payloads})
+}
+
+// StateOf returns a copy of the live state of the actor key, ok false when
+// it is not active. It does not queue behind the mailbox: it reads between
+// two messages — at once when the actor is idle, else as soon as the
+// running handler returns (bounded by ctx). The copy is deep (encoded and
+// decoded), so the caller may keep and change it.
+func (k *Kind[T]) StateOf(ctx context.Context, sys *System, key string) (T, bool, error) {
+	var out T
+	if sys == nil {
+		return out, false, errZeroRef
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ok, err := sys.host.Peek(ctx, k.k, key, func(state any) error {
+		b, err := wire.Marshal(state)
+		if err != nil {
+			return err
+		}
+		return wire.Unmarshal(b, &out)
+	})
+	return out, ok, err
+}

@@ -1,0 +1,267 @@
+package casty
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"reflect"
+
+	"github.com/casty-go/casty/actor"
+)
+
+// StreamBuffer is how many elements a stream may run ahead of its
+// consumer, in either direction. Past it the producer waits: backpressure
+// is end to end, never an unbounded buffer.
+const StreamBuffer = 16
+
+type item[E any] struct {
+	v   E
+	err error
+}
+
+func resolveShape[T any](ref Ref[T], fn any, shape actor.Shape) (*actor.Method, error) {
+	if ref.sys == nil || ref.kind == nil {
+		return nil, errZeroRef
+	}
+	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
+	if m == nil {
+		return nil, ref.kind.ErrNotHandler(fn)
+	}
+	if m.Shape != shape {
+		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " does not have the shape this helper calls")
+	}
+	return m, nil
+}
+
+// produce runs seq on the actor's goroutine, handing each element to out;
+// it stops when the consumer goes away (ctx) or seq reports an error.
+func produce[E any](ctx context.Context, seq iter.Seq2[E, error], out chan<- item[E]) error {
+	if seq == nil {
+		return nil
+	}
+	for v, err := range seq {
+		select {
+		case out <- item[E]{v, err}:
+		case <-ctx.Done():
+			return nil // the consumer left: not the actor's failure
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consume reads the actor's elements for the caller until the stream ends.
+// done carries the call's outcome; an error not already delivered in-band
+// is delivered last.
+func consume[E any](yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func()) {
+	var zero E
+	for {
+		select {
+		case it := <-out:
+			if !yield(it.v, it.err) || it.err != nil {
+				cancel()
+				<-done
+				return
+			}
+		case err := <-done:
+			for {
+				select {
+				case it := <-out:
+					if !yield(it.v, it.err) || it.err != nil {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			if err != nil {
+				yield(zero, err)
+			}
+			return
+		}
+	}
+}
+
+// feed sends the caller's elements to in until seq ends, the handler is
+// done, or ctx ends; then closes in.
+func feed[E any](ctx context.Context, seq iter.Seq2[E, error], in chan<- item[E], handlerDone <-chan struct{}) {
+	defer close(in)
+	if seq == nil {
+		return
+	}
+	for v, err := range seq {
+		select {
+		case in <- item[E]{v, err}:
+		case <-handlerDone:
+			return
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drainSeq is the iterator a handler sees for the caller's elements.
+func drainSeq[E any](ctx context.Context, in <-chan item[E]) iter.Seq2[E, error] {
+	return func(yield func(E, error) bool) {
+		var zero E
+		for {
+			select {
+			case it, ok := <-in:
+				if !ok || !yield(it.v, it.err) {
+					return
+				}
+			case <-ctx.Done():
+				yield(zero, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+type serverStream[T, Q, E any] struct {
+	actor.Envelope
+	m   func(*T, context.Context, Q) iter.Seq2[E, error]
+	q   Q
+	out chan item[E]
+}
+
+func (s *serverStream[T, Q, E]) Invoke(ctx context.Context, state any) error {
+	return produce(ctx, s.m(state.(*T), ctx, s.q), s.out)
+}
+
+func (s *serverStream[T, Q, E]) Arg() any    { return s.q }
+func (s *serverStream[T, Q, E]) Result() any { return nil }
+
+// Stream calls a server-streaming handler — M(ctx, Q) iter.Seq2[E, error]
+// — and returns its elements as they come. Nothing is sent until the
+// sequence is ranged over. The handler holds its actor for the stream's
+// lifetime; a consumer slower than the producer throttles it (at most
+// StreamBuffer elements ahead); breaking the loop cancels the handler and
+// frees the actor; an error arrives in-band after the elements before it.
+// Config.CallTimeout does not apply: bound a stream with ctx.
+func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) iter.Seq2[E, error], q Q) iter.Seq2[E, error] {
+	return func(yield func(E, error) bool) {
+		var zero E
+		meth, err := resolveShape(ref, m, actor.ServerStream)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		e := &serverStream[T, Q, E]{m: m, q: q, out: make(chan item[E], StreamBuffer)}
+		e.Init(e, meth)
+		e.Streaming()
+		done := make(chan error, 1)
+		go func() { done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
+		consume(yield, e.out, done, cancel)
+	}
+}
+
+type clientStream[T, E, R any] struct {
+	actor.Envelope
+	m  func(*T, context.Context, iter.Seq2[E, error]) (R, error)
+	in chan item[E]
+	r  R
+}
+
+func (s *clientStream[T, E, R]) Invoke(ctx context.Context, state any) (err error) {
+	s.r, err = s.m(state.(*T), ctx, drainSeq(ctx, s.in))
+	return err
+}
+
+func (s *clientStream[T, E, R]) Arg() any    { return nil }
+func (s *clientStream[T, E, R]) Result() any { return s.r }
+
+// Upload calls a client-streaming handler — M(ctx, iter.Seq2[E, error])
+// (R, error) — feeding it the caller's elements, and returns its result.
+// The caller's sequence runs on the caller's goroutine, at most
+// StreamBuffer elements ahead of the handler. The handler commits once, at
+// its end.
+func Upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems iter.Seq2[E, error]) (R, error) {
+	var zero R
+	meth, err := resolveShape(ref, m, actor.ClientStream)
+	if err != nil {
+		return zero, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e := &clientStream[T, E, R]{m: m, in: make(chan item[E], StreamBuffer)}
+	e.Init(e, meth)
+	e.Streaming()
+	done := make(chan error, 1)
+	handlerDone := make(chan struct{})
+	go func() {
+		done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+		close(handlerDone)
+	}()
+	feed(ctx, elems, e.in, handlerDone)
+	if err := <-done; err != nil {
+		return zero, err
+	}
+	return e.r, nil
+}
+
+type duplexStream[T, E, F any] struct {
+	actor.Envelope
+	m   func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error]
+	in  chan item[E]
+	out chan item[F]
+}
+
+func (s *duplexStream[T, E, F]) Invoke(ctx context.Context, state any) error {
+	return produce(ctx, s.m(state.(*T), ctx, drainSeq(ctx, s.in)), s.out)
+}
+
+func (s *duplexStream[T, E, F]) Arg() any    { return nil }
+func (s *duplexStream[T, E, F]) Result() any { return nil }
+
+// Duplex calls a duplex handler — M(ctx, iter.Seq2[E, error])
+// iter.Seq2[F, error] — feeding it the caller's elements (from a goroutine
+// of its own, so the caller can range over the results meanwhile) and
+// returning its elements as they come. Backpressure, cancellation and
+// in-band errors behave as in Stream.
+func Duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems iter.Seq2[E, error]) iter.Seq2[F, error] {
+	return func(yield func(F, error) bool) {
+		var zero F
+		meth, err := resolveShape(ref, m, actor.DuplexStream)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		e := &duplexStream[T, E, F]{m: m, in: make(chan item[E], StreamBuffer), out: make(chan item[F], StreamBuffer)}
+		e.Init(e, meth)
+		e.Streaming()
+		done := make(chan error, 1)
+		handlerDone := make(chan struct{})
+		fed := make(chan struct{})
+		go func() {
+			done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+			close(handlerDone)
+		}()
+		go func() {
+			defer close(fed)
+			feed(ctx, elems, e.in, handlerDone)
+		}()
+		consume(yield, e.out, done, cancel)
+		cancel()
+		<-fed
+	}
+}
