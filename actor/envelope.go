@@ -70,8 +70,9 @@ func (e *Envelope) abandon() bool {
 // finish publishes err as the envelope's outcome and wakes its caller,
 // unless the caller has given up.
 func (e *Envelope) finish(err error) {
-	e.err = err
+	// Only the first finisher (a reply, or a shutdown failing it) writes.
 	if e.state.CompareAndSwap(envRunning, envDone) || e.state.CompareAndSwap(envPending, envDone) {
+		e.err = err
 		if e.w != nil {
 			e.w.ch <- struct{}{}
 		}

@@ -1,0 +1,175 @@
+package casty_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// Stock is the serial guardian a service calls.
+type Stock struct {
+	OnHand   int
+	inFlight atomic.Int32
+}
+
+var stockOverlap atomic.Int32
+
+func (s *Stock) Reserve(ctx context.Context, qty int) (bool, error) {
+	if s.inFlight.Add(1) > 1 {
+		stockOverlap.Add(1)
+	}
+	defer s.inFlight.Add(-1)
+	if qty > s.OnHand {
+		return false, nil
+	}
+	s.OnHand -= qty
+	return true, nil
+}
+
+func (s *Stock) Fill(ctx context.Context, qty int) error { s.OnHand = qty; return nil }
+
+var Stocks = casty.Actor[Stock]()
+
+// Checkout is stateless: slow I/O then a call to the serial actor.
+type Checkout struct {
+	mu   sync.Mutex
+	live int
+	peak int
+}
+
+var checkoutPeak, checkoutLive atomic.Int32
+
+func (c *Checkout) Buy(ctx context.Context, sku string) (bool, error) {
+	n := checkoutLive.Add(1)
+	for {
+		p := checkoutPeak.Load()
+		if n <= p || checkoutPeak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	defer checkoutLive.Add(-1)
+	select {
+	case <-time.After(50 * time.Millisecond): // simulated I/O
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return casty.Call(ctx, Stocks.Ref(casty.Self(ctx).System(), sku), (*Stock).Reserve, 1)
+}
+
+func (c *Checkout) Hang(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+var Checkouts = casty.Service[Checkout](casty.Concurrency(4))
+
+func TestServiceConcurrencyBoundAndSerialActors(t *testing.T) {
+	ctx := context.Background()
+	sys := newSys(t)
+	if err := casty.Do(ctx, Stocks.Ref(sys, "sku-1"), (*Stock).Fill, 10); err != nil {
+		t.Fatal(err)
+	}
+	checkoutPeak.Store(0)
+	stockOverlap.Store(0)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sold atomic.Int32
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := casty.Call(ctx, Checkouts.Ref(sys), (*Checkout).Buy, "sku-1")
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				sold.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if p := checkoutPeak.Load(); p != 4 {
+		t.Fatalf("peak concurrency %d, want exactly the bound 4", p)
+	}
+	if sold.Load() != 10 {
+		t.Fatalf("sold %d of 10 in stock", sold.Load())
+	}
+	if stockOverlap.Load() != 0 {
+		t.Fatal("the serial actor ran two handlers at once")
+	}
+	// 12 calls of 50 ms at concurrency 4 take ~3 rounds, not 12.
+	if el > 12*50*time.Millisecond {
+		t.Fatalf("took %v: calls did not overlap", el)
+	}
+}
+
+func TestServiceCallsCancelledOnClose(t *testing.T) {
+	sys := casty.Local()
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- casty.Do0(context.Background(), Checkouts.Ref(sys), (*Checkout).Hang) }()
+	}
+	waitFor(t, 5*time.Second, "calls in flight", func() bool { return checkoutLive.Load() == 0 && sys.Active() == 1 })
+	time.Sleep(10 * time.Millisecond) // let all three start (widens the test only)
+	start := time.Now()
+	if err := sys.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-errs; !errors.Is(err, casty.ErrActorUnavailable) {
+			t.Fatalf("in-flight service call on Close: %v", err)
+		}
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("Close took %v", el)
+	}
+}
+
+// A busy service never idles out: its calls outlast the idle timeout.
+var SlowServices = casty.Service[Checkout](casty.Name("test.SlowCheckout"), casty.Concurrency(2), casty.IdleTimeout(10*time.Millisecond))
+
+func TestBusyServiceNeverIdlesOut(t *testing.T) {
+	var deactivated atomic.Int32
+	sys := newSys(t, casty.WithInterceptor(func(ev casty.Event) {
+		if _, ok := ev.(casty.Deactivated); ok {
+			deactivated.Add(1)
+		}
+	}))
+	ctx := context.Background()
+	casty.Do(ctx, Stocks.Ref(sys, "sku-2"), (*Stock).Fill, 100)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			casty.Call(ctx, SlowServices.Ref(sys), (*Checkout).Buy, "sku-2") // 50 ms each, 5 idle timeouts
+		}()
+	}
+	wg.Wait()
+	if n := deactivated.Load(); n != 0 {
+		// The Stock actor may idle out (300 s default: it will not); the
+		// service must not while calls are in flight.
+		t.Fatalf("%d deactivations while calls were in flight", n)
+	}
+}
+
+type BadService struct{ Count int }
+
+type HookedService struct{}
+
+func (h *HookedService) Activate(ctx context.Context) error { return nil }
+
+func TestServiceDeclarationRules(t *testing.T) {
+	mustPanic(t, "services are stateless", func() { casty.Service[BadService]() })
+	mustPanic(t, "services are stateless", func() { casty.Service[HookedService]() })
+	mustPanic(t, "does not apply to stateless services", func() {
+		type Quiet struct{}
+		casty.Service[Quiet](casty.Replicas(3))
+	})
+}
