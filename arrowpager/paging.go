@@ -334,7 +334,10 @@ func decodeBlock(f arrow.Field, prefix, page []byte, rows int) (arr arrow.Array,
 	default:
 		return nil, fmt.Errorf("%w: block of %q: format %d", ErrCorrupt, f.Name, page[0])
 	}
-	r, err := ipc.NewReader(bytes.NewReader(stream))
+	if err := checkFraming(stream); err != nil {
+		return nil, fmt.Errorf("block of %q: %w", f.Name, err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(stream), ipc.WithAllocator(allocFor(stream)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: block of %q: %v", ErrCorrupt, f.Name, err)
 	}
@@ -363,13 +366,20 @@ func decodeSchemaPage(b []byte) (sp schemaPage, sch *arrow.Schema, err error) {
 			err = fmt.Errorf("%w: schema page: %v", ErrCorrupt, r)
 		}
 	}()
+	if err := pager.ValidateMsgpack(b); err != nil {
+		return sp, nil, fmt.Errorf("%w: schema page: %w", ErrCorrupt, err)
+	}
 	if err := msgpack.Unmarshal(b, &sp); err != nil {
 		return sp, nil, fmt.Errorf("%w: schema page: %v", ErrCorrupt, err)
 	}
 	if sp.Rows < 0 || sp.BlockRows <= 0 {
 		return sp, nil, fmt.Errorf("%w: schema page: %d rows in blocks of %d", ErrCorrupt, sp.Rows, sp.BlockRows)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(append(bytes.Clone(sp.Schema), eos...)))
+	stream := append(bytes.Clone(sp.Schema), eos...)
+	if err := checkFraming(stream); err != nil {
+		return sp, nil, fmt.Errorf("%w: schema page: %w", ErrCorrupt, err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(stream), ipc.WithAllocator(allocFor(stream)))
 	if err != nil {
 		return sp, nil, fmt.Errorf("%w: schema page: %v", ErrCorrupt, err)
 	}

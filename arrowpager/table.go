@@ -234,7 +234,7 @@ func (t Table) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 // DecodeMsgpack decodes the form written by EncodeMsgpack.
 func (t *Table) DecodeMsgpack(dec *msgpack.Decoder) error {
-	b, err := dec.DecodeBytes()
+	b, err := readBin(dec)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,10 @@ func decodeStream(b []byte) (t Table, err error) {
 			t, err = Table{}, fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
-	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err := checkFraming(b); err != nil {
+		return Table{}, err
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(allocFor(b)))
 	if err != nil {
 		return Table{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -287,3 +290,23 @@ func decodeStream(b []byte) (t Table, err error) {
 }
 
 var _ pager.Pager = (*Table)(nil)
+
+// readBin reads a msgpack bin without trusting its declared length: the
+// buffer grows by at most 1 MiB per read, so a lying length costs no more
+// memory than the bytes actually present.
+func readBin(dec *msgpack.Decoder) ([]byte, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	const step = 1 << 20
+	b := make([]byte, 0, min(n, step))
+	for len(b) < n {
+		k := min(n-len(b), step)
+		b = append(b, make([]byte, k)...)
+		if err := dec.ReadFull(b[len(b)-k:]); err != nil {
+			return nil, fmt.Errorf("%w: table bytes: %v", ErrCorrupt, err)
+		}
+	}
+	return b, nil
+}

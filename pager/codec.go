@@ -38,8 +38,12 @@ func encodeValue(v any) ([]byte, error) {
 	return bytes.Clone(e.buf.Bytes()), nil
 }
 
-// decodeValue decodes b into ptr, turning a decoder panic into an error.
+// decodeValue decodes b (untrusted) into ptr, validating it first and
+// turning a decoder panic into an error.
 func decodeValue(b []byte, ptr any) (err error) {
+	if err := ValidateMsgpack(b); err != nil {
+		return err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("decoder panic: %v", r)

@@ -139,6 +139,9 @@ func DecodeDelta(b []byte) (d Delta, err error) {
 			d, err = Delta{}, fmt.Errorf("%w: delta: %v", ErrCorrupt, r)
 		}
 	}()
+	if err := ValidateMsgpack(b); err != nil {
+		return Delta{}, fmt.Errorf("delta: %w", err)
+	}
 	dec := msgpack.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&d); err != nil {
 		return Delta{}, fmt.Errorf("%w: delta: %v", ErrCorrupt, err)
