@@ -2,6 +2,7 @@ package mux
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -59,10 +60,11 @@ func (n *Node) Redial(ctx context.Context, addr string) (*Session, error) {
 		if err == nil {
 			return s, nil
 		}
-		if he, ok := err.(*HandshakeError); ok && he.Code != CodeMalformed {
+		var he *HandshakeError
+		if errors.As(err, &he) && he.Code != CodeMalformed {
 			return nil, err
 		}
-		if err == ErrClosed {
+		if errors.Is(err, ErrClosed) {
 			return nil, err
 		}
 		t := time.NewTimer(b.Next())

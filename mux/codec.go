@@ -117,19 +117,20 @@ func (zstdCodec) decompress(src []byte, max int) ([]byte, error) {
 }
 
 // boundedZstd decodes src block by block through a stream reader limited
-// to max+1 bytes, so an undeclared-size bomb cannot allocate past max.
-func boundedZstd(src []byte, max int) ([]byte, error) {
+// to limit+1 bytes, so an undeclared-size bomb cannot allocate past limit.
+func boundedZstd(src []byte, limit int) ([]byte, error) {
 	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(max)+1), zstd.WithDecoderLowmem(true))
+		zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(uint64(max(limit, 8<<20))))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := io.ReadAll(io.LimitReader(d, int64(max)+1))
+	out, err := io.ReadAll(io.LimitReader(d, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > max {
+	if len(out) > limit {
 		return nil, errDecompressedTooLarge
 	}
 	return out, nil

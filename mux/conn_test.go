@@ -62,7 +62,7 @@ func rawEnvelope(t *testing.T, s *Session, b []byte) {
 func TestProtocolViolationsCloseTheConnection(t *testing.T) {
 	zbomb := func() []byte {
 		var buf bytes.Buffer
-		w, _ := zlib.NewWriterLevel(&buf, zlib.BestCompression)
+		w, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
 		w.Write(make([]byte, 5<<20)) // decompresses past the 4 MiB limit
 		w.Close()
 		return buf.Bytes()
@@ -79,11 +79,19 @@ func TestProtocolViolationsCloseTheConnection(t *testing.T) {
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
+			forEachConn(t, func(t *testing.T, ct connType) { violate(t, ct, raw) })
+		})
+	}
+}
+
+func violate(t *testing.T, ct connType, raw []byte) {
+	{
+		{
 			ca, cb := testConfig(1), testConfig(2)
 			ca.Codecs, cb.Codecs = []string{CodecZlib}, []string{CodecZlib}
 			hold := make(chan struct{})
 			defer close(hold)
-			_, _, sa, sb := connect(t, viaPipe, ca, cb, func(a, b *Node) {
+			_, _, sa, sb := connect(t, ct, ca, cb, func(a, b *Node) {
 				a.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
 					select {
 					case <-hold:
@@ -114,7 +122,7 @@ func TestProtocolViolationsCloseTheConnection(t *testing.T) {
 			if err := <-pending; !errors.Is(err, ErrConnectionLost) {
 				t.Fatalf("pending request: %v", err)
 			}
-		})
+		}
 	}
 }
 
@@ -407,5 +415,71 @@ func TestKeepaliveFailureIsReported(t *testing.T) {
 	}
 	if err := <-lost; !errors.Is(err, ErrKeepalive) {
 		t.Fatalf("peer lost with %v", err)
+	}
+}
+
+func TestSupersededSessionFinishesInFlightWorkAndForwards(t *testing.T) {
+	for _, ct := range []connType{viaTCP, viaTLS} {
+		t.Run(string(ct), func(t *testing.T) {
+			ca, cb := testConfig(1), testConfig(2)
+			if ct == viaTLS {
+				ca, cb = withTLS(t, ca), withTLS(t, cb)
+			}
+			a, b := newNode(t, ca), newNode(t, cb)
+			release := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			a.HandleRequests(LaneMessage, func(ctx context.Context, from *Session, p []byte) ([]byte, error) {
+				if string(p) == "slow" {
+					entered <- struct{}{}
+					<-release
+				}
+				if from.Outbound() {
+					return []byte("via a's dial"), nil
+				}
+				return []byte("via b's dial"), nil
+			})
+			addrA, addrB := listen(t, a), listen(t, b)
+			ctx := context.Background()
+			s1, err := b.Dial(ctx, addrA) // initiator 2: will lose
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow := make(chan error, 1)
+			go func() {
+				got, err := s1.Request(ctx, LaneMessage, []byte("slow"))
+				if err == nil && string(got) != "via b's dial" {
+					err = errors.New("answered on " + string(got))
+				}
+				slow <- err
+			}()
+			<-entered
+			if _, err := a.Dial(ctx, addrB); err != nil { // initiator 1: wins
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "b to switch to a's dial", func() bool {
+				s, ok := b.Session(testID(1))
+				return ok && !s.Outbound()
+			})
+			// New work on the old handle moves to the winner...
+			got, err := s1.Request(ctx, LaneMessage, []byte("new"))
+			if err != nil || string(got) != "via a's dial" {
+				t.Fatalf("forwarded request: %q %v", got, err)
+			}
+			// ...while the loser stays open for the request in flight on it.
+			select {
+			case <-s1.Done():
+				t.Fatal("superseded session closed with a request in flight")
+			default:
+			}
+			close(release)
+			if err := <-slow; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-s1.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("superseded session never closed")
+			}
+		})
 	}
 }

@@ -53,6 +53,7 @@ type Node struct {
 	live          map[NodeID]*Session
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
+	handshaking   map[net.Conn]struct{}
 	rand          *rand.Rand
 }
 
@@ -62,13 +63,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		done:      make(chan struct{}),
-		live:      make(map[NodeID]*Session),
-		all:       make(map[*Session]struct{}),
-		listeners: make(map[net.Listener]struct{}),
-		rand:      cfg.Rand,
+		cfg:         cfg,
+		log:         cfg.Logger,
+		done:        make(chan struct{}),
+		live:        make(map[NodeID]*Session),
+		all:         make(map[*Session]struct{}),
+		listeners:   make(map[net.Listener]struct{}),
+		rand:        cfg.Rand,
+		handshaking: make(map[net.Conn]struct{}),
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -241,9 +243,15 @@ func (n *Node) handshakeDeadline(ctx context.Context, conn net.Conn) func() {
 	}
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	n.mu.Lock()
+	n.handshaking[conn] = struct{}{} // Close interrupts handshakes in progress
+	n.mu.Unlock()
 	return func() {
 		stop()
 		_ = conn.SetDeadline(time.Time{})
+		n.mu.Lock()
+		delete(n.handshaking, conn)
+		n.mu.Unlock()
 	}
 }
 
@@ -438,6 +446,11 @@ func (n *Node) register(s *Session) (*Session, error) {
 		s.fail(ErrClosed)
 		return nil, ErrClosed
 	}
+	if err := s.Err(); err != nil {
+		// It died (a violation on a lane, say) before it was registered.
+		n.mu.Unlock()
+		return nil, connectionLost(err)
+	}
 	n.all[s] = struct{}{}
 	n.wg.Add(2)
 	go func() { defer n.wg.Done(); s.acceptLoop() }()
@@ -522,6 +535,9 @@ func (n *Node) Close() error {
 	close(n.done)
 	for ln := range n.listeners {
 		ln.Close()
+	}
+	for c := range n.handshaking {
+		_ = c.SetDeadline(time.Unix(1, 0))
 	}
 	sessions := make([]*Session, 0, len(n.all))
 	for s := range n.all {

@@ -146,7 +146,9 @@ func (s *Session) Ping(ctx context.Context) (time.Duration, error) {
 		err error
 	}
 	ch := make(chan pong, 1)
-	go func() { d, err := s.ys.Ping(); ch <- pong{d, err} }() // returns within KeepAliveTimeout
+	if !s.node.goTracked(func() { d, err := s.ys.Ping(); ch <- pong{d, err} }) { // returns within KeepAliveTimeout
+		return 0, ErrClosed
+	}
 	select {
 	case p := <-ch:
 		if p.err != nil {
