@@ -246,3 +246,7 @@ func TestStreamingShapesAreChecked(t *testing.T) {
 		}
 	}
 }
+
+func iterPull[E any](s iter.Seq2[E, error]) (func() (E, error, bool), func()) {
+	return iter.Pull2(s)
+}
