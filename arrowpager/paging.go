@@ -222,7 +222,7 @@ func sameIdentity(a, b *blockMark) bool {
 func hashBlock(arr arrow.Array, start, end int) (uint64, bool) {
 	data := arr.Data()
 	fw, ok := data.DataType().(arrow.FixedWidthDataType)
-	if !ok || len(data.Children()) > 0 || data.Dictionary() != nil {
+	if !ok || len(data.Children()) > 0 || data.DataType().ID() == arrow.DICTIONARY {
 		return 0, false
 	}
 	bw := fw.BitWidth()
@@ -295,6 +295,7 @@ func encodeBlock(f arrow.Field, prefix []byte, arr arrow.Array, start, end int) 
 	rec := array.NewRecordBatch(sch, []arrow.Array{sl}, int64(end-start))
 	defer rec.Release()
 	var buf bytes.Buffer
+	buf.Grow(1024 + sliceBytes(arr, start, end))
 	buf.WriteByte(pageBatch)
 	w := ipc.NewWriter(&buf, ipc.WithSchema(sch))
 	if err := w.Write(rec); err != nil {
@@ -307,10 +308,19 @@ func encodeBlock(f arrow.Field, prefix []byte, arr arrow.Array, start, end int) 
 	body := b[1:]
 	if bytes.HasPrefix(body, prefix) && bytes.HasSuffix(body, eos) && len(body) >= len(prefix)+len(eos) {
 		n := copy(b[1:], body[len(prefix):len(body)-len(eos)])
-		return bytes.Clone(b[:1+n]), nil
+		return b[:1+n:1+n], nil
 	}
 	b[0] = pageStream
-	return bytes.Clone(b), nil
+	return b, nil
+}
+
+// sliceBytes estimates the encoded size of rows [start, end) of arr, to
+// size the encoding buffer once.
+func sliceBytes(arr arrow.Array, start, end int) int {
+	if fw, ok := arr.DataType().(arrow.FixedWidthDataType); ok && fw.BitWidth() > 0 {
+		return (end-start)*fw.BitWidth()/8 + (end-start)/8
+	}
+	return 0
 }
 
 // decodeBlock decodes a block page of column f holding rows rows. Bad
