@@ -308,7 +308,7 @@ func encodeBlock(f arrow.Field, prefix []byte, arr arrow.Array, start, end int) 
 	body := b[1:]
 	if bytes.HasPrefix(body, prefix) && bytes.HasSuffix(body, eos) && len(body) >= len(prefix)+len(eos) {
 		n := copy(b[1:], body[len(prefix):len(body)-len(eos)])
-		return b[:1+n:1+n], nil
+		return b[: 1+n : 1+n], nil
 	}
 	b[0] = pageStream
 	return b, nil
