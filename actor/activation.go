@@ -56,6 +56,7 @@ type Activation struct {
 	running  bool         // a goroutine is draining the mailbox (or a peek holds it)
 	started  bool         // Activate has run
 	touched  bool         // a call (not a tick) ran since lastUsed was set
+	evicted  bool         // its key moved away: queued calls fail with ErrRangeMoving
 	status   uint8        // statusActive, statusClosing, statusClosed
 	stopReq  Reason       // deactivate after the current message
 	inflight int          // service calls running
@@ -388,7 +389,11 @@ func (a *Activation) deactivate(reason Reason) {
 	if a.started && a.host.hub.armed.Load() {
 		a.host.hub.publish(Deactivated{EventInfo: a.info(), Reason: reason}, a.kind.Name, a.key)
 	}
-	if next := a.host.finalize(a, nil); next != nil {
+	var failWith error
+	if a.evicted {
+		failWith = fmt.Errorf("%w: %s moved to another node", ErrRangeMoving, a)
+	}
+	if next := a.host.finalize(a, failWith); next != nil {
 		next.run()
 	}
 }

@@ -140,10 +140,15 @@ func checkReentrancy(ctx context.Context, k *Kind, key string) error {
 	if k.Service {
 		return nil
 	}
-	for h := handlerOf(ctx); h != nil; h = handlerOf(h.Context) {
+	c := ctx
+	for h := handlerOf(c); h != nil; h = handlerOf(h.Context) {
 		if h.act != nil && h.act.kind == k && h.act.key == key {
 			return &ReentrancyError{Kind: k.Name, Key: key}
 		}
+		c = h.Context
+	}
+	if remoteChainHas(c, k.Name, key) {
+		return &ReentrancyError{Kind: k.Name, Key: key}
 	}
 	return nil
 }

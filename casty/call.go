@@ -3,9 +3,11 @@ package casty
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/wire"
 )
 
 var errZeroRef = errors.New("casty: call through a zero Ref (use Kind.Ref)")
@@ -23,6 +25,20 @@ func resolve[T any](ref Ref[T], fn any) (*actor.Method, error) {
 		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " is a streaming handler: use Stream, Upload or Duplex")
 	}
 	return m, nil
+}
+
+// decodeResult turns a remote reply into the typed result.
+func decodeResult[R any](resp callResp, err error) (R, error) {
+	var r R
+	if err != nil {
+		return r, err
+	}
+	if len(resp.Result) > 0 {
+		if err := wire.Unmarshal(resp.Result, &r); err != nil {
+			return r, fmt.Errorf("%w: decoding the result: %v", ErrActorUnavailable, err)
+		}
+	}
+	return r, nil
 }
 
 func ask(ctx context.Context, sys *System, k *actor.Kind, key string, e *actor.Envelope) error {
@@ -63,6 +79,11 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 	if err != nil {
 		return zero, err
 	}
+	if cl := ref.sys.cl; cl != nil {
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+			return decodeResult[R](resp, err)
+		}
+	}
 	e := &callQR[T, Q, R]{m: m, q: q}
 	e.Init(e, meth)
 	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
@@ -89,6 +110,11 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 	if err != nil {
 		return zero, err
 	}
+	if cl := ref.sys.cl; cl != nil {
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+			return decodeResult[R](resp, err)
+		}
+	}
 	e := &callR[T, R]{m: m}
 	e.Init(e, meth)
 	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
@@ -113,6 +139,11 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 	if err != nil {
 		return err
 	}
+	if cl := ref.sys.cl; cl != nil {
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+			return err
+		}
+	}
 	e := &doQ[T, Q]{m: m, q: q}
 	e.Init(e, meth)
 	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
@@ -130,6 +161,11 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	meth, err := resolve(ref, m)
 	if err != nil {
 		return err
+	}
+	if cl := ref.sys.cl; cl != nil {
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+			return err
+		}
 	}
 	e := &do0[T]{m: m}
 	e.Init(e, meth)

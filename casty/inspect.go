@@ -96,6 +96,14 @@ func (k *Kind[T]) StateOf(ctx context.Context, sys *System, key string) (T, bool
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if cl := sys.cl; cl != nil {
+		if remote, resp, err := cl.dispatch(ctx, k.k, key, callReq{Op: opStateOf}, nil); remote {
+			if err != nil || !resp.Ok {
+				return out, false, err
+			}
+			return out, true, wire.Unmarshal(resp.Result, &out)
+		}
+	}
 	ok, err := sys.host.Peek(ctx, k.k, key, func(state any) error {
 		b, err := wire.Marshal(state)
 		if err != nil {

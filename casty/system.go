@@ -15,6 +15,7 @@ type System struct {
 	host   *actor.Host
 	cfg    Config
 	logger *slog.Logger
+	cl     *cluster // nil in local mode
 }
 
 // Member is a full cluster member.
@@ -32,6 +33,11 @@ type systemOptions struct {
 	logger      *slog.Logger
 	injectors   map[*actor.Kind][]func(any)
 	interceptor func(Event)
+	seeds       []string
+	advertise   string
+	cluster     string
+	clusterSet  bool
+	tls         *TLS
 }
 
 // WithConfig sets every timeout, size and interval (zero fields keep their
@@ -71,12 +77,24 @@ func Local(opts ...Option) *System {
 }
 
 func newSystem(opts []Option) (*System, error) {
-	var o systemOptions
+	sys, o, err := newSystemWith(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" {
+		sys.host.Close(context.Background())
+		return nil, fmt.Errorf("casty: Seeds, Advertise and WithTLS are cluster options: use Start or Connect")
+	}
+	return sys, nil
+}
+
+func newSystemWith(opts []Option) (*System, *systemOptions, error) {
+	o := &systemOptions{}
 	for _, opt := range opts {
-		opt(&o)
+		opt(o)
 	}
 	if err := o.cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := o.cfg.withDefaults()
 	if o.logger == nil {
@@ -90,22 +108,41 @@ func newSystem(opts []Option) (*System, error) {
 	ec.Interceptor = o.interceptor
 	host, err := actor.NewHost(ec, o.injectors)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sys := &System{host: host, cfg: cfg, logger: o.logger}
 	host.Owner = sys
-	return sys, nil
+	return sys, o, nil
 }
 
 // Config returns the system's configuration, defaults filled in.
 func (s *System) Config() Config { return s.cfg }
 
 // Addr returns the address other nodes dial; empty for a local system.
-func (s *System) Addr() string { return "" }
+func (s *System) Addr() string {
+	if s.cl == nil {
+		return ""
+	}
+	return s.cl.addr
+}
 
-// Members lists the live full members, self included; a local system is not
-// a cluster member and has none.
-func (s *System) Members() []Member { return nil }
+// ID returns the node id (empty for a local system).
+func (s *System) ID() string {
+	if s.cl == nil {
+		return ""
+	}
+	return s.cl.self.String()
+}
+
+// Members lists the live full members, self included (a lite member lists
+// the members it routes to, not itself); a local system is not a cluster
+// member and has none.
+func (s *System) Members() []Member {
+	if s.cl == nil {
+		return nil
+	}
+	return s.cl.members()
+}
 
 // Close shuts the system down gracefully: it stops accepting calls, lets
 // in-flight and queued messages finish and Deactivate hooks run (within
@@ -119,10 +156,24 @@ func (s *System) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if s.cl != nil {
+		var err error
+		s.cl.closeOnce.Do(func() { err = s.cl.shutdown(ctx, true) })
+		return err
+	}
 	return s.host.Close(ctx)
 }
 
 // Active returns the number of live activations on this node.
 func (s *System) Active() int { return s.host.Len() }
 
-func (s *System) String() string { return fmt.Sprintf("casty.System(local, %d active)", s.host.Len()) }
+func (s *System) String() string {
+	if s.cl != nil {
+		mode := "member"
+		if s.cl.lite {
+			mode = "lite member"
+		}
+		return fmt.Sprintf("casty.System(%s %s at %s, %d active)", mode, s.cl.self, s.cl.addr, s.host.Len())
+	}
+	return fmt.Sprintf("casty.System(local, %d active)", s.host.Len())
+}

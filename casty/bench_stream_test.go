@@ -1,0 +1,82 @@
+package casty_test
+
+import (
+	"context"
+	"iter"
+	"testing"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// IntSource streams small ints: the server-stream throughput benchmark's
+// actor.
+type IntSource struct{}
+
+// Count streams 0, 1, …, n-1.
+func (s *IntSource) Count(ctx context.Context, n int) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		for i := range n {
+			if !yield(i, nil) {
+				return
+			}
+		}
+	}
+}
+
+var IntSources = casty.Actor[IntSource](casty.Name("bench.IntSource"))
+
+// streamElems is how many ints one benchmark operation moves.
+const streamElems = 1024
+
+// BenchmarkStreamInts: one op is a local server stream of streamElems small
+// ints, consumed as fast as they come; ns/elem is the figure.
+func BenchmarkStreamInts(b *testing.B) {
+	ctx := context.Background()
+	sys := casty.Local()
+	defer sys.Close(ctx)
+	ref := IntSources.Ref(sys, "bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		sum := 0
+		for v, err := range casty.Stream(ctx, ref, (*IntSource).Count, streamElems) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += v
+		}
+		if sum != streamElems*(streamElems-1)/2 {
+			b.Fatalf("sum %d, want %d", sum, streamElems*(streamElems-1)/2)
+		}
+	}
+	reportPerElem(b)
+}
+
+// BenchmarkStreamChannelFloor is the floor: streamElems ints moved from a
+// producer goroutine to the consumer through a raw channel of capacity
+// casty.StreamBuffer, the stream's own buffer size.
+func BenchmarkStreamChannelFloor(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		ch := make(chan int, casty.StreamBuffer)
+		go func() {
+			for i := range streamElems {
+				ch <- i
+			}
+			close(ch)
+		}()
+		sum := 0
+		for v := range ch {
+			sum += v
+		}
+		if sum != streamElems*(streamElems-1)/2 {
+			b.Fatalf("sum %d", sum)
+		}
+	}
+	reportPerElem(b)
+}
+
+func reportPerElem(b *testing.B) {
+	elems := float64(b.N) * streamElems
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/elems, "ns/elem")
+	b.ReportMetric(elems/b.Elapsed().Seconds(), "elems/s")
+}

@@ -1,0 +1,411 @@
+package casty
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/ring"
+)
+
+// TLS names the PEM files of a node's certificate and key, and of the CA
+// that signs its peers. With CA set, connections are mutually
+// authenticated: a node without a certificate signed by CA can neither join
+// nor call. Without CA, peers are verified against the system roots.
+type TLS struct {
+	Cert, Key, CA string
+}
+
+// Seeds lists addresses of existing members to join through, tried in
+// turn. A seed equal to the node's own address is ignored. Without seeds,
+// Start founds a new cluster.
+func Seeds(addrs ...string) Option {
+	return func(o *systemOptions) { o.seeds = append(o.seeds, addrs...) }
+}
+
+// Advertise sets the address other nodes dial to reach this one (default:
+// the listening address, with an unspecified host replaced by the address
+// of the interface that reaches the first seed).
+func Advertise(addr string) Option { return func(o *systemOptions) { o.advertise = addr } }
+
+// ClusterName sets the cluster's name (default "casty"): nodes with
+// different names refuse each other's connections.
+func ClusterName(name string) Option {
+	return func(o *systemOptions) { o.cluster = name; o.clusterSet = true }
+}
+
+// WithTLS secures every connection with tls (mutual TLS when tls.CA is set).
+func WithTLS(t TLS) Option { return func(o *systemOptions) { o.tls = &t } }
+
+// cluster is what a system has when it is a member or a lite member.
+type cluster struct {
+	sys    *System
+	self   ring.NodeID
+	lite   bool
+	node   *mux.Node
+	tr     *gossip.MuxTransport
+	agent  *gossip.Agent
+	addr   string
+	view   atomic.Pointer[view]
+	rr     atomic.Uint64 // lite members' service round robin
+	closed atomic.Bool   // stop accepting calls
+	unsub  func()
+	done   chan struct{}
+	serve  chan struct{}
+	logger *slog.Logger
+
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every view change
+	joinedCh chan struct{} // closed once another member is seen
+	joined   bool
+}
+
+// view is one consistent picture of the membership: the ring of full
+// members and every live member's address.
+type view struct {
+	ring    *ring.Ring
+	addrs   map[ring.NodeID]string
+	members []Member
+}
+
+// Start starts a full member listening on addr and joins the cluster
+// through its seeds (each tried within Config.JoinTimeout; if none answers,
+// the error names each). With port 0, Addr reports the bound port.
+func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
+	return startCluster(ctx, addr, false, opts)
+}
+
+// Connect starts a lite member: it joins the membership and keeps the ring
+// current, so it routes calls in one hop, but it never owns keys and is
+// never placed on the ring. It listens on an ephemeral port of the
+// interface that reaches the seeds.
+func Connect(ctx context.Context, seeds []string, opts ...Option) (*System, error) {
+	if len(seeds) == 0 {
+		return nil, errors.New("casty: Connect needs at least one seed")
+	}
+	return startCluster(ctx, "", true, append(opts, Seeds(seeds...)))
+}
+
+func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*System, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sys, o, err := newSystemWith(opts)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newCluster(ctx, sys, o, addr, lite)
+	if err != nil {
+		sys.host.Close(context.Background())
+		return nil, err
+	}
+	sys.cl = cl
+	return sys, nil
+}
+
+func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string, lite bool) (*cluster, error) {
+	cfg := sys.cfg
+	var rawID mux.NodeID
+	rawID, err := mux.NewNodeID(crand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if lite {
+		addr, err = liteListenAddr(o.seeds)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("casty: listen %s: %w", addr, err)
+	}
+	adv := o.advertise
+	if adv == "" {
+		adv = advertiseFor(ln.Addr().(*net.TCPAddr), o.seeds)
+	}
+	cl := &cluster{
+		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger,
+		done: make(chan struct{}), serve: make(chan struct{}),
+		changed: make(chan struct{}), joinedCh: make(chan struct{}),
+	}
+	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}})
+
+	mcfg := mux.DefaultConfig()
+	mcfg.NodeID = rawID
+	if o.clusterSet {
+		mcfg.ClusterName = o.cluster
+	}
+	mcfg.AdvertiseAddr = adv
+	mcfg.Role = mux.RoleMember
+	if lite {
+		mcfg.Role = mux.RoleClient
+	}
+	mcfg.HandshakeTimeout, mcfg.ConnectTimeout = cfg.HandshakeTimeout, cfg.ConnectTimeout
+	mcfg.KeepAliveInterval, mcfg.KeepAliveTimeout = cfg.KeepAliveInterval, cfg.KeepAliveTimeout
+	mcfg.MaxFrame, mcfg.MaxMessage, mcfg.StreamWindow = cfg.MaxFrame, cfg.MaxMessage, cfg.StreamWindow
+	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
+	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
+	mcfg.Logger = sys.logger
+	if o.tls != nil {
+		if mcfg.ServerTLS, mcfg.ClientTLS, err = loadTLS(*o.tls); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	var tr *gossip.MuxTransport
+	mcfg.OnKeepaliveFailure = func(peer mux.NodeID, err error) {
+		if tr != nil {
+			tr.KeepaliveFailed(peer, err)
+		}
+	}
+	node, err := mux.New(mcfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	cl.node = node
+	tr = gossip.NewMuxTransport(node, adv)
+	cl.tr = tr
+	node.HandleRequests(mux.LaneMessage, cl.handle)
+	node.HandleStreams(cl.handleStream)
+	go func() {
+		defer close(cl.serve)
+		node.Serve(ln)
+	}()
+
+	gcfg := gossip.DefaultConfig()
+	gcfg.ActiveViewSize, gcfg.PassiveViewSize = cfg.ActiveView, cfg.PassiveView
+	gcfg.ActiveRandomWalkLength, gcfg.PassiveRandomWalkLength = cfg.ActiveWalk, cfg.PassiveWalk
+	gcfg.ShuffleInterval, gcfg.ShuffleActive, gcfg.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
+	gcfg.SuspicionTimeout, gcfg.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
+	gcfg.TombstoneTTL, gcfg.GraftTimeout, gcfg.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
+	gcfg.Logger = sys.logger
+	for _, s := range o.seeds {
+		if s != adv && s != ln.Addr().String() {
+			gcfg.Seeds = append(gcfg.Seeds, s)
+		}
+	}
+	role := gossip.RoleMember
+	if lite {
+		role = gossip.RoleClient
+	}
+	agent, err := gossip.Start(gossip.Peer{ID: gossip.NodeID(rawID), Addr: adv, Role: role}, gcfg, tr)
+	if err != nil {
+		cl.shutdownTransport()
+		return nil, err
+	}
+	cl.agent = agent
+	events, unsub := agent.Subscribe()
+	cl.unsub = unsub
+	cl.refresh()
+	go cl.watch(events)
+
+	if len(gcfg.Seeds) > 0 {
+		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.JoinTimeout); err != nil {
+			cl.shutdown(context.Background(), false)
+			return nil, err
+		}
+	}
+	return cl, nil
+}
+
+func emptyRing() *ring.Ring {
+	r, _ := ring.New(nil)
+	return r
+}
+
+// liteListenAddr picks the interface that reaches the first seed.
+func liteListenAddr(seeds []string) (string, error) {
+	host, _, err := net.SplitHostPort(seeds[0])
+	if err != nil {
+		return "", fmt.Errorf("casty: seed %q: %w", seeds[0], err)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return net.JoinHostPort(host, "0"), nil
+	}
+	return ":0", nil
+}
+
+// advertiseFor turns a bound address into one others can dial.
+func advertiseFor(bound *net.TCPAddr, seeds []string) string {
+	if !bound.IP.IsUnspecified() {
+		return bound.String()
+	}
+	ip := net.IPv4(127, 0, 0, 1)
+	if len(seeds) > 0 {
+		// A UDP "dial" sends nothing; it only picks the outbound interface.
+		if c, err := net.Dial("udp", seeds[0]); err == nil {
+			ip = c.LocalAddr().(*net.UDPAddr).IP
+			c.Close()
+		}
+	}
+	return net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
+}
+
+func loadTLS(t TLS) (server, client *tls.Config, err error) {
+	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("casty: TLS certificate: %w", err)
+	}
+	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	client = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("casty: TLS CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("casty: TLS CA %s: no certificate found", t.CA)
+		}
+		server.ClientCAs, server.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		client.RootCAs = pool
+	}
+	return server, client, nil
+}
+
+// awaitJoin waits until another member is known, or fails naming each
+// seed's trouble.
+func (cl *cluster) awaitJoin(ctx context.Context, seeds []string, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-cl.joinedCh:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	var why []string
+	for _, s := range seeds {
+		dctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.ConnectTimeout)
+		_, err := cl.node.Dial(dctx, s)
+		cancel()
+		if err == nil {
+			err = errors.New("reachable, but it did not admit this node in time")
+		}
+		why = append(why, s+": "+err.Error())
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("casty: join cancelled (%v); seeds: %s", ctx.Err(), strings.Join(why, "; "))
+	}
+	return fmt.Errorf("casty: could not join within %v through any seed: %s", timeout, strings.Join(why, "; "))
+}
+
+// watch rebuilds the view on every membership event.
+func (cl *cluster) watch(events <-chan gossip.Event) {
+	defer close(cl.done)
+	for range events {
+		// Coalesce bursts: one rebuild for whatever is queued.
+		for more := true; more; {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+			default:
+				more = false
+			}
+		}
+		cl.refresh()
+	}
+}
+
+// refresh rebuilds the view from the agent's table and evicts the
+// activations this node no longer owns.
+func (cl *cluster) refresh() {
+	alive := cl.agent.Alive()
+	v := &view{addrs: map[ring.NodeID]string{}}
+	var ids []ring.NodeID
+	others := 0
+	for _, m := range alive {
+		id := ring.NodeID(m.ID)
+		v.addrs[id] = m.Addr
+		if id != cl.self {
+			others++
+		}
+		if m.Role == gossip.RoleMember {
+			ids = append(ids, id)
+			v.members = append(v.members, Member{ID: id.String(), Addr: m.Addr})
+		}
+	}
+	slices.SortFunc(v.members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	r, err := ring.New(ids)
+	if err != nil {
+		cl.logger.Error("casty: ring rebuild failed", "err", err)
+		return
+	}
+	v.ring = r
+	old := cl.view.Swap(v)
+	cl.mu.Lock()
+	close(cl.changed)
+	cl.changed = make(chan struct{})
+	if others > 0 && !cl.joined {
+		cl.joined = true
+		close(cl.joinedCh)
+	}
+	cl.mu.Unlock()
+	if old != nil && !cl.lite && cl.sys.host != nil {
+		cl.sys.host.Evict(func(k *actor.Kind, key string) bool {
+			if k.Service {
+				return false
+			}
+			owner, ok := r.OwnerOf(k.Name, key)
+			return ok && owner != cl.self
+		}, actor.ReasonMoved)
+	}
+}
+
+// changes returns a channel closed at the next view change.
+func (cl *cluster) changes() <-chan struct{} {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.changed
+}
+
+// members lists live full members, self included.
+func (cl *cluster) members() []Member {
+	return slices.Clone(cl.view.Load().members)
+}
+
+// close leaves the cluster gracefully: stop accepting, drain, announce
+// LEFT, close sessions.
+func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
+	cl.closed.Store(true)
+	var err error
+	if drain {
+		err = cl.sys.host.Close(ctx)
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.DrainTimeout)
+	defer cancel()
+	if lerr := cl.agent.Leave(lctx); lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
+		err = lerr
+	}
+	cl.agent.Close()
+	cl.unsub()
+	<-cl.done
+	cl.shutdownTransport()
+	return err
+}
+
+func (cl *cluster) shutdownTransport() {
+	cl.tr.Close()
+	cl.node.Close()
+	<-cl.serve
+}

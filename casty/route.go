@@ -1,0 +1,412 @@
+package casty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/ring"
+	"github.com/casty-go/casty/wire"
+)
+
+// Calls between nodes travel as one request on the mux message lane:
+// callReq out, callResp back, both msgpack (wire/SPEC.md). A node serves
+// only the keys it owns on its ring; a caller whose ring disagrees is told
+// "wrong owner", refreshes its view and retries (twice at most), which is
+// safe because the call ran nowhere.
+
+const (
+	opCall    uint8 = 1
+	opStateOf uint8 = 2
+)
+
+type callReq struct {
+	Op       uint8    `msgpack:"o"`
+	Kind     string   `msgpack:"k"`
+	Key      string   `msgpack:"y"`
+	Method   string   `msgpack:"m,omitempty"`
+	Arg      []byte   `msgpack:"a,omitempty"`
+	Chain    []string `msgpack:"c,omitempty"`
+	Deadline int64    `msgpack:"d,omitempty"` // unix ns
+}
+
+type callResp struct {
+	Result []byte     `msgpack:"r,omitempty"`
+	Ok     bool       `msgpack:"ok,omitempty"`
+	Err    *wireError `msgpack:"e,omitempty"`
+}
+
+// Error codes on the wire.
+const (
+	codeFailed      = "failed"
+	codeTimeout     = "timeout"
+	codeUnavailable = "unavailable"
+	codeReentrancy  = "reentrancy"
+	codeUnknown     = "unknown"
+	codeQuorum      = "quorum"
+	codeMoving      = "moving"
+	codeWrongOwner  = "wrong-owner"
+)
+
+type wireError struct {
+	Code      string `msgpack:"c"`
+	Message   string `msgpack:"m"`
+	Kind      string `msgpack:"k,omitempty"`
+	Key       string `msgpack:"y,omitempty"`
+	Method    string `msgpack:"f,omitempty"`
+	Directive int    `msgpack:"d,omitempty"`
+	Cause     string `msgpack:"s,omitempty"` // the sentinel a failure wraps
+	ErrType   string `msgpack:"t,omitempty"` // registered error type
+	ErrData   []byte `msgpack:"b,omitempty"`
+}
+
+var sentinels = []struct {
+	code string
+	err  error
+}{
+	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
+	{codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
+}
+
+func sentinelCode(err error) string {
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return ""
+}
+
+func sentinelFor(code string) error {
+	for _, s := range sentinels {
+		if s.code == code {
+			return s.err
+		}
+	}
+	return nil
+}
+
+// encodeError turns an error from the host into its wire form.
+func encodeError(err error) *wireError {
+	var fe *actor.FailedError
+	if errors.As(err, &fe) {
+		we := &wireError{Code: codeFailed, Message: fe.Message, Kind: fe.Kind, Key: fe.Key, Method: fe.Method,
+			Directive: int(fe.Directive), Cause: sentinelCode(fe.Err)}
+		for e := fe.Err; e != nil; e = errors.Unwrap(e) {
+			t := reflect.TypeOf(e)
+			if t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if name, ok := wire.Default.NameOf(t); ok {
+				if b, merr := wire.Marshal(e); merr == nil {
+					we.ErrType, we.ErrData = name, b
+				}
+				break
+			}
+		}
+		return we
+	}
+	var re *actor.ReentrancyError
+	if errors.As(err, &re) {
+		return &wireError{Code: codeReentrancy, Message: err.Error(), Kind: re.Kind, Key: re.Key}
+	}
+	if code := sentinelCode(err); code != "" {
+		return &wireError{Code: code, Message: err.Error()}
+	}
+	return &wireError{Code: codeUnavailable, Message: err.Error()}
+}
+
+// remoteError is a failure cause that came from another node: its message,
+// and the sentinel it matched there.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// decode turns a wire error back into the error the caller would have got
+// locally: the same sentinels, *ActorFailedError with the registered
+// original when its type is known here.
+func (we *wireError) decode() error {
+	switch we.Code {
+	case codeFailed:
+		fe := &actor.FailedError{Kind: we.Kind, Key: we.Key, Method: we.Method, Message: we.Message, Directive: actor.Directive(we.Directive)}
+		if t, ok := wire.Default.TypeOf(we.ErrType); ok && we.ErrType != "" {
+			v := reflect.New(t)
+			if wire.Unmarshal(we.ErrData, v.Interface()) == nil {
+				if e, ok := v.Interface().(error); ok {
+					fe.Err = e
+				} else if e, ok := v.Elem().Interface().(error); ok {
+					fe.Err = e
+				}
+			}
+		}
+		if fe.Err == nil && we.Cause != "" {
+			fe.Err = &remoteError{msg: we.Message, sentinel: sentinelFor(we.Cause)}
+		}
+		return fe
+	case codeReentrancy:
+		return &actor.ReentrancyError{Kind: we.Kind, Key: we.Key}
+	case codeTimeout:
+		return &remoteError{msg: we.Message, sentinel: ErrTimeout}
+	}
+	if s := sentinelFor(we.Code); s != nil {
+		return &remoteError{msg: we.Message, sentinel: s}
+	}
+	return &remoteError{msg: we.Message, sentinel: ErrActorUnavailable}
+}
+
+// ---- serving ----
+
+// remoteInvoke runs a call that arrived from another node, by reflection.
+type remoteInvoke struct {
+	actor.Envelope
+	meth   *actor.Method
+	arg    reflect.Value
+	result reflect.Value
+}
+
+func (r *remoteInvoke) Invoke(ctx context.Context, state any) error {
+	in := []reflect.Value{reflect.ValueOf(state), reflect.ValueOf(ctx)}
+	if r.meth.Arg != nil {
+		in = append(in, r.arg)
+	}
+	out := r.meth.Func.Call(in)
+	if r.meth.Result != nil {
+		r.result = out[0]
+	}
+	if errV := out[len(out)-1]; !errV.IsNil() {
+		return errV.Interface().(error)
+	}
+	return nil
+}
+
+func (r *remoteInvoke) Arg() any {
+	if r.meth.Arg == nil {
+		return nil
+	}
+	return r.arg.Interface()
+}
+
+func (r *remoteInvoke) Result() any {
+	if !r.result.IsValid() {
+		return nil
+	}
+	return r.result.Interface()
+}
+
+// handle serves one request from another node.
+func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) ([]byte, error) {
+	var req callReq
+	if err := wire.Unmarshal(payload, &req); err != nil {
+		return nil, err
+	}
+	return wire.Marshal(cl.serveReq(ctx, &req))
+}
+
+func errResp(code, msg string) callResp {
+	return callResp{Err: &wireError{Code: code, Message: msg}}
+}
+
+func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
+	if cl.closed.Load() {
+		return errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
+	}
+	k := kinds.get(req.Kind)
+	if k == nil {
+		return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
+	}
+	if !k.Service && !cl.owns(k, req.Key) {
+		return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key))
+	}
+	if req.Deadline != 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, req.Deadline))
+		defer cancel()
+	}
+	ctx = actor.WithChain(ctx, req.Chain)
+	switch req.Op {
+	case opStateOf:
+		var b []byte
+		ok, err := cl.sys.host.Peek(ctx, k, req.Key, func(state any) (err error) {
+			b, err = wire.Marshal(state)
+			return err
+		})
+		if err != nil {
+			return callResp{Err: encodeError(err)}
+		}
+		return callResp{Ok: ok, Result: b}
+	case opCall:
+		meth := k.MethodByName(req.Method)
+		if meth == nil || meth.Shape != actor.Unary {
+			return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s has no handler %q on node %s", req.Kind, req.Method, cl.addr))
+		}
+		inv := &remoteInvoke{meth: meth}
+		if meth.Arg != nil {
+			p := reflect.New(meth.Arg)
+			if len(req.Arg) > 0 {
+				if err := wire.Unmarshal(req.Arg, p.Interface()); err != nil {
+					return errResp(codeUnknown, fmt.Sprintf("casty: %s.%s: argument: %v", req.Kind, req.Method, err))
+				}
+			}
+			inv.arg = p.Elem()
+		}
+		inv.Init(inv, meth)
+		if err := cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope); err != nil {
+			return callResp{Err: encodeError(err)}
+		}
+		var resp callResp
+		if meth.Result != nil {
+			b, err := wire.Marshal(inv.result.Interface())
+			if err != nil {
+				return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", req.Kind, req.Method, err))
+			}
+			resp.Result = b
+		}
+		return resp
+	}
+	return errResp(codeUnknown, fmt.Sprintf("casty: unknown operation %d", req.Op))
+}
+
+// owns reports whether this node owns key on its current ring.
+func (cl *cluster) owns(k *actor.Kind, key string) bool {
+	if cl.lite {
+		return false
+	}
+	owner, ok := cl.view.Load().ring.OwnerOf(k.Name, key)
+	return ok && owner == cl.self
+}
+
+// ---- calling ----
+
+// dest is where a call goes.
+type dest struct {
+	local bool
+	id    ring.NodeID
+	addr  string
+}
+
+func (cl *cluster) target(k *actor.Kind, key string) (dest, error) {
+	v := cl.view.Load()
+	if k.Service {
+		if !cl.lite {
+			return dest{local: true}, nil
+		}
+		if len(v.members) == 0 {
+			return dest{}, fmt.Errorf("%w: no member to serve %s", ErrActorUnavailable, k.Name)
+		}
+		m := v.members[cl.rr.Add(1)%uint64(len(v.members))]
+		id, err := ring.ParseNodeID(m.ID)
+		return dest{id: id, addr: m.Addr}, err
+	}
+	owner, ok := v.ring.OwnerOf(k.Name, key)
+	if !ok {
+		return dest{}, fmt.Errorf("%w: %s/%s: no full member in the cluster", ErrActorUnavailable, k.Name, key)
+	}
+	if owner == cl.self {
+		return dest{local: true}, nil
+	}
+	return dest{id: owner, addr: v.addrs[owner]}, nil
+}
+
+// routeAttempts is how many owners a call tries when rings disagree.
+const routeAttempts = 2
+
+// dispatch sends a call (or a StateOf) to the key's owner when that is
+// another node. It returns remote=false, doing nothing, when this node owns
+// the key: the caller then runs it locally with no serialization. encode
+// produces the argument's bytes, at most once.
+func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, req callReq, encode func() ([]byte, error)) (remote bool, resp callResp, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cl.sys.cfg.CallTimeout)
+		defer cancel()
+	}
+	var payload []byte
+	var why []string
+	for range routeAttempts {
+		if cl.closed.Load() {
+			return true, resp, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+		}
+		changed := cl.changes()
+		d, err := cl.target(k, key)
+		if err != nil {
+			return true, resp, err
+		}
+		if d.local {
+			return false, resp, nil
+		}
+		if payload == nil {
+			if encode != nil {
+				if req.Arg, err = encode(); err != nil {
+					return true, resp, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
+				}
+			}
+			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
+			if dl, ok := ctx.Deadline(); ok {
+				req.Deadline = dl.UnixNano()
+			}
+			if payload, err = wire.Marshal(req); err != nil {
+				return true, resp, err
+			}
+		}
+		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, resp, ctxError(ctx, k, key, req.Method)
+			}
+			// Nothing was sent: safe to retry once the view moves.
+			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
+			cl.awaitChange(ctx, changed)
+			continue
+		}
+		b, err := sess.Request(ctx, mux.LaneMessage, payload)
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, resp, ctxError(ctx, k, key, req.Method)
+			}
+			return true, resp, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
+		}
+		resp = callResp{}
+		if err := wire.Unmarshal(b, &resp); err != nil {
+			return true, resp, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
+		}
+		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving) {
+			why = append(why, resp.Err.Message)
+			cl.awaitChange(ctx, changed)
+			continue
+		}
+		if resp.Err != nil {
+			return true, resp, resp.Err.decode()
+		}
+		return true, resp, nil
+	}
+	return true, resp, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+}
+
+// awaitChange waits a little for the membership view to move.
+func (cl *cluster) awaitChange(ctx context.Context, changed <-chan struct{}) {
+	t := time.NewTimer(250 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func ctxError(ctx context.Context, k *actor.Kind, key, method string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &actor.TimeoutError{Kind: k.Name, Key: key, Method: method}
+	}
+	return ctx.Err()
+}
