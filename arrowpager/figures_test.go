@@ -30,7 +30,7 @@ func editOneCell(st *frame, v float64) {
 	col.(*array.Float64).Float64Values()[1_234_567%st.Readings.NumRows()] = v
 }
 
-func oneCellFigure(t testing.TB, rows int) (wire, integral int, prepare time.Duration) {
+func oneCellFigure(t tb, rows int) (wire, integral int, prepare time.Duration) {
 	st := &frame{Readings: floatTable(t, rows, figureCols)}
 	h := newHarness(t)
 	h.commit(t, st)
@@ -59,7 +59,7 @@ func oneCellFigure(t testing.TB, rows int) (wire, integral int, prepare time.Dur
 	return wire, 2 * len(b), prepare
 }
 
-func checkCell(t testing.TB, h *harness, st *frame) {
+func checkCell(t tb, h *harness, st *frame) {
 	want, _ := st.Readings.ColumnByName("c2")
 	for i := range h.replicas {
 		pages := h.replicas[i].Pages()

@@ -13,7 +13,7 @@ import (
 
 // validPages returns the sub-pages of a small mixed table: float64, a
 // nullable string column and a list column.
-func validPages(t testing.TB) []pager.SubPage {
+func validPages(t tb) []pager.SubPage {
 	tbl := floatTable(t, 20, 1)
 	_ = tbl.SetConfig(Config{BlockRows: 8})
 	sb := array.NewStringBuilder(memory.DefaultAllocator)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -177,6 +178,13 @@ func (t *Table) diff(prev pager.Mark, pages bool) (d pager.PagerDiff, err error)
 			}
 		}
 	}
+	if len(d.Dropped) > 0 && len(d.Pages) > 0 {
+		written := make(map[string]bool, len(d.Pages))
+		for _, p := range d.Pages {
+			written[p.Key] = true
+		}
+		d.Dropped = slices.DeleteFunc(d.Dropped, func(k string) bool { return written[k] })
+	}
 	d.Mark = cur
 	return d, nil
 }
@@ -239,7 +247,10 @@ func hashBlock(arr arrow.Array, start, end int) (uint64, bool) {
 	hdr[2] = byte((end - start) >> 16)
 	hdr[3] = byte((end - start) >> 24)
 	hdr[4] = byte((off + start) % 8)
-	if v := bufs[0]; v != nil {
+	// Without nulls the bitmap is not encoded (IPC writes none), so it is
+	// not hashed either: a table with and one without an all-valid bitmap
+	// page identically.
+	if v := bufs[0]; v != nil && data.NullN() > 0 {
 		hdr[5] = 1
 		h.Write(hdr[:])
 		bits := v.Bytes()

@@ -101,17 +101,18 @@ func (s *Store) publish(parts []Delta) {
 	if d0.Full {
 		s.pages = map[string]Page{}
 	}
+	// Drops first: a key both dropped and written by one commit is written.
+	for _, d := range parts {
+		for _, k := range d.Dropped {
+			delete(s.pages, k)
+		}
+	}
 	for _, d := range parts {
 		for _, p := range d.Pages {
 			if p.Stamp.IsZero() {
 				p.Stamp = d.Stamp
 			}
 			s.pages[p.Key] = p
-		}
-	}
-	for _, d := range parts {
-		for _, k := range d.Dropped {
-			delete(s.pages, k)
 		}
 	}
 	s.stamp = d0.Stamp
@@ -188,8 +189,11 @@ func Diverge(have, want Listing) (fetch, drop []string) {
 // Catchup builds the delta that brings a lagging store, whose listing is lag,
 // to s's published commit: basis lag.Stamp, stamp s.Stamp(), and exactly the
 // pages where the two diverge (each with its own stamp) plus the drops. The
-// lagging store accepts it under the basis rule. It returns an empty delta
-// when lag is current and ErrStaleOwner when lag is newer than s.
+// lagging store accepts it under the basis rule. The delta may hold no
+// page at all (the lagging store only missed commits that cancelled out)
+// and must still be sent, since it moves the stamp; only when lag is current
+// (Stamp == Basis) is there nothing to send. It returns ErrStaleOwner when
+// lag is newer than s.
 func (s *Store) Catchup(lag Listing) (Delta, error) {
 	switch c := lag.Stamp.Compare(s.stamp); {
 	case c == 0:

@@ -253,9 +253,16 @@ func (t *Tracker) addSubPages(p *Pending, f *field, st *fieldState, u *fieldUpda
 		}
 		drops = dedupe(drops)
 	}
+	written := make(map[string]struct{}, len(pages))
+	for _, sp := range pages {
+		written[sp.Key] = struct{}{}
+	}
 	for _, sub := range drops {
 		if _, ok := st.keys[sub]; !ok {
 			continue // never committed: nothing to drop
+		}
+		if _, ok := written[sub]; ok {
+			continue // rewritten by this commit
 		}
 		u.del = append(u.del, sub)
 		p.Delta.Dropped = append(p.Delta.Dropped, pageKey(f.key, sub))
