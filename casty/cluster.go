@@ -69,6 +69,7 @@ type cluster struct {
 	logger *slog.Logger
 
 	closeOnce sync.Once
+	hidden    sync.Map // kind names this node pretends not to know (tests)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every view change
@@ -408,4 +409,18 @@ func (cl *cluster) shutdownTransport() {
 	cl.tr.Close()
 	cl.node.Close()
 	<-cl.serve
+}
+
+// OwnerOf returns the member that owns key of the kind named kind on this
+// node's current ring; ok is false in local mode or with no full member.
+func (s *System) OwnerOf(kind, key string) (m Member, ok bool) {
+	if s.cl == nil {
+		return m, false
+	}
+	v := s.cl.view.Load()
+	id, ok := v.ring.OwnerOf(kind, key)
+	if !ok {
+		return m, false
+	}
+	return Member{ID: id.String(), Addr: v.addrs[id]}, true
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,14 @@ import (
 
 	"github.com/casty-go/casty/casty"
 )
+
+// quiet discards a test node's logs (set CASTY_TEST_LOGS=1 to see them).
+func quiet() casty.Option {
+	if os.Getenv("CASTY_TEST_LOGS") != "" {
+		return casty.WithLogger(slog.Default())
+	}
+	return casty.WithLogger(slog.New(slog.DiscardHandler))
+}
 
 // fastCluster is a Config that makes membership react in test time.
 func fastCluster() casty.Config {
@@ -30,7 +41,7 @@ func startNode(t *testing.T, seeds []string, opts ...casty.Option) *casty.System
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	opts = append([]casty.Option{casty.WithConfig(fastCluster()), casty.Seeds(seeds...)}, opts...)
+	opts = append([]casty.Option{casty.WithConfig(fastCluster()), casty.Seeds(seeds...), quiet()}, opts...)
 	sys, err := casty.Start(ctx, "127.0.0.1:0", opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -131,16 +142,30 @@ func TestClusterRemoteErrorsKeepTheirTypes(t *testing.T) {
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	// Find a key owned by node 1 and call it from node 0.
-	key := keyOwnedBy(t, nodes[1], nodes[0])
+	key := keyOn(t, nodes[1], nodes[0], Flakies.Name())
 	err := casty.Do0(ctx, Flakies.Ref(nodes[0], key), (*Flaky).Fail)
 	var fe *casty.ActorFailedError
 	if !errors.As(err, &fe) || fe.Method != "Fail" || fe.Key != key || fe.Message != "flaky" || fe.Kind != Flakies.Name() {
 		t.Fatalf("remote failure: %#v", err)
 	}
+	key = keyOn(t, nodes[1], nodes[0], Hops.Name())
 	_, err = casty.Call(ctx, Hops.Ref(nodes[0], key), (*Hop).Go, route{Keys: []string{key}})
 	if !errors.Is(err, casty.ErrReentrancy) {
 		t.Fatalf("remote A→A: %v", err)
 	}
+}
+
+// keyOn finds a key of kind that owner owns on via's ring, skipping skip.
+func keyOn(t *testing.T, owner, via *casty.System, kind string, skip ...string) string {
+	t.Helper()
+	for i := range 10000 {
+		key := fmt.Sprint("key-", i)
+		if m, ok := via.OwnerOf(kind, key); ok && m.Addr == owner.Addr() && !slices.Contains(skip, key) {
+			return key
+		}
+	}
+	t.Fatal("no key owned by", owner.Addr())
+	return ""
 }
 
 // keyOwnedBy finds a key whose owner is owner, as seen from via.
@@ -161,3 +186,138 @@ func keyOwnedBy(t *testing.T, owner, via *casty.System) string {
 }
 
 var _ = sync.Mutex{}
+
+func TestClusterOwnerDeathMovesKeyWithFreshState(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx := context.Background()
+	victim := nodes[2]
+	key := keyOwnedBy(t, victim, nodes[0])
+	for range 3 {
+		casty.Call0(ctx, Wheres.Ref(nodes[0], key), (*Where).Hit)
+	}
+	casty.Crash(victim)
+	waitConverged(t, nodes[:2], 2)
+	out, err := casty.Call0(ctx, Wheres.Ref(nodes[1], key), (*Where).Hit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// keyOwnedBy's probe made call #1; three more made #4; fresh state is #1.
+	if !strings.HasSuffix(out, "#1") || strings.HasPrefix(out, victim.Addr()) {
+		t.Fatalf("after the owner died: %s", out)
+	}
+}
+
+func TestClusterGracefulCloseDrainsAndLeavesCleanly(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx := context.Background()
+	leaver := nodes[2]
+	key := keyOn(t, leaver, nodes[0], Sleepers.Name())
+	watch, stop := casty.MemberEvents(nodes[0])
+	defer stop()
+	inflight := make(chan error, 1)
+	go func() {
+		inflight <- casty.Do(ctx, Sleepers.Ref(nodes[0], key), (*Sleeper).Sleep, 200*time.Millisecond)
+	}()
+	waitFor(t, 5*time.Second, "the call to start", func() bool { return leaver.Active() == 1 })
+	closeSys(t, leaver)
+	if err := <-inflight; err != nil {
+		t.Fatalf("in-flight call across a graceful close: %v", err)
+	}
+	waitConverged(t, nodes[:2], 2)
+	timeout := time.After(2 * time.Second) // any stray SUSPECT/DEAD would show by then
+	for {
+		select {
+		case ev := <-watch:
+			if strings.HasSuffix(ev, leaver.Addr()) && !strings.HasPrefix(ev, "left") {
+				t.Fatalf("survivor saw %q for a node that left gracefully", ev)
+			}
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	if _, err := casty.Call0(ctx, Wheres.Ref(leaver, "x"), (*Where).Hit); !errors.Is(err, casty.ErrActorUnavailable) {
+		t.Fatalf("call through a closed system: %v", err)
+	}
+}
+
+func TestClusterLiteMemberRoutesAndOwnsNothing(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lite, err := casty.Connect(ctx, []string{nodes[0].Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, lite)
+	waitFor(t, 10*time.Second, "the lite member to see both members", func() bool { return len(lite.Members()) == 2 })
+	for _, m := range nodes[0].Members() {
+		if m.Addr == lite.Addr() {
+			t.Fatal("the lite member is on the ring")
+		}
+	}
+	hosts := map[string]bool{}
+	for i := range 20 {
+		out, err := casty.Call0(ctx, Wheres.Ref(lite, fmt.Sprint("lite-", i)), (*Where).Hit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, _, _ := strings.Cut(out, "#")
+		hosts[host] = true
+	}
+	if hosts[lite.Addr()] || len(hosts) != 2 {
+		t.Fatalf("lite member's calls ran on %v", hosts)
+	}
+	if lite.Active() != 0 {
+		t.Fatalf("the lite member hosts %d activations", lite.Active())
+	}
+	// Services from a lite member are balanced across members.
+	if _, err := casty.Call(ctx, Checkouts.Ref(lite), (*Checkout).Buy, "none"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClusterUnknownKindAndRemoteStateOf(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	key := keyOn(t, nodes[1], nodes[0], Orders.Name())
+	casty.Call(ctx, Orders.Ref(nodes[0], key), (*Order).Add, 4)
+	st, ok, err := Orders.StateOf(ctx, nodes[0], key)
+	if err != nil || !ok || st.Lines != 4 {
+		t.Fatalf("remote StateOf: %+v %v %v", st, ok, err)
+	}
+	if _, ok, err := Orders.StateOf(ctx, nodes[0], key+"-none"); ok || err != nil {
+		t.Fatalf("remote StateOf of an inactive key: %v %v", ok, err)
+	}
+	casty.HideKind(nodes[1], Flakies.Name())
+	key = keyOn(t, nodes[1], nodes[0], Flakies.Name())
+	if _, err := casty.Call(ctx, Flakies.Ref(nodes[0], key), (*Flaky).Add, 1); !errors.Is(err, casty.ErrUnknownActorType) {
+		t.Fatalf("kind unknown at the destination: %v", err)
+	}
+}
+
+func TestClusterReentrancyAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	a := keyOn(t, nodes[0], nodes[0], Hops.Name())
+	b := keyOn(t, nodes[1], nodes[0], Hops.Name())
+	_, err := casty.Call(ctx, Hops.Ref(nodes[0], a), (*Hop).Go, route{Keys: []string{b, a}})
+	if !errors.Is(err, casty.ErrReentrancy) {
+		t.Fatalf("A→B→A across nodes: %v", err)
+	}
+	c := keyOn(t, nodes[1], nodes[0], Hops.Name(), b)
+	if _, err := casty.Call(ctx, Hops.Ref(nodes[0], a), (*Hop).Go, route{Keys: []string{b, c}}); err != nil {
+		t.Fatalf("A→B→C across nodes: %v", err)
+	}
+}
+
+func TestClusterJoinFailureNamesSeeds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := fastCluster()
+	cfg.JoinTimeout = 300 * time.Millisecond
+	_, err := casty.Start(ctx, "127.0.0.1:0", casty.WithConfig(cfg), casty.Seeds("127.0.0.1:1", "127.0.0.1:2"), quiet())
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") {
+		t.Fatalf("join through dead seeds: %v", err)
+	}
+}

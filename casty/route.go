@@ -219,6 +219,9 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		return errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
 	}
 	k := kinds.get(req.Kind)
+	if _, hidden := cl.hidden.Load(req.Kind); hidden {
+		k = nil
+	}
 	if k == nil {
 		return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
 	}
