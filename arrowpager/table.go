@@ -310,3 +310,8 @@ func readBin(dec *msgpack.Decoder) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// DescribePages implements pager.PageDescriber for Explain.
+func (t *Table) DescribePages() string {
+	return fmt.Sprintf("schema + 1 page per column per %d-row block, hash-verified", t.cfg.blockRows())
+}

@@ -40,3 +40,10 @@ type PagerDiff struct {
 	// next PageDiff once this diff is committed.
 	Mark Mark
 }
+
+// PageDescriber may be implemented by a Pager type to say, in Explain's
+// table, how it pages (for example "1 page per column per 16384-row
+// block"). It is called on the type's zero value.
+type PageDescriber interface {
+	DescribePages() string
+}

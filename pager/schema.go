@@ -133,11 +133,11 @@ func classify(f *field) error {
 		return &SchemaError{Field: f.goName, Reason: "use TrackedMap by value, not through a pointer"}
 	case t.Implements(pagerType):
 		f.regime = Paged
-		f.detail = fmt.Sprintf("pages decided by %s (%s/<sub>)", t, f.key)
+		f.detail = describePages(t, f.key)
 		return nil
 	case reflect.PointerTo(t).Implements(pagerType):
 		f.regime, f.ptrPgr = Paged, true
-		f.detail = fmt.Sprintf("pages decided by %s (%s/<sub>)", t, f.key)
+		f.detail = describePages(t, f.key)
 		return nil
 	}
 	if why := unencodable(t); why != "" {
@@ -304,4 +304,18 @@ func containsMapSeen(t reflect.Type, seen map[reflect.Type]bool) bool {
 		}
 	}
 	return false
+}
+
+// describePages returns a Pager type's own description, if it has one.
+func describePages(t reflect.Type, key string) string {
+	var v reflect.Value
+	if t.Kind() == reflect.Pointer {
+		v = reflect.New(t.Elem())
+	} else {
+		v = reflect.New(t)
+	}
+	if d, ok := v.Interface().(PageDescriber); ok {
+		return fmt.Sprintf("%s (%s/...)", d.DescribePages(), key)
+	}
+	return fmt.Sprintf("pages decided by %s (%s/<sub>)", t, key)
 }
