@@ -321,3 +321,62 @@ func TestClusterJoinFailureNamesSeeds(t *testing.T) {
 		t.Fatalf("join through dead seeds: %v", err)
 	}
 }
+
+func TestClusterJoinMovesOwnership(t *testing.T) {
+	var mu sync.Mutex
+	moved := map[string]bool{}
+	spyMoves := casty.WithInterceptor(func(ev casty.Event) {
+		if d, ok := ev.(casty.Deactivated); ok && d.Reason == casty.ReasonMoved {
+			mu.Lock()
+			moved[d.Key] = true
+			mu.Unlock()
+		}
+	})
+	nodes := startCluster(t, 2, spyMoves)
+	ctx := context.Background()
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprint("move-", i)
+		if _, err := casty.Call0(ctx, Wheres.Ref(nodes[i%2], keys[i]), (*Where).Hit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joiner := startNode(t, []string{nodes[0].Addr()}, spyMoves)
+	all := append(nodes, joiner)
+	waitConverged(t, all, 3)
+	var toJoiner []string
+	for _, k := range keys {
+		if m, _ := nodes[0].OwnerOf(Wheres.Name(), k); m.Addr == joiner.Addr() {
+			toJoiner = append(toJoiner, k)
+		}
+	}
+	if len(toJoiner) == 0 {
+		t.Fatal("no key moved to the joiner")
+	}
+	waitFor(t, 10*time.Second, "moved keys deactivated on their old owners", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range toJoiner {
+			if !moved[k] {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	for k := range moved {
+		if !slices.Contains(toJoiner, k) {
+			t.Errorf("key %s was deactivated as moved but did not move to the joiner", k)
+		}
+	}
+	mu.Unlock()
+	for _, k := range toJoiner {
+		out, err := casty.Call0(ctx, Wheres.Ref(nodes[0], k), (*Where).Hit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, joiner.Addr()+"#") {
+			t.Fatalf("key %s ran on %s after moving to %s", k, out, joiner.Addr())
+		}
+	}
+}
