@@ -388,7 +388,7 @@ func (c *freezeConn) Close() error {
 
 func TestKeepaliveFailureIsReported(t *testing.T) {
 	ca, cb := testConfig(1), testConfig(2)
-	ca.KeepAliveInterval, ca.KeepAliveTimeout = 20*time.Millisecond, 100*time.Millisecond
+	ca.KeepAliveInterval, ca.KeepAliveTimeout = 50*time.Millisecond, 500*time.Millisecond
 	failed := make(chan NodeID, 1)
 	lost := make(chan error, 1)
 	ca.OnKeepaliveFailure = func(p NodeID, err error) { failed <- p }
