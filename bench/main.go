@@ -12,8 +12,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"iter"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +33,23 @@ func (c *Counter) Add(ctx context.Context, d int) (int, error) { c.N += d; retur
 
 // Counters is the benchmark kind.
 var Counters = casty.Actor[Counter](casty.Name("bench.Counter"))
+
+// IntSource is the streaming benchmark actor.
+type IntSource struct{}
+
+// Count streams 0, 1, …, n-1.
+func (s *IntSource) Count(ctx context.Context, n int) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		for i := range n {
+			if !yield(i, nil) {
+				return
+			}
+		}
+	}
+}
+
+// IntSources is the streaming benchmark kind.
+var IntSources = casty.Actor[IntSource](casty.Name("bench.IntSource"))
 
 type row struct {
 	what, figure, floor, ratio, note string
@@ -117,6 +136,9 @@ func local(activations int) {
 			fmt.Sprintf("%.2f× the floor's rate", perOp(fl)/perOp(r)), "")
 	}
 
+	streamRows()
+	spyRows()
+
 	per, state := idleMemory(activations)
 	add(fmt.Sprintf("memory per idle activation (%s one-int actors)", strconv.Itoa(activations)),
 		fmt.Sprintf("%.0f B beyond state", per), fmt.Sprintf("%d B of state (*Counter)", state), "-", "goal ≤ 1 KiB")
@@ -182,4 +204,184 @@ func idleMemory(n int) (perActivation float64, stateBytes int) {
 	total := float64(after.HeapAlloc) - float64(before.HeapAlloc)
 	runtime.KeepAlive(keys)
 	return (total - float64(n*stateBytes)) / float64(n), stateBytes
+}
+
+// streamElems is how many ints one stream (one benchmark op) moves.
+const streamElems = 1024
+
+// streamInts: one op is a local server stream of streamElems small ints.
+func streamInts(b *testing.B) {
+	ctx := context.Background()
+	sys := casty.Local()
+	defer sys.Close(ctx)
+	ref := IntSources.Ref(sys, "bench")
+	for b.Loop() {
+		sum := 0
+		for v, err := range casty.Stream(ctx, ref, (*IntSource).Count, streamElems) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += v
+		}
+		if sum != streamElems*(streamElems-1)/2 {
+			b.Fatalf("stream sum %d", sum)
+		}
+	}
+}
+
+// streamFloor moves the same ints between two goroutines through a raw
+// channel of the stream's own buffer size.
+func streamFloor(b *testing.B) {
+	for b.Loop() {
+		ch := make(chan int, casty.StreamBuffer)
+		go func() {
+			for i := range streamElems {
+				ch <- i
+			}
+			close(ch)
+		}()
+		sum := 0
+		for v := range ch {
+			sum += v
+		}
+		if sum != streamElems*(streamElems-1)/2 {
+			b.Fatalf("floor sum %d", sum)
+		}
+	}
+}
+
+func streamRows() {
+	var fl, st testing.BenchmarkResult
+	for i := range 3 { // interleaved, best of each: the machine is shared
+		f, s := testing.Benchmark(streamFloor), testing.Benchmark(streamInts)
+		if i == 0 || f.NsPerOp() < fl.NsPerOp() {
+			fl = f
+		}
+		if i == 0 || s.NsPerOp() < st.NsPerOp() {
+			st = s
+		}
+	}
+	perElem := func(r testing.BenchmarkResult) float64 { return perOp(r) / streamElems }
+	add(fmt.Sprintf("local server stream of small ints (%d per stream)", streamElems),
+		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem)", 1e3/perElem(st), perElem(st)),
+		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem) raw chan, cap StreamBuffer=%d", 1e3/perElem(fl), perElem(fl), casty.StreamBuffer),
+		fmt.Sprintf("%.2f× the floor's time per element", perElem(st)/perElem(fl)), "")
+}
+
+// seqCalls is the sequential Call benchmark on sys.
+func seqCalls(b *testing.B, sys *casty.System) {
+	ctx := context.Background()
+	ref := Counters.Ref(sys, "bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// spiedCalls is seqCalls with a spy armed on the kind and a consumer
+// draining it.
+func spiedCalls(payloads bool) func(*testing.B) {
+	return func(b *testing.B) {
+		ctx := context.Background()
+		sys := casty.Local()
+		defer sys.Close(ctx)
+		spyCtx, cancel := context.WithCancel(ctx)
+		events, err := sys.Spy(spyCtx, casty.SpyFilter{Kind: Counters.Name(), Payloads: payloads})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range events {
+			}
+		}()
+		seqCalls(b, sys)
+		cancel()
+		<-done
+	}
+}
+
+// freshCalls is seqCalls on a system that never had a spy.
+func freshCalls(b *testing.B) {
+	sys := casty.Local()
+	defer sys.Close(context.Background())
+	seqCalls(b, sys)
+}
+
+// disarmedCalls is seqCalls on a system whose spy was armed, then
+// cancelled and run to its end (so it is unarmed again).
+func disarmedCalls(b *testing.B) {
+	ctx := context.Background()
+	sys := casty.Local()
+	defer sys.Close(ctx)
+	spyCtx, cancel := context.WithCancel(ctx)
+	events, err := sys.Spy(spyCtx, casty.SpyFilter{Kind: Counters.Name()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := casty.Call(ctx, Counters.Ref(sys, "bench"), (*Counter).Add, 1); err != nil {
+		b.Fatal(err)
+	}
+	cancel()
+	for range events {
+	}
+	seqCalls(b, sys)
+}
+
+func spyRows() {
+	// Interleaved rounds, medians: the machine is shared and noisy, and a
+	// difference or ratio taken within one round compares runs under the
+	// same load.
+	const rounds = 5
+	fresh, armed, armedP := make([]float64, rounds), make([]float64, rounds), make([]float64, rounds)
+	var perEvent, perEventP []float64
+	var freshAllocs, armedAllocs int64
+	for i := range rounds {
+		r := testing.Benchmark(freshCalls)
+		fresh[i], freshAllocs = perOp(r), r.AllocsPerOp()
+		r = testing.Benchmark(spiedCalls(false))
+		armed[i], armedAllocs = perOp(r), r.AllocsPerOp()
+		armedP[i] = perOp(testing.Benchmark(spiedCalls(true)))
+		perEvent = append(perEvent, (armed[i]-fresh[i])/2)
+		perEventP = append(perEventP, (armedP[i]-fresh[i])/2)
+	}
+	add("armed spy, cost per event (sequential Call, 2 events/call, consumer draining)",
+		fmt.Sprintf("+%.0f ns/event (%.0f ns/call, %d allocs/call); with payloads +%.0f ns/event",
+			median(perEvent), median(armed), armedAllocs, median(perEventP)),
+		fmt.Sprintf("%.0f ns/call, %d allocs/call, no spy", median(fresh), freshAllocs),
+		fmt.Sprintf("%.2f× per call", median(armed)/median(fresh)),
+		fmt.Sprintf("medians of %d interleaved rounds; includes encoding the state before and after each handler (Completed.Changed)", rounds))
+
+	// Never armed vs disarmed, in A B B A order so drift cancels out.
+	var never, disarmed, ratios []float64
+	var disarmedAllocs int64
+	for range rounds {
+		a1 := perOp(testing.Benchmark(freshCalls))
+		rb := testing.Benchmark(disarmedCalls)
+		b1, b2 := perOp(rb), perOp(testing.Benchmark(disarmedCalls))
+		a2 := perOp(testing.Benchmark(freshCalls))
+		disarmedAllocs = rb.AllocsPerOp()
+		never = append(never, a1, a2)
+		disarmed = append(disarmed, b1, b2)
+		ratios = append(ratios, (b1+b2)/(a1+a2))
+	}
+	add("unarmed spy (armed, then ctx cancelled): sequential Call",
+		fmt.Sprintf("%.0f ns/call, %d allocs/call", median(disarmed), disarmedAllocs),
+		fmt.Sprintf("%.0f ns/call, %d allocs/call, never armed", median(never), freshAllocs),
+		fmt.Sprintf("%.2f×", median(ratios)),
+		fmt.Sprintf("median of %d A-B-B-A rounds; goal ≈ 1.00: nothing is built when nothing is armed", rounds))
+}
+
+// median returns the middle of xs (the mean of the two middles when even).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
 }
