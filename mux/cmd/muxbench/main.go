@@ -24,30 +24,42 @@ func main() {
 	holMiB := flag.Int("hol", 256, "MiB moved by the bulk stream in the head-of-line test")
 	flag.Parse()
 
-	median := func(f func(*testing.B), metric string) float64 {
-		var xs []float64
-		for range *count {
-			r := testing.Benchmark(f)
-			if metric == "" {
-				xs = append(xs, float64(r.NsPerOp()))
-			} else if metric == "MB/s" {
-				xs = append(xs, float64(r.Bytes)*float64(r.N)/r.T.Seconds()/(1<<20))
-			} else {
-				xs = append(xs, r.Extra[metric])
+	// Run every benchmark once per round, rounds interleaved, so that a
+	// floor and its figure see the same machine load; report medians.
+	type bench struct {
+		f      func(*testing.B)
+		metric string // "" = ns/op
+		xs     []float64
+	}
+	benches := []*bench{
+		{f: muxbench.RawTCPPingPong},
+		{f: muxbench.RawYamuxPingPong},
+		{f: muxbench.MuxRequest},
+		{f: muxbench.RawYamuxPipelined, metric: "msg/s"},
+		{f: func(b *testing.B) { muxbench.MuxConcurrent(b, 64) }, metric: "msg/s"},
+		{f: muxbench.RawTCPBulk, metric: "MiB/s"},
+		{f: muxbench.MuxStreamBulk, metric: "MiB/s"},
+	}
+	for range *count {
+		for _, bn := range benches {
+			r := testing.Benchmark(bn.f)
+			switch bn.metric {
+			case "":
+				bn.xs = append(bn.xs, float64(r.NsPerOp()))
+			case "MiB/s":
+				bn.xs = append(bn.xs, float64(r.Bytes)*float64(r.N)/r.T.Seconds()/(1<<20))
+			default:
+				bn.xs = append(bn.xs, r.Extra[bn.metric])
 			}
 		}
+	}
+	med := func(i int) float64 {
+		xs := slices.Clone(benches[i].xs)
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
 	us := func(ns float64) string { return fmt.Sprintf("%.1f µs", ns/1e3) }
-
-	tcp := median(muxbench.RawTCPPingPong, "")
-	ymx := median(muxbench.RawYamuxPingPong, "")
-	req := median(muxbench.MuxRequest, "")
-	pipe := median(muxbench.RawYamuxPipelined, "msg/s")
-	conc := median(func(b *testing.B) { muxbench.MuxConcurrent(b, 64) }, "msg/s")
-	rawBulk := median(muxbench.RawTCPBulk, "MB/s")
-	strBulk := median(muxbench.MuxStreamBulk, "MB/s")
+	tcp, ymx, req, pipe, conc, rawBulk, strBulk := med(0), med(1), med(2), med(3), med(4), med(5), med(6)
 
 	floorHOL, hol := holRuns(*count, int64(*holMiB)<<20)
 
