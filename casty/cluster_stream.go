@@ -1,9 +1,438 @@
 package casty
 
-import "github.com/casty-go/casty/mux"
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"reflect"
+	"sync"
+	"time"
 
-// handleStream serves streams opened by other nodes (actor streaming and
-// cluster-scope spies).
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/wire"
+)
+
+// Across nodes, each actor stream is a mux stream of its own, so yamux's
+// per-stream credit window carries backpressure end to end. The opener's
+// header is a callReq (opStream); then both sides exchange frames:
+//
+//	kind byte | uvarint length | payload (msgpack)
+//
+// The server's first frame is a status (an empty one means "accepted";
+// otherwise a wireError, after which nothing else comes). Elements travel
+// as frameElem; an in-band error as frameErr; the caller's side of an
+// upload ends with frameEnd; a client stream's result comes back as
+// frameResult, a failure as frameErr. Either side closing the stream ends
+// it: the server's handler sees its consumer leave, the caller sees the
+// owner die.
+
+const opStream uint8 = 3
+
+const (
+	frameStatus byte = 'S'
+	frameElem   byte = 'E'
+	frameErr    byte = 'X'
+	frameEnd    byte = 'D'
+	frameResult byte = 'R'
+)
+
+type frameConn struct {
+	st  *mux.Stream
+	r   *bufio.Reader
+	max int
+	wmu sync.Mutex
+	buf []byte
+}
+
+func newFrameConn(st *mux.Stream, max int) *frameConn {
+	return &frameConn{st: st, r: bufio.NewReader(st), max: max}
+}
+
+func (f *frameConn) write(kind byte, payload []byte) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.buf = append(f.buf[:0], kind)
+	f.buf = binary.AppendUvarint(f.buf, uint64(len(payload)))
+	f.buf = append(f.buf, payload...)
+	_, err := f.st.Write(f.buf)
+	return err
+}
+
+func (f *frameConn) writeValue(kind byte, v any) error {
+	b, err := wire.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return f.write(kind, b)
+}
+
+func (f *frameConn) read() (byte, []byte, error) {
+	kind, err := f.r.ReadByte()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := binary.ReadUvarint(f.r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n > uint64(f.max) {
+		return 0, nil, fmt.Errorf("casty: stream frame of %d bytes exceeds the %d-byte message cap", n, f.max)
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(f.r, b)
+	return kind, b, err
+}
+
+// ---- server side ----
+
 func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
-	st.Close()
+	defer st.Close()
+	fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
+	var req callReq
+	if err := wire.Unmarshal(st.Header(), &req); err != nil || req.Op != opStream {
+		fc.writeValue(frameStatus, &wireError{Code: codeUnknown, Message: "casty: malformed stream header"})
+		return
+	}
+	refuse := func(r callResp) { fc.writeValue(frameStatus, r.Err) }
+	if cl.closed.Load() {
+		refuse(errResp(codeMoving, "casty: node "+cl.addr+" is leaving"))
+		return
+	}
+	k := kinds.get(req.Kind)
+	if _, hidden := cl.hidden.Load(req.Kind); hidden {
+		k = nil
+	}
+	if k == nil {
+		refuse(errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr)))
+		return
+	}
+	if !k.Service && !cl.owns(k, req.Key) {
+		refuse(errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key)))
+		return
+	}
+	meth := k.MethodByName(req.Method)
+	if meth == nil || meth.Shape == actor.Unary {
+		refuse(errResp(codeUnknown, fmt.Sprintf("casty: %s has no streaming handler %q on node %s", req.Kind, req.Method, cl.addr)))
+		return
+	}
+	if err := fc.write(frameStatus, nil); err != nil {
+		return
+	}
+	ctx, cancelCtx := context.WithCancel(actor.WithChain(context.Background(), req.Chain))
+	defer cancelCtx()
+	// The caller gone: cancel the handler and unblock a write waiting for
+	// window credit that will never come.
+	cancel := func() {
+		cancelCtx()
+		st.SetWriteDeadline(time.Unix(1, 0))
+	}
+	inv := &remoteStream{meth: meth, fc: fc, cancel: cancel}
+	if meth.Shape == actor.ServerStream && meth.Arg != nil {
+		p := reflect.New(meth.Arg)
+		if len(req.Arg) > 0 {
+			if err := wire.Unmarshal(req.Arg, p.Interface()); err != nil {
+				fc.writeValue(frameErr, &wireError{Code: codeUnknown, Message: err.Error()})
+				return
+			}
+		}
+		inv.arg = p.Elem()
+	}
+	inv.Init(inv, meth)
+	inv.Streaming()
+	// The caller closing its end cancels the handler: watch for it. Uploads
+	// read the stream themselves, so only pure server streams watch here.
+	if meth.Shape == actor.ServerStream {
+		go func() {
+			io.Copy(io.Discard, fc.r)
+			cancel()
+		}()
+	}
+	err := cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
+	switch {
+	case err != nil && !inv.sentErr:
+		fc.writeValue(frameErr, encodeError(err))
+	case err == nil && meth.Shape == actor.ClientStream:
+		if meth.Result != nil && inv.result.IsValid() {
+			fc.writeValue(frameResult, inv.result.Interface())
+		} else {
+			fc.write(frameResult, nil)
+		}
+	case err == nil:
+		fc.write(frameEnd, nil)
+	}
+}
+
+// remoteStream runs a streaming handler for a caller on another node.
+type remoteStream struct {
+	actor.Envelope
+	meth    *actor.Method
+	fc      *frameConn
+	cancel  context.CancelFunc
+	arg     reflect.Value
+	result  reflect.Value
+	sentErr bool
+}
+
+func (r *remoteStream) Invoke(ctx context.Context, state any) error {
+	in := []reflect.Value{reflect.ValueOf(state), reflect.ValueOf(ctx)}
+	switch r.meth.Shape {
+	case actor.ServerStream:
+		if r.meth.Arg != nil {
+			in = append(in, r.arg)
+		}
+	case actor.ClientStream, actor.DuplexStream:
+		in = append(in, r.incoming(ctx))
+	}
+	out := r.meth.Func.Call(in)
+	if r.meth.Shape == actor.ClientStream {
+		if r.meth.Result != nil {
+			r.result = out[0]
+		}
+		if e := out[len(out)-1]; !e.IsNil() {
+			return e.Interface().(error)
+		}
+		return nil
+	}
+	return r.produce(ctx, out[0])
+}
+
+// produce iterates the handler's iter.Seq2 and writes each element.
+func (r *remoteStream) produce(ctx context.Context, seq reflect.Value) error {
+	if seq.IsNil() {
+		return nil
+	}
+	var failed error
+	yieldT := seq.Type().In(0)
+	yield := reflect.MakeFunc(yieldT, func(args []reflect.Value) []reflect.Value {
+		if ctx.Err() != nil {
+			return []reflect.Value{reflect.ValueOf(false)}
+		}
+		if e := args[1]; !e.IsNil() {
+			failed = e.Interface().(error)
+			r.sentErr = true
+			r.fc.writeValue(frameErr, encodeError(&actor.FailedError{Kind: "", Message: failed.Error(), Err: failed}))
+			return []reflect.Value{reflect.ValueOf(false)}
+		}
+		if err := r.fc.writeValue(frameElem, args[0].Interface()); err != nil {
+			r.cancel() // the caller is gone
+			return []reflect.Value{reflect.ValueOf(false)}
+		}
+		return []reflect.Value{reflect.ValueOf(true)}
+	})
+	seq.Call([]reflect.Value{yield})
+	return failed
+}
+
+// incoming builds the iter.Seq2[E, error] a handler reads the caller's
+// elements from.
+func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
+	seqT := r.meth.Func.Type().In(2)
+	elemT := r.meth.Arg
+	return reflect.MakeFunc(seqT, func(args []reflect.Value) []reflect.Value {
+		yield := args[0]
+		for {
+			kind, b, err := r.fc.read()
+			if err != nil {
+				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(fmt.Errorf("%w: the caller went away: %v", ErrActorUnavailable, err))})
+				r.cancel()
+				return nil
+			}
+			switch kind {
+			case frameEnd:
+				return nil
+			case frameElem:
+				p := reflect.New(elemT)
+				if err := wire.Unmarshal(b, p.Interface()); err != nil {
+					yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(err)})
+					return nil
+				}
+				if !yield.Call([]reflect.Value{p.Elem(), reflect.Zero(reflect.TypeFor[error]())})[0].Bool() {
+					return nil
+				}
+			case frameErr:
+				var we wireError
+				wire.Unmarshal(b, &we)
+				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(errors.New(we.Message))})
+				return nil
+			}
+		}
+	})
+}
+
+// ---- caller side ----
+
+// openStream opens a stream to the key's owner, retrying once if the ring
+// moved (nothing has run yet). It returns nil when this node owns the key.
+func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte) (*frameConn, error) {
+	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx)}
+	header, err := wire.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var why []string
+	for range routeAttempts {
+		changed := cl.changes()
+		d, err := cl.target(k, key)
+		if err != nil {
+			return nil, err
+		}
+		if d.local {
+			return nil, nil
+		}
+		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, k, key, method)
+			}
+			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
+			cl.awaitChange(ctx, changed)
+			continue
+		}
+		st, err := sess.OpenStream(ctx, header)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
+		}
+		fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
+		kind, b, err := fc.read()
+		if err != nil || kind != frameStatus {
+			st.Close()
+			return nil, fmt.Errorf("%w: %s/%s.%s: no answer from %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
+		}
+		if len(b) == 0 {
+			return fc, nil
+		}
+		st.Close()
+		var we wireError
+		if err := wire.Unmarshal(b, &we); err != nil {
+			return nil, fmt.Errorf("%w: malformed stream status from %s", ErrActorUnavailable, d.addr)
+		}
+		if we.Code == codeWrongOwner || we.Code == codeMoving {
+			why = append(why, we.Message)
+			cl.awaitChange(ctx, changed)
+			continue
+		}
+		return nil, we.decode()
+	}
+	return nil, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+}
+
+// readElems yields the owner's elements until the stream ends.
+func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) bool) {
+	var zero E
+	stop := context.AfterFunc(ctx, func() { fc.st.Close() })
+	defer stop()
+	for {
+		kind, b, err := fc.read()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			yield(zero, fmt.Errorf("%w: stream from the owner broke: %v", ErrActorUnavailable, err))
+			return
+		}
+		switch kind {
+		case frameElem:
+			var v E
+			if err := wire.Unmarshal(b, &v); err != nil {
+				yield(zero, err)
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		case frameErr:
+			var we wireError
+			if err := wire.Unmarshal(b, &we); err != nil {
+				yield(zero, err)
+				return
+			}
+			if we.Code == codeFailed && we.Kind == "" {
+				yield(zero, errors.New(we.Message)) // the handler's in-band error
+			} else {
+				yield(zero, we.decode())
+			}
+			return
+		default: // frameEnd
+			return
+		}
+	}
+}
+
+// writeElems sends the caller's elements, then the end frame.
+func writeElems[E any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) error {
+	if elems != nil {
+		for v, err := range elems {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				fc.writeValue(frameErr, &wireError{Code: codeFailed, Message: err.Error()})
+				return err
+			}
+			if err := fc.writeValue(frameElem, v); err != nil {
+				return err
+			}
+		}
+	}
+	return fc.write(frameEnd, nil)
+}
+
+func remoteStreamSeq[E any](ctx context.Context, fc *frameConn) iter.Seq2[E, error] {
+	return func(yield func(E, error) bool) {
+		defer fc.st.Close()
+		readElems(ctx, fc, yield)
+	}
+}
+
+func remoteUpload[E, R any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) (R, error) {
+	var r R
+	defer fc.st.Close()
+	stop := context.AfterFunc(ctx, func() { fc.st.Close() })
+	defer stop()
+	werr := make(chan error, 1)
+	go func() { werr <- writeElems(ctx, fc, elems) }()
+	kind, b, err := fc.read()
+	fc.st.Close()
+	<-werr
+	if err != nil {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		return r, fmt.Errorf("%w: upload to the owner broke: %v", ErrActorUnavailable, err)
+	}
+	switch kind {
+	case frameResult:
+		if len(b) > 0 {
+			err = wire.Unmarshal(b, &r)
+		}
+		return r, err
+	case frameErr:
+		var we wireError
+		if err := wire.Unmarshal(b, &we); err != nil {
+			return r, err
+		}
+		return r, we.decode()
+	}
+	return r, fmt.Errorf("%w: unexpected frame %q", ErrActorUnavailable, kind)
+}
+
+func remoteDuplex[E, F any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) iter.Seq2[F, error] {
+	return func(yield func(F, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			writeElems(ctx, fc, elems)
+		}()
+		readElems(ctx, fc, yield)
+		cancel()
+		fc.st.Close()
+		<-done
+	}
 }

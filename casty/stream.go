@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/wire"
 )
 
 // StreamBuffer is how many elements a stream may run ahead of its
@@ -156,6 +157,22 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		if cl := ref.sys.cl; cl != nil {
+			arg, err := wire.Marshal(q)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if fc != nil {
+				remoteStreamSeq[E](ctx, fc)(yield)
+				return
+			}
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		e := &serverStream[T, Q, E]{m: m, q: q, out: make(chan item[E], StreamBuffer)}
@@ -195,6 +212,15 @@ func Upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 	}
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if cl := ref.sys.cl; cl != nil {
+		fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+		if err != nil {
+			return zero, err
+		}
+		if fc != nil {
+			return remoteUpload[E, R](ctx, fc, elems)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -243,6 +269,17 @@ func Duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		}
 		if ctx == nil {
 			ctx = context.Background()
+		}
+		if cl := ref.sys.cl; cl != nil {
+			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if fc != nil {
+				remoteDuplex[E, F](ctx, fc, elems)(yield)
+				return
+			}
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
