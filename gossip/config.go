@@ -53,6 +53,10 @@ type Config struct {
 	// SeenTTL is how long a delivered broadcast id is remembered (to detect
 	// duplicates and answer grafts). Zero means TombstoneTTL.
 	SeenTTL time.Duration
+	// LeaveLinger is how long Agent.Leave keeps the node running after it
+	// announced LEFT, answering grafts for the LEFT record, before it closes
+	// the transport. Zero means 2 × GraftTimeout.
+	LeaveLinger time.Duration
 	// Seeds are addresses tried, in random order, to join. Empty means the
 	// node starts a cluster of its own.
 	Seeds []string
@@ -114,7 +118,7 @@ func (c *Config) Validate() error {
 		return bad("JoinTimeout", c.JoinTimeout)
 	case c.NeighborTimeout <= 0:
 		return bad("NeighborTimeout", c.NeighborTimeout)
-	case c.SeenTTL < 0:
+	case c.SeenTTL < 0 || c.LeaveLinger < 0:
 		return bad("SeenTTL", c.SeenTTL)
 	}
 	return nil

@@ -253,11 +253,11 @@ func (n *Node) Leaving() bool { return n.leaving }
 // Step handles one message received at now. The sender is m.From.
 func (n *Node) Step(now time.Time, m *Message) Output {
 	n.begin(now)
-	if n.leaving {
-		return n.finish()
-	}
 	if m == nil {
 		return n.finish()
+	}
+	if n.leaving && m.Kind != KindGraft {
+		return n.finish() // a leaving node only answers grafts for its LEFT
 	}
 	if err := m.check(); err != nil {
 		n.drop(m, err.Error())

@@ -167,7 +167,7 @@ func (n *Node) onPrune(m *Message) {
 }
 
 func (n *Node) onGraft(m *Message) {
-	if !n.isActive(m.From.ID) {
+	if !n.isActive(m.From.ID) && !n.leaving {
 		n.drop(m, "graft from a non-neighbour")
 		return
 	}

@@ -13,10 +13,11 @@ import (
 // events). Subscribers get member events in order; Members returns a
 // consistent snapshot of the table.
 type Agent struct {
-	node  *Node
-	t     Transport
-	clock func() time.Time
-	log   *slog.Logger
+	node   *Node
+	t      Transport
+	clock  func() time.Time
+	log    *slog.Logger
+	linger time.Duration
 
 	reqs chan func()
 	done chan struct{}
@@ -45,6 +46,10 @@ func Start(self Peer, cfg *Config, t Transport) (*Agent, error) {
 		reqs: make(chan func()), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
 	if a.clock == nil {
 		a.clock = time.Now
+	}
+	a.linger = cfg.LeaveLinger
+	if a.linger == 0 {
+		a.linger = 2 * cfg.GraftTimeout
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -218,11 +223,18 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 }
 
 // Leave departs gracefully: the LEFT record goes to the neighbours (who
-// spread it without any suspicion), then the agent closes.
+// spread it without any suspicion), the node lingers Config.LeaveLinger
+// answering grafts for it, then the agent closes.
 func (a *Agent) Leave(ctx context.Context) error {
 	err := a.do(ctx, func() { a.carry(a.node.Leave(a.clock())) })
 	if err != nil {
 		return err
+	}
+	linger := time.NewTimer(a.linger)
+	defer linger.Stop()
+	select {
+	case <-linger.C:
+	case <-ctx.Done():
 	}
 	return a.Close()
 }

@@ -1,0 +1,430 @@
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/casty-go/casty/mux"
+)
+
+// MuxTransport runs membership over a mux.Node: frames travel as one-way
+// messages on mux.LaneControl, a link is the mux session to the peer (one
+// per node pair, shared with the data path), and the close of a monitored
+// peer's session — keepalive failure closes it too — is reported as that
+// link's failure. Unmonitor never closes a session (the data path may use
+// it). Each peer has its own send queue and goroutine, so a dial to a dead
+// address never delays frames to others.
+type MuxTransport struct {
+	node  *mux.Node
+	owned bool // ListenMux created the node: Close closes it
+	addr  string
+	grace time.Duration
+	log   *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	peers     map[string]*muxPeer
+	monitored map[string]bool
+	keepalive map[mux.NodeID]bool // sessions that died of a keepalive failure
+	closing   bool
+	q         []TransportEvent
+	wake      chan struct{}
+	out       chan TransportEvent
+	stopped   chan struct{}
+}
+
+type muxPeer struct {
+	addr    string
+	queue   [][]byte
+	running bool
+	sess    *mux.Session
+	watched *mux.Session
+}
+
+// MuxLinkGrace is how long MuxTransport waits after a session closes before
+// it reports the link failure, so that frames the peer sent just before
+// closing (a LEFT, a DISCONNECT) are handled first.
+const MuxLinkGrace = 100 * time.Millisecond
+
+// NewMuxTransport runs membership over an existing mux node that others
+// reach at addr. The caller must route the node's OnKeepaliveFailure hook
+// to KeepaliveFailed (ListenMux does it) and keeps ownership of the node.
+func NewMuxTransport(node *mux.Node, addr string) *MuxTransport {
+	t := newMuxTransport(addr)
+	t.attach(node)
+	return t
+}
+
+func newMuxTransport(addr string) *MuxTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &MuxTransport{addr: addr, grace: MuxLinkGrace, ctx: ctx, cancel: cancel, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		peers: map[string]*muxPeer{}, monitored: map[string]bool{}, keepalive: map[mux.NodeID]bool{},
+		wake: make(chan struct{}, 1), out: make(chan TransportEvent), stopped: make(chan struct{})}
+}
+
+func (t *MuxTransport) attach(node *mux.Node) {
+	t.node = node
+	node.HandleMessages(mux.LaneControl, func(from *mux.Session, payload []byte) {
+		t.push(TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...)})
+	})
+	t.wg.Add(1)
+	go t.pump()
+}
+
+// ListenMux listens on addr (TCP, "host:port"; port 0 picks one), starts a
+// mux node with cfg (AdvertiseAddr defaults to the bound address; the
+// keepalive hook is wired to the transport) and returns the transport,
+// which owns the node and closes it on Close.
+func ListenMux(addr string, cfg mux.Config) (*MuxTransport, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AdvertiseAddr == "" {
+		cfg.AdvertiseAddr = ln.Addr().String()
+	}
+	t := newMuxTransport(cfg.AdvertiseAddr)
+	if cfg.Logger != nil {
+		t.log = cfg.Logger
+	}
+	user := cfg.OnKeepaliveFailure
+	cfg.OnKeepaliveFailure = func(peer mux.NodeID, err error) {
+		t.KeepaliveFailed(peer, err)
+		if user != nil {
+			user(peer, err)
+		}
+	}
+	node, err := mux.New(cfg)
+	if err != nil {
+		ln.Close()
+		t.cancel()
+		return nil, err
+	}
+	t.owned = true
+	t.attach(node)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		node.Serve(ln)
+	}()
+	return t, nil
+}
+
+// Node returns the underlying mux node.
+func (t *MuxTransport) Node() *mux.Node { return t.node }
+
+// Addr returns the advertised address.
+func (t *MuxTransport) Addr() string { return t.addr }
+
+// KeepaliveFailed records that peer's session died of a keepalive failure
+// (route mux.Config.OnKeepaliveFailure here) so the link failure is
+// reported as KeepaliveFailed rather than LinkLost.
+func (t *MuxTransport) KeepaliveFailed(peer mux.NodeID, _ error) {
+	t.mu.Lock()
+	t.keepalive[peer] = true
+	t.mu.Unlock()
+}
+
+// Send queues frame for addr; the peer's goroutine dials if needed.
+func (t *MuxTransport) Send(addr string, frame []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return ErrClosed
+	}
+	p := t.peer(addr)
+	p.queue = append(p.queue, frame)
+	t.kick(p)
+	return nil
+}
+
+// Monitor keeps a session to addr and watches it.
+func (t *MuxTransport) Monitor(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return
+	}
+	t.monitored[addr] = true
+	t.kick(t.peer(addr))
+}
+
+// Unmonitor stops watching addr (the session stays open).
+func (t *MuxTransport) Unmonitor(addr string) {
+	t.mu.Lock()
+	delete(t.monitored, addr)
+	t.mu.Unlock()
+}
+
+// Events returns the inbound channel.
+func (t *MuxTransport) Events() <-chan TransportEvent { return t.out }
+
+// Close waits (at most 2 s) for queued frames to be handed to mux, stops
+// every goroutine, closes the mux node if ListenMux created it, and closes
+// Events.
+func (t *MuxTransport) Close() error {
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		<-t.stopped
+		return nil
+	}
+	t.closing = true
+	t.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		t.mu.Lock()
+		busy := false
+		for _, p := range t.peers {
+			busy = busy || (p.running && len(p.queue) > 0)
+		}
+		t.mu.Unlock()
+		if !busy {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.cancel()
+	var err error
+	if t.owned {
+		err = t.node.Close()
+	} else {
+		t.node.HandleMessages(mux.LaneControl, nil)
+	}
+	t.wg.Wait()
+	close(t.stopped)
+	return err
+}
+
+func (t *MuxTransport) peer(addr string) *muxPeer {
+	p := t.peers[addr]
+	if p == nil {
+		p = &muxPeer{addr: addr}
+		t.peers[addr] = p
+	}
+	return p
+}
+
+// kick starts p's goroutine if it is not running (t.mu held).
+func (t *MuxTransport) kick(p *muxPeer) {
+	if p.running {
+		return
+	}
+	p.running = true
+	t.wg.Add(1)
+	go t.serve(p)
+}
+
+// serve dials p when needed, watches the session of a monitored peer and
+// sends p's queue; it exits when there is nothing left to do or a dial
+// failed (the failure is reported; the next Send or Monitor retries).
+func (t *MuxTransport) serve(p *muxPeer) {
+	defer t.wg.Done()
+	for {
+		t.mu.Lock()
+		sess := p.sess
+		if sess != nil {
+			select {
+			case <-sess.Done():
+				sess, p.sess = nil, nil
+			default:
+			}
+		}
+		if sess != nil && t.monitored[p.addr] && p.watched != sess {
+			p.watched = sess
+			t.wg.Add(1)
+			go t.watch(p, sess)
+		}
+		needDial := sess == nil && (len(p.queue) > 0 || t.monitored[p.addr])
+		if (!needDial && len(p.queue) == 0) || t.ctx.Err() != nil {
+			p.running = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		if needDial {
+			s, err := t.dial(p.addr)
+			if err != nil {
+				t.log.Debug("gossip: dial failed", "addr", p.addr, "err", err)
+				t.linkFailed(p, nil, LinkLost)
+				t.mu.Lock()
+				p.running = false
+				t.mu.Unlock()
+				return
+			}
+			t.mu.Lock()
+			p.sess = s
+			t.mu.Unlock()
+			continue // start the watch, then send
+		}
+		t.mu.Lock()
+		q := p.queue
+		p.queue = nil
+		t.mu.Unlock()
+		for _, f := range q {
+			if err := sess.Send(t.ctx, mux.LaneControl, f); err != nil {
+				t.log.Debug("gossip: send failed", "addr", p.addr, "err", err)
+				t.linkFailed(p, sess, LinkLost)
+				break
+			}
+		}
+	}
+}
+
+// dial returns a live session to addr: an existing one (inbound sessions
+// count), else a new dial. A dial that loses a simultaneous-dial tie-break
+// can fail while the winning session is live, and a transient failure can
+// hit a healthy peer, so a failed dial looks for a live session again and
+// is retried once before it counts as a link failure.
+func (t *MuxTransport) dial(addr string) (*mux.Session, error) {
+	if s := t.liveSession(addr); s != nil {
+		return s, nil
+	}
+	var err error
+	for attempt := range 2 {
+		var s *mux.Session
+		if s, err = t.node.Dial(t.ctx, addr); err == nil {
+			return s, nil
+		}
+		if s := t.liveSession(addr); s != nil {
+			return s, nil
+		}
+		if attempt == 0 {
+			select {
+			case <-time.After(t.grace):
+			case <-t.ctx.Done():
+				return nil, err
+			}
+		}
+	}
+	return nil, err
+}
+
+// liveSession returns an open session to the node advertising addr.
+func (t *MuxTransport) liveSession(addr string) *mux.Session {
+	for _, s := range t.node.Sessions() {
+		if s.PeerAddr() != addr {
+			continue
+		}
+		select {
+		case <-s.Done():
+		default:
+			return s
+		}
+	}
+	return nil
+}
+
+// watch reports the close of a monitored peer's session.
+func (t *MuxTransport) watch(p *muxPeer, s *mux.Session) {
+	defer t.wg.Done()
+	select {
+	case <-s.Done():
+	case <-t.ctx.Done():
+		return
+	}
+	select {
+	case <-time.After(t.grace):
+	case <-t.ctx.Done():
+		return
+	}
+	live, ok := t.node.Session(s.Peer())
+	if !ok || live == s {
+		live = t.liveSession(p.addr)
+		ok = live != nil && live != s
+	}
+	if ok && live != s {
+		// a simultaneous dial was resolved in favour of another session
+		// (or the peer reconnected): the link lives on, watch the new one
+		t.mu.Lock()
+		if p.sess == s || p.sess == nil {
+			p.sess = live
+		}
+		if t.monitored[p.addr] && p.watched == s && t.ctx.Err() == nil {
+			p.watched = live
+			t.wg.Add(1)
+			go t.watch(p, live)
+		}
+		t.mu.Unlock()
+		return
+	}
+	t.log.Debug("gossip: session closed", "addr", p.addr, "err", s.Err())
+	t.mu.Lock()
+	why := LinkLost
+	if t.keepalive[s.Peer()] {
+		why = KeepaliveFailed
+		delete(t.keepalive, s.Peer())
+	}
+	t.mu.Unlock()
+	t.linkFailed(p, s, why)
+}
+
+// linkFailed drops p's session and queue and reports the failure.
+func (t *MuxTransport) linkFailed(p *muxPeer, s *mux.Session, why LinkFailure) {
+	t.mu.Lock()
+	if s != nil && p.sess != s && p.sess != nil {
+		t.mu.Unlock()
+		return // a newer session replaced it
+	}
+	p.sess = nil
+	p.queue = nil
+	if p.watched == s {
+		p.watched = nil
+	}
+	t.mu.Unlock()
+	t.log.Debug("gossip: link failed", "addr", p.addr, "why", why.String())
+	t.push(TransportEvent{From: p.addr, Failure: why})
+}
+
+func (t *MuxTransport) push(ev TransportEvent) {
+	t.mu.Lock()
+	if t.ctx.Err() != nil {
+		t.mu.Unlock()
+		return
+	}
+	t.q = append(t.q, ev)
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *MuxTransport) pump() {
+	defer t.wg.Done()
+	defer close(t.out)
+	for {
+		t.mu.Lock()
+		var ev TransportEvent
+		has := len(t.q) > 0
+		if has {
+			ev = t.q[0]
+			t.q = t.q[1:]
+		}
+		t.mu.Unlock()
+		if !has {
+			select {
+			case <-t.wake:
+				continue
+			case <-t.ctx.Done():
+				return
+			}
+		}
+		select {
+		case t.out <- ev:
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+// String names the transport for logs.
+func (t *MuxTransport) String() string { return fmt.Sprintf("mux(%s)", t.addr) }

@@ -1,0 +1,230 @@
+package gossip
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/mux"
+)
+
+// socketNode is one agent over a real mux transport on 127.0.0.1.
+type socketNode struct {
+	agent  *Agent
+	tr     *MuxTransport
+	mu     sync.Mutex
+	events []Event
+	stop   func()
+	done   chan struct{}
+}
+
+func (s *socketNode) count(k EventKind, id NodeID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.events {
+		if e.Kind == k && e.Member.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *socketNode) sees(id NodeID, ok func(Member) bool) bool {
+	for _, m := range s.agent.Members() {
+		if m.ID == id {
+			return ok(m)
+		}
+	}
+	return false
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func muxConfig(id NodeID) mux.Config {
+	c := mux.DefaultConfig()
+	c.NodeID = mux.NodeID(id)
+	c.ClusterName = "gossip-test"
+	// killed nodes close their sockets, which peers see at once; the
+	// keepalive only has to catch silent deaths, so keep it tolerant of a
+	// loaded machine running the race detector
+	c.KeepAliveInterval = time.Second
+	c.KeepAliveTimeout = 5 * time.Second
+	c.Logger = quietLogger()
+	return c
+}
+
+func startSocketNode(t *testing.T, id NodeID, seeds ...string) *socketNode {
+	t.Helper()
+	tr, err := ListenMux("127.0.0.1:0", muxConfig(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(seeds...)
+	cfg.SuspicionTimeout = 1500 * time.Millisecond
+	if os.Getenv("GOSSIP_DEBUG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	a, err := Start(Peer{ID: id, Addr: tr.Addr()}, cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, stop := a.Subscribe()
+	s := &socketNode{agent: a, tr: tr, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for ev := range ch {
+			s.mu.Lock()
+			s.events = append(s.events, ev)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *socketNode) close() {
+	s.stop()
+	s.agent.Close()
+	<-s.done
+}
+
+func startSocketCluster(t *testing.T, n int) []*socketNode {
+	t.Helper()
+	var nodes []*socketNode
+	for i := range n {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{nodes[0].tr.Addr()}
+		}
+		nodes = append(nodes, startSocketNode(t, NodeID{0xaa, byte(i + 1)}, seeds...))
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, s := range nodes {
+			wg.Go(s.close)
+		}
+		wg.Wait()
+	})
+	eventually(t, 15*time.Second, "10 socket nodes converge", func() bool {
+		for _, o := range nodes {
+			for _, s := range nodes {
+				if !o.sees(s.agent.Self().ID, isStatus(Alive)) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+func TestSocketClusterConvergesAndSurvivesThreeKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets: skipped in -short")
+	}
+	nodes := startSocketCluster(t, 10)
+	killed := nodes[7:]
+	var ids []NodeID
+	for _, k := range killed {
+		ids = append(ids, k.agent.Self().ID)
+	}
+	var wg sync.WaitGroup
+	for _, k := range killed { // no leave, all at once: agents and sockets just stop
+		wg.Go(k.close)
+	}
+	wg.Wait()
+	survivors := nodes[:7]
+	eventually(t, 15*time.Second, "the 7 survivors see the 3 killed DEAD", func() bool {
+		for _, o := range survivors {
+			for _, id := range ids {
+				if !o.sees(id, isStatus(Dead)) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// absence check: give duplicates a chance to show up (not convergence)
+	time.Sleep(time.Second)
+	for i, o := range survivors {
+		for _, id := range ids {
+			if c := o.count(EventDead, id); c != 1 {
+				t.Errorf("observer %d emitted %d DEAD events for %v, want exactly 1", i, c, id)
+			}
+		}
+		for _, s := range survivors {
+			if !o.sees(s.agent.Self().ID, isStatus(Alive)) {
+				t.Errorf("observer %d lost survivor %v: %v", i, s.agent.Self().ID, o.agent.Members())
+			}
+		}
+	}
+}
+
+func TestSocketGracefulLeaveIsLeftWithoutSuspicion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets: skipped in -short")
+	}
+	nodes := startSocketCluster(t, 10)
+	leaver := nodes[4]
+	id := leaver.agent.Self().ID
+	if err := leaver.agent.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	others := append(append([]*socketNode(nil), nodes[:4]...), nodes[5:]...)
+	eventually(t, 10*time.Second, "LEFT everywhere", func() bool {
+		for _, o := range others {
+			if !o.sees(id, isStatus(Left)) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second) // absence check: past SuspicionTimeout, nobody may suspect it
+	for i, o := range others {
+		if o.count(EventSuspect, id)+o.count(EventDead, id) != 0 {
+			t.Errorf("observer %d suspected or declared dead the node that left", i)
+		}
+	}
+}
+
+func TestSocketForgedSuspicionIsRefuted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sockets: skipped in -short")
+	}
+	nodes := startSocketCluster(t, 10)
+	victim := nodes[3].agent.Self()
+	// an outsider speaks the protocol to node 6 and accuses node 3
+	forger, err := mux.New(muxConfig(NodeID{0xee}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	sess, err := forger.Dial(context.Background(), nodes[6].tr.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := victim
+	forged.Status = Suspect
+	msg := &Message{Kind: KindGossip, From: Peer{ID: NodeID{0xee}, Addr: "127.0.0.1:1"}, Members: []Member{forged}}
+	if err := sess.Send(context.Background(), mux.LaneControl, EncodeMessage(msg)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the victim refutes: ALIVE with incarnation > 0 everywhere", func() bool {
+		for _, o := range nodes {
+			if !o.sees(victim.ID, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 }) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second) // absence check: past SuspicionTimeout nobody declared it dead
+	for i, o := range nodes {
+		if o.count(EventDead, victim.ID) != 0 {
+			t.Errorf("observer %d declared the falsely accused node dead", i)
+		}
+	}
+}
