@@ -483,3 +483,83 @@ func TestSupersededSessionFinishesInFlightWorkAndForwards(t *testing.T) {
 		})
 	}
 }
+
+func TestHandshakeTimeout(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.HandshakeTimeout = 200 * time.Millisecond
+	n := newNode(t, cfg)
+	t.Run("silent dialler", func(t *testing.T) {
+		c1, c2 := net.Pipe()
+		defer c1.Close()
+		start := time.Now()
+		_, err := n.Accept(context.Background(), c2)
+		assertHandshake(t, err, CodeMalformed, false)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Fatalf("gave up after %v", el)
+		}
+	})
+	t.Run("silent listener", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				accepted <- c // hold it open, say nothing
+			}
+		}()
+		start := time.Now()
+		_, err = n.Dial(context.Background(), ln.Addr().String())
+		assertHandshake(t, err, CodeMalformed, false)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Fatalf("gave up after %v", el)
+		}
+		(<-accepted).Close()
+	})
+}
+
+func TestConcurrentRequestsShareWrites(t *testing.T) {
+	a, b := newNode(t, testConfig(1)), newNode(t, testConfig(2))
+	b.HandleRequests(LaneMessage, echo)
+	c1, c2 := net.Pipe()
+	cc := &countingWrites{Conn: c1}
+	go b.Accept(context.Background(), c2)
+	s, err := a.DialConn(context.Background(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const requesters, each = 64, 30
+	before := cc.n.Load()
+	var wg sync.WaitGroup
+	for range requesters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := s.Request(context.Background(), LaneMessage, make([]byte, 64)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	writes := cc.n.Load() - before
+	t.Logf("%d requests in %d writes", requesters*each, writes)
+	if writes > requesters*each/3 {
+		t.Fatalf("%d requests took %d writes: small envelopes are not being combined", requesters*each, writes)
+	}
+}
+
+type countingWrites struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countingWrites) Write(b []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(b)
+}

@@ -56,6 +56,7 @@ const (
 	CodeSelf HandshakeCode = 3
 )
 
+// String describes the code in words.
 func (c HandshakeCode) String() string {
 	switch c {
 	case CodeMalformed:
@@ -82,6 +83,7 @@ type HandshakeError struct {
 	Err     error
 }
 
+// Error describes the rejection, who rejected, and the cause.
 func (e *HandshakeError) Error() string {
 	who := "local"
 	if e.Remote {
@@ -124,6 +126,7 @@ type RemoteError struct {
 	Message string
 }
 
+// Error renders the code and message.
 func (e *RemoteError) Error() string {
 	return fmt.Sprintf("mux: remote error %d: %s", e.Code, e.Message)
 }

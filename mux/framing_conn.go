@@ -19,6 +19,7 @@ type frameJoiner struct {
 
 const yamuxHeaderSize = 12
 
+// Write holds back a data-frame header, or sends it with the body that follows.
 func (j *frameJoiner) Write(b []byte) (int, error) {
 	if len(j.held) == 0 {
 		// version(1) type(1) flags(2) stream(4) length(4); type 0 = data

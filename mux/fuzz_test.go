@@ -149,3 +149,21 @@ func TestCodecsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestTieBreakIsSymmetricAndTotal(t *testing.T) {
+	mk := func(init byte, nonce uint64) *Session { return &Session{initiator: testID(init), nonce: nonce} }
+	cases := []struct {
+		a, b  *Session
+		aWins bool
+	}{
+		{mk(1, 9), mk(2, 1), true},  // smaller initiator wins whatever the nonce
+		{mk(3, 1), mk(2, 9), false}, // ...
+		{mk(1, 1), mk(1, 2), true},  // same initiator: smaller nonce
+		{mk(1, 5), mk(1, 4), false},
+	}
+	for i, c := range cases {
+		if tieBreak(c.a, c.b) != c.aWins || tieBreak(c.b, c.a) == c.aWins {
+			t.Errorf("case %d: not the expected, symmetric answer", i)
+		}
+	}
+}

@@ -39,6 +39,7 @@ const (
 	RoleClient Role = 2
 )
 
+// String returns "member", "client" or role(n).
 func (r Role) String() string {
 	switch r {
 	case RoleMember:
@@ -65,6 +66,7 @@ const (
 	numLanes = 3
 )
 
+// String returns the lane's name.
 func (l Lane) String() string {
 	switch l {
 	case LaneControl:

@@ -554,6 +554,11 @@ func (n *Node) Close() error {
 // yamuxLogger routes yamux's log lines to slog at debug level.
 type yamuxLogger struct{ l *slog.Logger }
 
-func (y yamuxLogger) Print(v ...any)                 { y.l.Debug(fmt.Sprint(v...)) }
+// Print logs at debug level.
+func (y yamuxLogger) Print(v ...any) { y.l.Debug(fmt.Sprint(v...)) }
+
+// Printf logs at debug level.
 func (y yamuxLogger) Printf(format string, v ...any) { y.l.Debug(fmt.Sprintf(format, v...)) }
-func (y yamuxLogger) Println(v ...any)               { y.l.Debug(fmt.Sprint(v...)) }
+
+// Println logs at debug level.
+func (y yamuxLogger) Println(v ...any) { y.l.Debug(fmt.Sprint(v...)) }
