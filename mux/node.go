@@ -27,7 +27,9 @@ type RequestHandler func(ctx context.Context, from *Session, payload []byte) ([]
 // MessageHandler receives a one-way message. Messages of one lane of one
 // session are delivered one at a time, in the order they were sent, on the
 // lane's reader goroutine: the handler must not block for long (hand work
-// off to a queue), or it stalls that lane for that peer.
+// off to a queue), or it stalls that lane for that peer; in particular it
+// must not wait for a Request on the same session and lane, whose answer
+// this very goroutine would have to read.
 type MessageHandler func(from *Session, payload []byte)
 
 // StreamHandler serves an ephemeral stream opened by the peer. It runs in
@@ -228,8 +230,9 @@ func (n *Node) Connect(ctx context.Context, peer NodeID, addr string) (*Session,
 }
 
 // DialConn runs the dialling side of the handshake over an established
-// connection (TLS is added when Config.ClientTLS is set). It is what Dial
-// does after connecting; tests use it with net.Pipe.
+// connection (TLS is added when Config.ClientTLS is set; its ServerName
+// must then be set, as there is no address to take it from). It is what
+// Dial does after connecting; tests use it with net.Pipe.
 func (n *Node) DialConn(ctx context.Context, conn net.Conn) (*Session, error) {
 	return n.dialConn(ctx, conn, "")
 }
@@ -245,6 +248,9 @@ func (n *Node) handshakeDeadline(ctx context.Context, conn net.Conn) func() {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	n.mu.Lock()
 	n.handshaking[conn] = struct{}{} // Close interrupts handshakes in progress
+	if n.closed {
+		_ = conn.SetDeadline(time.Unix(1, 0))
+	}
 	n.mu.Unlock()
 	return func() {
 		stop()
