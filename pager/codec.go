@@ -11,7 +11,8 @@ import (
 // Page bytes are msgpack with field names as keys (the actor layer's
 // encoding), map keys sorted and integers in their compact form, so that
 // equal values encode to equal bytes and the byte compare of integral fields
-// does not report false positives for maps.
+// does not report false positives for maps. Floats keep their full width:
+// msgpack's compact floats would turn -0.0 into 0.
 
 type encoderBuf struct {
 	buf bytes.Buffer
@@ -23,7 +24,6 @@ var encPool = sync.Pool{New: func() any {
 	e.enc = msgpack.NewEncoder(&e.buf)
 	e.enc.SetSortMapKeys(true)
 	e.enc.UseCompactInts(true)
-	e.enc.UseCompactFloats(true)
 	return e
 }}
 
@@ -36,6 +36,21 @@ func encodeValue(v any) ([]byte, error) {
 		return nil, fmt.Errorf("pager: encode: %w", err)
 	}
 	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// compareEncoded encodes v into a pooled buffer and reports whether the
+// encoding equals old; only when it differs is a copy returned.
+func compareEncoded(v any, old []byte) (data []byte, same bool, err error) {
+	e := encPool.Get().(*encoderBuf)
+	defer encPool.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, false, fmt.Errorf("pager: encode: %w", err)
+	}
+	if old != nil && bytes.Equal(e.buf.Bytes(), old) {
+		return old, true, nil
+	}
+	return bytes.Clone(e.buf.Bytes()), false, nil
 }
 
 // decodeValue decodes b (untrusted) into ptr, validating it first and

@@ -155,6 +155,13 @@ func BenchmarkFigureTrackedMap100k(b *testing.B) {
 		}
 		b.ReportMetric(float64(wire), "wire-B")
 	})
+	b.Run("delta", func(b *testing.B) {
+		for b.Loop() {
+			i++
+			ms.Entries.Set("key-4242", i)
+			prepareOnly(b, o, ms)
+		}
+	})
 	b.Run("integral-floor", func(b *testing.B) {
 		for b.Loop() {
 			wire = integralBytes(b, ms)
@@ -177,6 +184,12 @@ func BenchmarkFigureThreeFields(b *testing.B) {
 		}
 		b.ReportMetric(float64(wire), "wire-B")
 	})
+	b.Run("delta", func(b *testing.B) {
+		for b.Loop() {
+			tf.Counter++
+			prepareOnly(b, o, tf)
+		}
+	})
 	b.Run("noop", func(b *testing.B) {
 		for b.Loop() {
 			wire = o.commit(b, tf)
@@ -189,4 +202,17 @@ func BenchmarkFigureThreeFields(b *testing.B) {
 		}
 		b.ReportMetric(float64(wire), "wire-B")
 	})
+}
+
+// prepareOnly times the delta computation alone: Prepare, then Rollback
+// (which leaves the marks as they were, so the next round sees the same
+// work plus its own mutation).
+func prepareOnly(b *testing.B, o *owner, state any) {
+	p, err := o.tr.Prepare(state, Stamp{Wall: o.clock + 1, Node: [16]byte{7}})
+	if err != nil || p.Delta.Empty() {
+		b.Fatalf("prepare: %v (empty=%v)", err, p == nil || p.Delta.Empty())
+	}
+	if err := o.tr.Rollback(p); err != nil {
+		b.Fatal(err)
+	}
 }

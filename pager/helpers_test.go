@@ -101,6 +101,7 @@ type testState struct {
 	Pts    TrackedMap[int, point]
 	Blob   blob
 	Ratio  float64
+	Series []float64
 	hidden int //nolint:unused // transient: not state
 }
 
@@ -123,7 +124,8 @@ func canon(t tb, v any) string {
 			Pts    map[int]point
 			Blob   []byte
 			Ratio  float64
-		}{st.Count, st.Name, st.Tags, st.Meta, st.Scores.Map(), st.Pts.Map(), blob, st.Ratio}
+			Series []float64
+		}{st.Count, st.Name, st.Tags, st.Meta, st.Scores.Map(), st.Pts.Map(), blob, st.Ratio, st.Series}
 	}
 	return fmt.Sprintf("%#v", v)
 }

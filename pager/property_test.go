@@ -15,7 +15,7 @@ import (
 func mutate(t *rapid.T, st *testState) {
 	n := rapid.IntRange(0, 4).Draw(t, "ops")
 	for range n {
-		switch rapid.IntRange(0, 17).Draw(t, "op") {
+		switch rapid.IntRange(0, 20).Draw(t, "op") {
 		case 0:
 			st.Count = rapid.IntRange(-3, 3).Draw(t, "count")
 		case 1:
@@ -69,9 +69,17 @@ func mutate(t *rapid.T, st *testState) {
 				st.Blob.Data = st.Blob.Data[:rapid.IntRange(0, len(st.Blob.Data)-1).Draw(t, "btrunc")]
 			}
 		case 16:
-			st.Ratio = rapid.SampledFrom([]float64{0, 1.5, math.NaN(), math.Inf(1)}).Draw(t, "ratio")
+			st.Ratio = rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1.5, math.NaN(), math.Inf(1)}).Draw(t, "ratio")
 		case 17:
 			st.Scores.SetAll(func(yield func(string, int) bool) { _ = yield("a", 1) && yield("s", 2) })
+		case 18:
+			st.Series = append(st.Series, rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1, math.NaN()}).Draw(t, "sapp"))
+		case 19:
+			if len(st.Series) > 0 { // in place
+				st.Series[rapid.IntRange(0, len(st.Series)-1).Draw(t, "si")] = rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 2}).Draw(t, "sv")
+			}
+		case 20:
+			st.Series = rapid.SampledFrom([][]float64{nil, {}}).Draw(t, "sreset")
 		}
 	}
 }

@@ -55,6 +55,8 @@ type field struct {
 	fastEq bool // Integral and immutable comparable: compare with == first
 	ptrPgr bool // Paged through *T (the field's type is T)
 	hasMap bool // Integral holding a map: equal values may encode differently
+	flat   bool // Integral slice of plain scalars: compared with a copy of its memory
+	zero   []byte // Integral: encoding of the zero value (its page is absent)
 	detail string
 }
 
@@ -144,9 +146,17 @@ func classify(f *field) error {
 		return &SchemaError{Field: f.goName, Reason: fmt.Sprintf("type %s cannot be encoded (%s)", t, why)}
 	}
 	f.regime = Integral
-	if mutable(t) == "" && t.Comparable() {
+	zero, err := encodeValue(reflect.Zero(t).Interface())
+	if err != nil {
+		return &SchemaError{Field: f.goName, Reason: fmt.Sprintf("type %s cannot be encoded (%v)", t, err)}
+	}
+	f.zero = zero
+	if mutable(t) == "" && t.Comparable() && !hasFloat(t) {
 		f.fastEq = true
 		f.detail = "1 page, compared by value, re-encoded when changed"
+	} else if t.Kind() == reflect.Slice && plainScalar(t.Elem()) {
+		f.flat = true
+		f.detail = "1 page, compared with a copy of its memory, re-encoded when changed"
 	} else {
 		f.detail = "1 page, re-encoded and byte-compared"
 	}
@@ -318,4 +328,37 @@ func describePages(t reflect.Type, key string) string {
 		return fmt.Sprintf("%s (%s/...)", d.DescribePages(), key)
 	}
 	return fmt.Sprintf("pages decided by %s (%s/<sub>)", t, key)
+}
+
+// plainScalar reports whether t is a number or bool, or an array of those:
+// a type whose memory holds its whole value and no pointer or padding, so
+// equal memory means an equal value (and an equal encoding).
+func plainScalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	case reflect.Array:
+		return plainScalar(t.Elem())
+	}
+	return false
+}
+
+// hasFloat reports whether t holds a float or complex, whose == is not
+// identity (0.0 == -0.0, NaN != NaN): such values are compared by encoding.
+func hasFloat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return hasFloat(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasFloat(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }

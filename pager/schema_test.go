@@ -14,7 +14,7 @@ func TestExplainRegimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Regime{"Count": Integral, "Name": Integral, "Tags": Integral, "Meta": Integral,
-		"Scores": Tracked, "Pts": Tracked, "Blob": Paged, "Ratio": Integral}
+		"Scores": Tracked, "Pts": Tracked, "Blob": Paged, "Ratio": Integral, "Series": Integral}
 	if len(e) != len(want) {
 		t.Fatalf("%d fields explained, want %d:\n%s", len(e), len(want), e)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unsafe"
 )
 
 // Tracker is the owner side of paged state for one actor activation: it
@@ -28,6 +29,9 @@ type fieldState struct {
 	data   []byte // Integral: committed encoding, nil when the page is absent
 	val    any    // Integral with fastEq: committed value
 	hasVal bool
+	flat   []byte           // Integral with flat: copy of the committed slice's memory
+	isNil  bool             // Integral with flat: the committed slice was nil
+	isFlat bool             // flat and isNil are set
 	stamp  Stamp            // Integral: stamp of the committed page
 	id     any              // Tracked: identity of the committed map
 	mark   Mark             // Paged: the pager's mark of the committed state
@@ -93,6 +97,9 @@ type fieldUpdate struct {
 	data    []byte
 	val     any
 	hasVal  bool
+	flat    []byte
+	isNil   bool
+	isFlat  bool
 	id      any
 	mark    Mark
 	set     []string // sub-keys written
@@ -164,18 +171,27 @@ func (t *Tracker) prepareField(p *Pending, i int, fv reflect.Value) error {
 				return nil
 			}
 		}
-		var data []byte
-		if !fv.IsZero() {
-			var err error
-			if data, err = encodeValue(fv.Interface()); err != nil {
-				return fmt.Errorf("pager: field %s: %w", f.goName, err)
+		if f.flat {
+			view, isNil := flatView(fv)
+			if st.isFlat && isNil == st.isNil && bytes.Equal(view, st.flat) {
+				return nil
 			}
-			if err := t.checkSize(f.key, data); err != nil {
-				return err
-			}
+			u.flat, u.isNil, u.isFlat = bytes.Clone(view), isNil, true
+		}
+		// The zero value is told by its encoding, not reflect's IsZero,
+		// which calls -0.0 zero: its page would be dropped and the sign lost.
+		data, same, err := compareEncoded(fv.Interface(), st.data)
+		if err != nil {
+			return fmt.Errorf("pager: field %s: %w", f.goName, err)
+		}
+		if !same && bytes.Equal(data, f.zero) {
+			data, same = nil, st.data == nil
+		}
+		if err := t.checkSize(f.key, data); err != nil {
+			return err
 		}
 		u.val, u.hasVal = cur, f.fastEq
-		if bytes.Equal(data, st.data) && (data == nil) == (st.data == nil) || sameDecoded(f, st.data, data, fv) {
+		if same || sameDecoded(f, st.data, data, fv) {
 			// Unchanged bytes: only refresh the compared value.
 			u.data, u.changed = st.data, true
 			return nil
@@ -309,6 +325,9 @@ func (t *Tracker) Commit(p *Pending) error {
 		switch t.schema.fields[i].regime {
 		case Integral:
 			st.val, st.hasVal = u.val, u.hasVal
+			if u.isFlat {
+				st.flat, st.isNil, st.isFlat = u.flat, u.isNil, true
+			}
 			if len(u.set) > 0 || len(u.del) > 0 {
 				st.data, st.stamp = u.data, stamp
 			}
@@ -481,6 +500,10 @@ func (t *Tracker) Restore(state any, stamp Stamp, pages []Page) error {
 			if f.fastEq {
 				st.val, st.hasVal = fv.Interface(), true
 			}
+			if f.flat {
+				view, isNil := flatView(fv)
+				st.flat, st.isNil, st.isFlat = bytes.Clone(view), isNil, true
+			}
 		case Tracked:
 			tm := fv.Addr().Interface().(trackedMap)
 			if err := tm.tmLoad(g.subs); err != nil {
@@ -530,4 +553,17 @@ func sameDecoded(f *field, committed, data []byte, fv reflect.Value) bool {
 		return false
 	}
 	return reflect.DeepEqual(old.Elem().Interface(), fv.Interface())
+}
+
+// flatView returns the memory of a slice of plain scalars (no copy) and
+// whether the slice is nil.
+func flatView(v reflect.Value) ([]byte, bool) {
+	if v.IsNil() {
+		return nil, true
+	}
+	n := v.Len() * int(v.Type().Elem().Size())
+	if n == 0 {
+		return []byte{}, false
+	}
+	return unsafe.Slice((*byte)(v.UnsafePointer()), n), false
 }
