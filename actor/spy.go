@@ -50,10 +50,10 @@ func (f SpyFilter) match(kind, key string) bool {
 // hub fans events out to the interceptor and to spies.
 type hub struct {
 	interceptor func(Event)
-	spies       atomic.Pointer[[]*spy] // copy-on-write
-	mu          sync.Mutex             // serialises writers of spies
-	armed       atomic.Bool            // interceptor or any spy
-	payloads    atomic.Int32           // spies that want payloads
+	spies       atomic.Pointer[[]*SpyQueue] // copy-on-write
+	mu          sync.Mutex                  // serialises writers of spies
+	armed       atomic.Bool                 // interceptor or any spy
+	payloads    atomic.Int32                // spies that want payloads
 	logf        func(msg string, args ...any)
 }
 
@@ -74,7 +74,7 @@ func (h *hub) publish(ev Event, kind, key string) {
 	if s := h.spies.Load(); s != nil {
 		for _, sp := range *s {
 			if sp.filter.match(kind, key) {
-				sp.offer(ev)
+				sp.Offer(ev)
 			}
 		}
 	}
@@ -89,10 +89,10 @@ func (h *hub) intercept(ev Event) {
 	h.interceptor(ev)
 }
 
-func (h *hub) add(sp *spy) {
+func (h *hub) add(sp *SpyQueue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var next []*spy
+	var next []*SpyQueue
 	if s := h.spies.Load(); s != nil {
 		next = append(next, *s...)
 	}
@@ -104,14 +104,14 @@ func (h *hub) add(sp *spy) {
 	h.rearm()
 }
 
-func (h *hub) remove(sp *spy) {
+func (h *hub) remove(sp *SpyQueue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.spies.Load()
 	if s == nil {
 		return
 	}
-	var next []*spy
+	var next []*SpyQueue
 	found := false
 	for _, x := range *s {
 		if x == sp {
@@ -130,9 +130,10 @@ func (h *hub) remove(sp *spy) {
 	h.rearm()
 }
 
-// spy is one subscriber: a bounded ring that drops its oldest on overflow
-// and accounts for every drop with an in-band Lag.
-type spy struct {
+// SpyQueue is one subscriber: a bounded ring that drops its oldest event on
+// overflow and accounts for every drop with an in-band Lag. Offer never
+// blocks, so observation never slows an actor.
+type SpyQueue struct {
 	filter SpyFilter
 	mu     sync.Mutex
 	buf    []Event // ring
@@ -142,11 +143,19 @@ type spy struct {
 	notify chan struct{}
 }
 
-func newSpy(f SpyFilter) *spy {
-	return &spy{filter: f, buf: make([]Event, SpyBuffer), notify: make(chan struct{}, 1)}
+// NewSpyQueue returns an empty queue for events matching f.
+func NewSpyQueue(f SpyFilter) (*SpyQueue, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	return &SpyQueue{filter: f, buf: make([]Event, SpyBuffer), notify: make(chan struct{}, 1)}, nil
 }
 
-func (s *spy) offer(ev Event) {
+// Filter returns the queue's filter.
+func (s *SpyQueue) Filter() SpyFilter { return s.filter }
+
+// Offer adds ev, dropping the oldest pending event when full.
+func (s *SpyQueue) Offer(ev Event) {
 	if !s.filter.Payloads {
 		ev = stripPayload(ev)
 	}
@@ -168,7 +177,7 @@ func (s *spy) offer(ev Event) {
 }
 
 // take returns the pending events, with a Lag first when some were dropped.
-func (s *spy) take(out []Event) []Event {
+func (s *SpyQueue) take(out []Event) []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.drops > 0 {
@@ -206,33 +215,52 @@ func stripPayload(ev Event) Event {
 // A slow consumer never slows an actor: beyond SpyBuffer pending events the
 // oldest are dropped and a Lag{Dropped: n} is delivered in their place.
 func (h *Host) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) {
-	if err := f.validate(); err != nil {
+	q, err := NewSpyQueue(f)
+	if err != nil {
 		return nil, err
 	}
-	if h.closing.Load() {
-		return nil, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+	if err := h.Attach(q); err != nil {
+		return nil, err
 	}
-	sp := newSpy(f)
-	h.hub.add(sp)
-	stop := context.AfterFunc(ctx, func() { h.hub.remove(sp) })
+	return q.Seq(ctx, func() { h.Detach(q) }), nil
+}
+
+// Attach makes q receive this host's matching events until Detach.
+func (h *Host) Attach(q *SpyQueue) error {
+	if h.closing.Load() {
+		return fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+	}
+	h.hub.add(q)
+	return nil
+}
+
+// Detach stops delivering events to q. It is idempotent.
+func (h *Host) Detach(q *SpyQueue) { h.hub.remove(q) }
+
+// Seq returns the queue's events as a sequence that ends when ctx does;
+// done runs once when it ends (or when ctx ends without it being ranged).
+func (s *SpyQueue) Seq(ctx context.Context, done func()) iter.Seq[Event] {
+	var once sync.Once
+	finish := func() { once.Do(done) }
+	stop := context.AfterFunc(ctx, finish)
 	return func(yield func(Event) bool) {
 		defer func() {
 			stop()
-			h.hub.remove(sp)
+			finish()
 		}()
 		var batch []Event
 		for {
-			batch = sp.take(batch[:0])
+			batch = s.take(batch[:0])
 			for _, ev := range batch {
 				if !yield(ev) {
 					return
 				}
 			}
 			select {
-			case <-sp.notify:
+			case <-s.notify:
 			case <-ctx.Done():
 				return
 			}
 		}
-	}, nil
+	}
 }

@@ -94,7 +94,12 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	defer st.Close()
 	fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
 	var req callReq
-	if err := wire.Unmarshal(st.Header(), &req); err != nil || req.Op != opStream {
+	err := wire.Unmarshal(st.Header(), &req)
+	if err == nil && req.Op == opSpy {
+		cl.serveSpy(st, fc, &req)
+		return
+	}
+	if err != nil || req.Op != opStream {
 		fc.writeValue(frameStatus, &wireError{Code: codeUnknown, Message: "casty: malformed stream header"})
 		return
 	}
@@ -152,7 +157,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 			cancel()
 		}()
 	}
-	err := cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
+	err = cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
 	switch {
 	case err != nil && !inv.sentErr:
 		fc.writeValue(frameErr, encodeError(err))

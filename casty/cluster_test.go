@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"os"
 	"slices"
@@ -377,6 +378,82 @@ func TestClusterJoinMovesOwnership(t *testing.T) {
 		}
 		if !strings.HasPrefix(out, joiner.Addr()+"#") {
 			t.Fatalf("key %s ran on %s after moving to %s", k, out, joiner.Addr())
+		}
+	}
+}
+
+func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := nodes[0].Spy(ctx, casty.SpyFilter{Kind: "shop.*", Key: "spied-*", Scope: casty.ScopeCluster, Payloads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One spied key on each member, plus noise the filter must drop.
+	want := map[string]string{}
+	for _, n := range nodes {
+		key := keyOn(t, n, nodes[0], Orders.Name())
+		key = "spied-" + key
+		for m, _ := nodes[0].OwnerOf(Orders.Name(), key); m.Addr != n.Addr(); m, _ = nodes[0].OwnerOf(Orders.Name(), key) {
+			key += "x"
+		}
+		want[key] = n.Addr()
+	}
+	next, stop := iter.Pull(events)
+	defer stop()
+	for key := range want {
+		casty.Call(context.Background(), Orders.Ref(nodes[1], key), (*Order).Add, 2)
+		casty.Call(context.Background(), Orders.Ref(nodes[1], "noise-"+key), (*Order).Add, 2)
+	}
+	seen := map[string]string{}
+	deadline := time.After(10 * time.Second)
+	for len(seen) < len(want) {
+		evc := make(chan casty.Event, 1)
+		go func() { ev, _ := next(); evc <- ev }()
+		var ev casty.Event
+		select {
+		case ev = <-evc:
+		case <-deadline:
+			t.Fatalf("saw %v of %v", seen, want)
+		}
+		if ev == nil {
+			t.Fatal("spy ended")
+		}
+		i := ev.Info()
+		if !strings.HasPrefix(i.Key, "spied-") || i.Kind != "shop.Order" {
+			t.Fatalf("filter let through %+v", i)
+		}
+		if c, ok := ev.(casty.Completed); ok {
+			node := i.Node
+			if node == "" {
+				node = nodes[0].Addr()
+			}
+			seen[i.Key] = node
+			if fmt.Sprint(c.Result) != "2" {
+				t.Fatalf("payload %v", c.Result)
+			}
+		}
+	}
+	for k, n := range want {
+		if seen[k] != n {
+			t.Fatalf("key %s reported from %s, owned by %s", k, seen[k], n)
+		}
+	}
+	casty.Crash(nodes[2])
+	for {
+		evc := make(chan casty.Event, 1)
+		go func() { ev, _ := next(); evc <- ev }()
+		select {
+		case ev := <-evc:
+			if g, ok := ev.(casty.Gap); ok {
+				if g.Member != nodes[2].Addr() {
+					t.Fatalf("gap names %s", g.Member)
+				}
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no Gap after a member died")
 		}
 	}
 }

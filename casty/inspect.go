@@ -79,8 +79,21 @@ func WithInterceptor(f func(Event)) Option {
 // that ends with ctx. It is lossy by design: a consumer that falls behind
 // never slows an actor; the oldest pending events are dropped and a
 // Lag{Dropped: n} takes their place, so every drop is accounted for.
+//
+// With Scope: ScopeCluster on a cluster node, the spy also dials every
+// other member: each filters its own events and sends only the matching
+// ones (Node says which member); a member lost meanwhile is reported
+// in-band as a Gap. Across nodes, payloads arrive decoded as generic values
+// (maps, slices, numbers, strings).
 func (s *System) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) {
-	return s.host.Spy(ctx, actor.SpyFilter{Kind: f.Kind, Key: f.Key, Payloads: f.Payloads})
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	af := actor.SpyFilter{Kind: f.Kind, Key: f.Key, Payloads: f.Payloads}
+	if f.Scope == ScopeCluster && s.cl != nil {
+		return s.cl.spyCluster(ctx, af)
+	}
+	return s.host.Spy(ctx, af)
 }
 
 // StateOf returns a copy of the live state of the actor key, ok false when

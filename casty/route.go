@@ -305,7 +305,7 @@ func (cl *cluster) target(k *actor.Kind, key string) (dest, error) {
 			return dest{}, fmt.Errorf("%w: no member to serve %s", ErrActorUnavailable, k.Name)
 		}
 		m := v.members[cl.rr.Add(1)%uint64(len(v.members))]
-		id, err := ring.ParseNodeID(m.ID)
+		id, err := ringParse(m.ID)
 		return dest{id: id, addr: m.Addr}, err
 	}
 	owner, ok := v.ring.OwnerOf(k.Name, key)
@@ -413,3 +413,5 @@ func ctxError(ctx context.Context, k *actor.Kind, key, method string) error {
 	}
 	return ctx.Err()
 }
+
+func ringParse(s string) (ring.NodeID, error) { return ring.ParseNodeID(s) }
