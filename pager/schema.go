@@ -52,10 +52,10 @@ type field struct {
 	index  int          // struct field index
 	typ    reflect.Type // field type
 	regime Regime
-	fastEq bool // Integral and immutable comparable: compare with == first
-	ptrPgr bool // Paged through *T (the field's type is T)
-	hasMap bool // Integral holding a map: equal values may encode differently
-	flat   bool // Integral slice of plain scalars: compared with a copy of its memory
+	fastEq bool   // Integral and immutable comparable: compare with == first
+	ptrPgr bool   // Paged through *T (the field's type is T)
+	hasMap bool   // Integral holding a map: equal values may encode differently
+	flat   bool   // Integral slice of plain scalars: compared with a copy of its memory
 	zero   []byte // Integral: encoding of the zero value (its page is absent)
 	detail string
 }
