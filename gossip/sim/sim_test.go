@@ -1,19 +1,222 @@
 package sim
 
 import (
+	"os"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/gossip"
 )
 
-func TestSmokeGrow(t *testing.T) {
-	for _, n := range []int{10, 50, 100} {
-		s := New(Config{Seed: 1})
-		start := time.Now()
-		ok := s.Grow(n, 20*time.Millisecond, 60*time.Second)
-		st := s.Stats()
-		t.Logf("n=%d converged=%v at %v connected=%v msgs=%d bytes=%d sizes=%v wall=%v", n, ok, s.Now(), s.Connected(), st.Msgs, st.Bytes, s.ActiveSizes(), time.Since(start))
-		if !ok {
-			t.Fatalf("seed %d: not converged", s.Seed())
+// full reports whether the full-size figure runs were asked for
+// (CASTY_SIM_FULL=1); by default every check runs at a reduced size.
+func full() bool { return os.Getenv("CASTY_SIM_FULL") != "" }
+
+func seeds(reduced, fullN int) int {
+	if full() {
+		return fullN
+	}
+	return reduced
+}
+
+// TestLifecycle checks, per seed, in one settled cluster: a join is seen
+// ALIVE everywhere within 2 s, a crash DEAD everywhere within
+// SuspicionTimeout + 2 s with exactly one DEAD event per observer, a
+// graceful leave LEFT everywhere within 1 s with no suspicion, and a pause
+// of half the suspicion timeout ends ALIVE with a higher incarnation.
+func TestLifecycle(t *testing.T) {
+	for _, tc := range []struct{ n, seeds int }{{50, seeds(4, 200)}, {100, seeds(2, 200)}} {
+		var joins, crashes, leaves []time.Duration
+		for seed := range uint64(tc.seeds) {
+			j, c, l := lifecycle(t, seed+1, tc.n)
+			joins, crashes, leaves = append(joins, j), append(crashes, c), append(leaves, l)
 		}
+		t.Logf("N=%d over %d seeds: join p99 %v, crash p99 %v, leave p99 %v", tc.n, tc.seeds,
+			Percentile(joins, 99), Percentile(crashes, 99), Percentile(leaves, 99))
+		sus := gossip.DefaultConfig().SuspicionTimeout
+		if p := Percentile(joins, 99); p > 2*time.Second {
+			t.Errorf("N=%d: join p99 %v > 2s", tc.n, p)
+		}
+		if p := Percentile(crashes, 99); p > sus+2*time.Second {
+			t.Errorf("N=%d: crash p99 %v > %v", tc.n, p, sus+2*time.Second)
+		}
+		if p := Percentile(leaves, 99); p > time.Second {
+			t.Errorf("N=%d: leave p99 %v > 1s", tc.n, p)
+		}
+	}
+}
+
+func lifecycle(t *testing.T, seed uint64, n int) (join, crash, leave time.Duration) {
+	t.Helper()
+	dead := map[int]int{}
+	suspectLeaver := 0
+	crashed, leaver := -1, -1
+	var s *Sim
+	s, err := Build(Config{Seed: seed, OnEvent: func(at time.Duration, node int, ev gossip.Event) {
+		if crashed >= 0 && ev.Kind == gossip.EventDead && ev.Member.ID == s.ID(crashed) {
+			dead[node]++
+		}
+		if leaver >= 0 && ev.Member.ID == s.ID(leaver) && (ev.Kind == gossip.EventSuspect || ev.Kind == gossip.EventDead) {
+			suspectLeaver++
+		}
+	}}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := func(format string, a ...any) {
+		t.Helper()
+		t.Fatalf("seed %d, N=%d (replay: Build(Config{Seed: %d}, %d)): "+format, append([]any{seed, n, seed, n}, a...)...)
+	}
+	// join
+	t0 := s.Now()
+	j := s.AddNode()
+	if !s.RunUntil(t0+10*time.Second, func() bool { return s.AllSee(j, IsAlive) }) {
+		fail("joiner not ALIVE everywhere within 10 s")
+	}
+	join = s.Now() - t0
+	s.Run(Settle)
+	// crash
+	crashed = 1 + s.rng.IntN(n-1)
+	t0 = s.Now()
+	s.Crash(crashed)
+	if !s.RunUntil(t0+30*time.Second, func() bool { return s.AllSee(crashed, IsDead) }) {
+		fail("crashed node %d not DEAD everywhere within 30 s", crashed)
+	}
+	crash = s.Now() - t0
+	s.Run(Settle)
+	for _, o := range s.Running() {
+		if dead[o] != 1 {
+			fail("observer %d emitted %d DEAD events for the crashed node, want 1", o, dead[o])
+		}
+	}
+	// leave
+	for leaver = 1 + s.rng.IntN(n-1); leaver == crashed; leaver = 1 + s.rng.IntN(n-1) {
+	}
+	t0 = s.Now()
+	s.Leave(leaver)
+	if !s.RunUntil(t0+10*time.Second, func() bool { return s.AllSee(leaver, IsLeft) }) {
+		fail("leaver not LEFT everywhere within 10 s")
+	}
+	leave = s.Now() - t0
+	s.Run(Settle)
+	if suspectLeaver != 0 {
+		fail("%d suspicions of a node that left", suspectLeaver)
+	}
+	// pause for half the suspicion timeout
+	p := 0
+	for p = 1 + s.rng.IntN(n-1); p == crashed || p == leaver; p = 1 + s.rng.IntN(n-1) {
+	}
+	s.Pause(p, gossip.DefaultConfig().SuspicionTimeout/2)
+	if !s.RunUntil(s.Now()+30*time.Second, func() bool {
+		return s.State(p) == Running && s.AllSee(p, func(m gossip.Member) bool { return m.Status == gossip.Alive && m.Incarnation > 0 })
+	}) {
+		fail("paused node %d not ALIVE with a higher incarnation everywhere", p)
+	}
+	if fd := s.Stats().FalseDeaths; fd != 0 {
+		fail("%d false DEAD events", fd)
+	}
+	return join, crash, leave
+}
+
+func TestNoFalseDeadWithSlowLinks(t *testing.T) {
+	d := 5 * time.Minute
+	if full() {
+		d = time.Hour
+	}
+	for _, n := range []int{50, 100} {
+		r, err := SlowLinks(Config{Seed: 7, SlowLinks: 0.05, SlowDelay: 2 * time.Second}, n, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("N=%d, %v: %+v", n, d, r)
+		if r.FalseDeaths != 0 {
+			t.Errorf("seed 7, N=%d: %d live nodes declared DEAD", n, r.FalseDeaths)
+		}
+		if r.Suspicions == 0 {
+			t.Errorf("seed 7, N=%d: the slow links raised no suspicion; the check is vacuous", n)
+		}
+		if !r.Converged {
+			t.Errorf("seed 7, N=%d: tables did not converge after the delays stopped", n)
+		}
+	}
+}
+
+func TestMassCrash(t *testing.T) {
+	for _, tc := range []struct {
+		frac, minDelivery float64
+	}{{0.5, 1.0}, {0.8, 0.99}} {
+		r, err := MassCrash(Config{Seed: 3}, 100, tc.frac, seeds(10, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%.0f%% of 100 crash: %+v", tc.frac*100, r)
+		if !r.ConnectedAtEnd {
+			t.Errorf("seed 3, %.0f%%: overlay not connected after repair", tc.frac*100)
+		}
+		if tc.frac == 0.5 && (r.Refill == 0 || r.Refill > 5*gossip.DefaultConfig().ShuffleInterval) {
+			t.Errorf("seed 3, 50%%: views refilled after %v, want within 5 shuffle periods", r.Refill)
+		}
+		if r.Delivery < tc.minDelivery {
+			t.Errorf("seed 3, %.0f%%: delivery %.4f < %.2f", tc.frac*100, r.Delivery, tc.minDelivery)
+		}
+	}
+}
+
+func TestPlumtreeRedundancy(t *testing.T) {
+	b := seeds(200, 1000)
+	r, err := Steady(Config{Seed: 5}, 100, time.Minute, b, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("N=100, %d broadcasts: %+v", b, r)
+	if r.RMR > 0.05 {
+		t.Errorf("seed 5: relative message redundancy %.4f > 0.05", r.RMR)
+	}
+}
+
+// TestChaosConverges: loss, duplication, reordering, crashes, restarts and
+// a partition, then quiet; every table must converge.
+func TestChaosConverges(t *testing.T) {
+	const seed = 11
+	s := New(Config{Seed: seed, Loss: 0.01, Duplicate: 0.01, Reorder: true})
+	for range 40 {
+		s.AddNode()
+		s.Run(GrowGap)
+	}
+	s.Run(5 * time.Second)
+	for _, i := range []int{3, 9, 17} {
+		s.Crash(i)
+	}
+	s.Run(3 * time.Second)
+	s.Restart(9)
+	s.Partition([]int{0, 1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15})
+	s.Run(20 * time.Second)
+	s.Heal()
+	s.Restart(3)
+	s.Run(5 * time.Second)
+	s.cfg.Loss, s.cfg.Duplicate = 0, 0
+	if !s.RunUntil(s.Now()+3*time.Minute, s.Converged) {
+		t.Fatalf("seed %d: no convergence 3 min after the faults stopped", seed)
+	}
+	if !s.Connected() {
+		t.Fatalf("seed %d: overlay not connected", seed)
+	}
+}
+
+// TestDeterministicReplay: the same seed gives the same run, bit for bit.
+func TestDeterministicReplay(t *testing.T) {
+	run := func() (Stats, time.Duration) {
+		s, err := Build(Config{Seed: 99, Loss: 0.01, Reorder: true}, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Crash(4)
+		s.Run(10 * time.Second)
+		return s.Stats(), s.Now()
+	}
+	a, at := run()
+	b, bt := run()
+	if a.Msgs != b.Msgs || a.Bytes != b.Bytes || a.Suspicions != b.Suspicions || at != bt {
+		t.Fatalf("seed 99 replays differently: %d/%d msgs, %d/%d bytes", a.Msgs, b.Msgs, a.Bytes, b.Bytes)
 	}
 }
