@@ -1,9 +1,10 @@
 // Streaming: a Log actor with the three streaming handler shapes — Ingest
 // (client stream: an upload in, a count out), Tail (server stream: entries
 // out) and Lengths (duplex: lines in, lengths out) — then a paced consumer
-// that shows backpressure (the producer never runs more than
-// casty.StreamBuffer elements ahead) and a break that cancels the handler
-// and frees the actor at once.
+// that shows backpressure (the producer never runs more than the stream's
+// buffer, casty.StreamBuffer, plus the element in hand ahead of the
+// consumer) and a break that cancels the handler and frees the actor at
+// once.
 //
 // Run it from the repository root:
 //
