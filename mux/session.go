@@ -179,6 +179,9 @@ func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, 
 	if len(payload) > s.node.cfg.MaxMessage {
 		return nil, ErrMessageTooLarge
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // definite: nothing was sent
+	}
 	s = s.current()
 	id := s.nextID.Add(1)
 	ch := make(chan result, 1)
@@ -233,6 +236,9 @@ func (s *Session) Send(ctx context.Context, l Lane, payload []byte) error {
 	}
 	if len(payload) > s.node.cfg.MaxMessage {
 		return ErrMessageTooLarge
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return s.current().lanes[l].send(ctx, frameMessage, 0, payload)
 }
