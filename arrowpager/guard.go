@@ -25,16 +25,19 @@ func (a limitAlloc) check(n int) {
 	}
 }
 
+// Allocate allocates n bytes or panics over the limit.
 func (a limitAlloc) Allocate(n int) []byte {
 	a.check(n)
 	return memory.DefaultAllocator.Allocate(n)
 }
 
+// Reallocate resizes b to n bytes or panics over the limit.
 func (a limitAlloc) Reallocate(n int, b []byte) []byte {
 	a.check(n)
 	return memory.DefaultAllocator.Reallocate(n, b)
 }
 
+// Free returns b to the default allocator.
 func (a limitAlloc) Free(b []byte) { memory.DefaultAllocator.Free(b) }
 
 func allocFor(stream []byte) limitAlloc { return limitAlloc{limit: 2*len(stream) + 4096} }

@@ -17,8 +17,8 @@ type Config struct {
 
 // Default limits, from the design's protocol constants.
 const (
-	DefaultMaxPageSize = 4 << 20
-	DefaultBatchSize   = 256 << 10
+	DefaultMaxPageSize = 4 << 20   // bytes: the transport's message cap
+	DefaultBatchSize   = 256 << 10 // bytes: the replication batch
 )
 
 // DefaultConfig returns the default limits: 4 MiB pages, 256 KiB batches.

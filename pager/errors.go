@@ -45,6 +45,7 @@ type PageTooLargeError struct {
 	Limit int    // Config.MaxPageSize
 }
 
+// Error describes the page and the limit.
 func (e *PageTooLargeError) Error() string {
 	return fmt.Sprintf("pager: page %q is %d bytes, over the %d-byte limit", e.Key, e.Size, e.Limit)
 }
@@ -55,9 +56,10 @@ func (e *PageTooLargeError) Is(target error) bool { return target == ErrPageTooL
 // SchemaError reports a state field whose type cannot be paged, naming it.
 type SchemaError struct {
 	Field  string // dotted Go field path, e.g. "Orders"
-	Reason string
+	Reason string // why the field cannot be paged
 }
 
+// Error names the field and the reason.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("pager: field %s: %s", e.Field, e.Reason)
 }

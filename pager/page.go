@@ -18,23 +18,30 @@ import (
 // Inside a Delta a page may carry the zero Stamp, meaning "written by this
 // delta's commit": Store.Apply stamps it with Delta.Stamp.
 type Page struct {
-	Key   string
-	Data  []byte
+	// Key is the page's hierarchical key ("Field", "Field/<sub>").
+	Key string
+	// Data is the page's bytes (msgpack for integral fields and tracked
+	// entries, the pager's format for Paged fields).
+	Data []byte
+	// Stamp names the commit that wrote Data; zero inside a Delta means
+	// the delta's own stamp.
 	Stamp Stamp `msgpack:",omitempty"`
 }
 
 // SubPage is a page as a Pager sees it: Key is relative to the field (never
 // empty, may contain '/').
 type SubPage struct {
-	Key  string
+	// Key is relative to the field: "temp/3" for the page "Readings/temp/3".
+	Key string
+	// Data is the sub-page's bytes.
 	Data []byte
 }
 
 // PageInfo describes a page held by a Store, without its bytes.
 type PageInfo struct {
-	Key   string
-	Stamp Stamp
-	Size  int
+	Key   string // the page's key
+	Stamp Stamp  // the commit that wrote it
+	Size  int    // len(Data) in bytes
 }
 
 // Delta is one commit (or one part of one) on its way to a replica: the pages
@@ -49,14 +56,26 @@ type PageInfo struct {
 // commit only once every part arrived. Dropped keys ride in the final part.
 // Parts == 0 is read as 1.
 type Delta struct {
-	Stamp   Stamp
-	Basis   Stamp
-	Full    bool     `msgpack:",omitempty"`
-	Part    int      `msgpack:",omitempty"`
-	Parts   int      `msgpack:",omitempty"`
-	Pages   []Page   `msgpack:",omitempty"`
+	// Stamp names this commit; it becomes the store's stamp.
+	Stamp Stamp
+	// Basis is the owner's previous committed stamp: the state the delta
+	// was computed over (zero for the first commit).
+	Basis Stamp
+	// Full marks a complete page set that replaces everything.
+	Full bool `msgpack:",omitempty"`
+	// Part is this part's index, 0..Parts-1.
+	Part int `msgpack:",omitempty"`
+	// Parts is the number of parts of the commit (0 or 1: one part).
+	Parts int `msgpack:",omitempty"`
+	// Pages are the pages written by the commit.
+	Pages []Page `msgpack:",omitempty"`
+	// Dropped are the keys removed by the commit (back to the zero value).
 	Dropped []string `msgpack:",omitempty"`
 }
+
+// MaxParts bounds the parts of one commit (65,536 parts of 256 KiB is
+// 16 GiB); a delta claiming more is corrupt.
+const MaxParts = 1 << 16
 
 // Final reports whether d is the last part of its commit.
 func (d *Delta) Final() bool { return d.Part >= d.parts()-1 }
@@ -146,7 +165,7 @@ func DecodeDelta(b []byte) (d Delta, err error) {
 	if err := dec.Decode(&d); err != nil {
 		return Delta{}, fmt.Errorf("%w: delta: %v", ErrCorrupt, err)
 	}
-	if d.Parts < 0 || d.Part < 0 || d.Part >= d.parts() {
+	if d.Parts < 0 || d.Parts > MaxParts || d.Part < 0 || d.Part >= d.parts() {
 		return Delta{}, fmt.Errorf("%w: delta part %d of %d", ErrCorrupt, d.Part, d.Parts)
 	}
 	return d, nil

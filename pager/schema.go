@@ -258,7 +258,7 @@ type FieldRegime struct {
 	Field  string // Go field name
 	Key    string // page key (the msgpack name)
 	Type   string // Go type
-	Regime Regime
+	Regime Regime // how changes are detected
 	Detail string // how the field is paged and compared
 }
 

@@ -62,7 +62,7 @@ func (s *Store) Apply(d Delta) (published bool, err error) {
 	if d.Stamp == s.stamp {
 		return true, nil
 	}
-	if n := d.parts(); d.Part < 0 || d.Part >= n {
+	if n := d.parts(); d.Part < 0 || d.Part >= n || n > MaxParts {
 		return false, fmt.Errorf("%w: part %d of %d", ErrCorrupt, d.Part, n)
 	}
 	switch c := s.stamp.Compare(d.Basis); {
@@ -124,8 +124,8 @@ func (s *Store) Pending() bool { return s.partial != nil }
 // Listing is what a store holds: its stamp and its pages without their bytes,
 // sorted by key. Activation and read repair compare listings.
 type Listing struct {
-	Stamp Stamp
-	Pages []PageInfo
+	Stamp Stamp      // the store's published stamp
+	Pages []PageInfo // its pages, sorted by key
 }
 
 // List returns the store's listing.

@@ -177,3 +177,15 @@ func TestDivergeAndCatchup(t *testing.T) {
 		t.Fatalf("catch-up from an older store: %v", err)
 	}
 }
+
+func TestHugePartCountIsCorrupt(t *testing.T) {
+	s := NewStore()
+	if _, err := s.Apply(Delta{Stamp: stamp(1), Part: 0, Parts: MaxParts + 1}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v", err)
+	}
+	d := Delta{Stamp: stamp(1), Parts: 1 << 30}
+	b, _ := d.Encode()
+	if _, err := DecodeDelta(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decode: %v", err)
+	}
+}

@@ -307,11 +307,11 @@ func (t *TrackedMap[K, V]) tmLoad(pages []SubPage) error {
 	return nil
 }
 
-// subKeyOf renders a map key as a page sub-key: a string key is used as is,
-// any other key by its msgpack encoding.
+// subKeyOf renders a map key as a page sub-key: a key of a string kind is
+// used as is, any other key by its msgpack encoding.
 func subKeyOf[K comparable](k K) (string, error) {
-	if s, ok := any(k).(string); ok {
-		return s, nil
+	if rv := reflect.ValueOf(k); rv.Kind() == reflect.String {
+		return rv.String(), nil
 	}
 	b, err := encodeValue(k)
 	if err != nil {
@@ -322,8 +322,8 @@ func subKeyOf[K comparable](k K) (string, error) {
 
 func keyOfSub[K comparable](sub string) (K, error) {
 	var k K
-	if p, ok := any(&k).(*string); ok {
-		*p = sub
+	if rv := reflect.ValueOf(&k).Elem(); rv.Kind() == reflect.String {
+		rv.SetString(sub)
 		return k, nil
 	}
 	if err := decodeValue([]byte(sub), &k); err != nil {

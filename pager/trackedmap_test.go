@@ -2,6 +2,7 @@ package pager
 
 import (
 	"maps"
+	"reflect"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -62,4 +63,36 @@ func TestTrackedMapEncodesAsPlainMap(t *testing.T) {
 	if err := msgpack.Unmarshal(b2, &back); err != nil || !maps.Equal(back.M.Map(), map[string]int{"x": 1}) {
 		t.Fatalf("back: %v %v", back.M.Map(), err)
 	}
+}
+
+type sku string
+
+func TestTrackedMapKeysOfAStringKindAreReadable(t *testing.T) {
+	type inv struct{ Stock TrackedMap[sku, int] }
+	tr := newTrackerFor[inv](t)
+	var st inv
+	st.Stock.Set("apple", 1)
+	p, err := tr.Prepare(&st, stamp(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Delta.Pages) != 1 || p.Delta.Pages[0].Key != "Stock/apple" {
+		t.Fatalf("pages %+v", p.Delta.Pages)
+	}
+	var back inv
+	if err := tr.Restore(&back, stamp(1), p.Delta.Pages); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := back.Stock.Get("apple"); !ok || v != 1 {
+		t.Fatalf("restored %v", back.Stock.Map())
+	}
+}
+
+func newTrackerFor[T any](t *testing.T) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(reflect.TypeFor[T]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
