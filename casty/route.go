@@ -329,6 +329,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, req 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// The common case first, with nothing allocated: this node owns the key.
+	if d, err := cl.target(k, key); err != nil || d.local {
+		return err != nil, resp, err
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cl.sys.cfg.CallTimeout)

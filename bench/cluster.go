@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/casty-go/casty/casty"
+)
+
+var quietLog = casty.WithLogger(slog.New(slog.DiscardHandler))
+
+// cluster measures calls across members in one process, over loopback
+// TCP, against raw yamux round trips measured in the same run.
+func cluster() {
+	ctx := context.Background()
+	yfloor := best(yamuxPingPong, 3)
+	ypipe := best(func(b *testing.B) { yamuxPipelined(b, 64) }, 3)
+
+	nodes := startMembers(3)
+	defer func() {
+		for _, n := range nodes {
+			n.Close(ctx)
+		}
+	}()
+	a, b := nodes[0], nodes[1]
+	remoteKey := keyOwned(a, b.Addr())
+	localKey := keyOwned(a, a.Addr())
+
+	seq := best(func(bb *testing.B) {
+		ref := Counters.Ref(a, remoteKey)
+		for bb.Loop() {
+			if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
+				bb.Fatal(err)
+			}
+		}
+	}, 3)
+	add("sequential cross-node Call, two members in one process",
+		fmt.Sprintf("%.1f µs/call = %.1f k calls/s", perOp(seq)/1e3, 1e6/perOp(seq)),
+		fmt.Sprintf("raw yamux ping-pong %.1f µs (%.1f k/s)", perOp(yfloor)/1e3, 1e6/perOp(yfloor)),
+		fmt.Sprintf("%.2f× the floor's rate", perOp(yfloor)/perOp(seq)), "goal ≥ 0.8×")
+
+	par := best(func(bb *testing.B) { clusterParallel(bb, nodes, 64, 1000) }, 3)
+	add("64 callers over 1,000 keys, 3 members",
+		fmt.Sprintf("%.0f k calls/s", 1e6/perOp(par)),
+		fmt.Sprintf("raw yamux, 64 pipelined requesters, no batching: %.0f k/s", 1e6/perOp(ypipe)),
+		fmt.Sprintf("%.2f× the floor's rate", perOp(ypipe)/perOp(par)), "goal ≥ 250 k/s")
+
+	localOwned := best(func(bb *testing.B) {
+		ref := Counters.Ref(a, localKey)
+		for bb.Loop() {
+			if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
+				bb.Fatal(err)
+			}
+		}
+	}, 5)
+	sys := casty.Local()
+	defer sys.Close(ctx)
+	localMode := best(func(bb *testing.B) {
+		ref := Counters.Ref(sys, "k")
+		for bb.Loop() {
+			if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
+				bb.Fatal(err)
+			}
+		}
+	}, 5)
+	add("call to a locally owned key through a clustered system",
+		fmt.Sprintf("%.0f ns/call", perOp(localOwned)),
+		fmt.Sprintf("local-mode call %.0f ns", perOp(localMode)),
+		fmt.Sprintf("%.2f×", perOp(localOwned)/perOp(localMode)), "goal ≤ 1.5×")
+}
+
+func startMembers(n int) []*casty.System {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := casty.Start(ctx, "127.0.0.1:0", quietLog)
+	if err != nil {
+		panic(err)
+	}
+	nodes := []*casty.System{first}
+	for range n - 1 {
+		m, err := casty.Start(ctx, "127.0.0.1:0", casty.Seeds(first.Addr()), quietLog)
+		if err != nil {
+			panic(err)
+		}
+		nodes = append(nodes, m)
+	}
+	for {
+		ok := true
+		for _, s := range nodes {
+			ok = ok && len(s.Members()) == n
+		}
+		if ok {
+			return nodes
+		}
+		if ctx.Err() != nil {
+			panic("members did not converge")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func keyOwned(via *casty.System, addr string) string {
+	for i := 0; ; i++ {
+		k := "bench-" + strconv.Itoa(i)
+		if m, _ := via.OwnerOf(Counters.Name(), k); m.Addr == addr {
+			return k
+		}
+	}
+}
+
+func clusterParallel(b *testing.B, nodes []*casty.System, callers, keys int) {
+	ctx := context.Background()
+	b.ResetTimer()
+	per := b.N/callers + 1
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := nodes[w%len(nodes)]
+			i := w * 31
+			for range per {
+				i = (i + 1) % keys
+				if _, err := casty.Call(ctx, Counters.Ref(from, "p"+strconv.Itoa(i)), (*Counter).Add, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// yamuxPair returns a client and server yamux session over loopback TCP.
+func yamuxPair() (client, server *yamux.Session, closeAll func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	sc := <-accepted
+	ln.Close()
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	client, _ = yamux.Client(cc, cfg)
+	server, _ = yamux.Server(sc, cfg)
+	return client, server, func() { client.Close(); server.Close() }
+}
+
+// yamuxPingPong: one stream, 64-byte request, 64-byte reply.
+func yamuxPingPong(b *testing.B) {
+	client, server, closeAll := yamuxPair()
+	defer closeAll()
+	go func() {
+		st, err := server.AcceptStream()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 64)
+		for {
+			if _, err := io.ReadFull(st, buf); err != nil {
+				return
+			}
+			if _, err := st.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	st, err := client.OpenStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for b.Loop() {
+		st.Write(buf)
+		io.ReadFull(st, buf)
+	}
+	st.Close()
+}
+
+// yamuxPipelined: n requesters share one session, each with its own stream,
+// one write per message (no batching).
+func yamuxPipelined(b *testing.B, n int) {
+	client, server, closeAll := yamuxPair()
+	defer closeAll()
+	go func() {
+		for {
+			st, err := server.AcceptStream()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					if _, err := io.ReadFull(st, buf); err != nil {
+						return
+					}
+					if _, err := st.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	b.ResetTimer()
+	per := b.N/n + 1
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := client.OpenStream()
+			if err != nil {
+				return
+			}
+			defer st.Close()
+			buf := make([]byte, 64)
+			for range per {
+				st.Write(buf)
+				io.ReadFull(st, buf)
+			}
+		}()
+	}
+	wg.Wait()
+}
