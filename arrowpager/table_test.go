@@ -2,12 +2,15 @@ package arrowpager
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/casty-go/casty/pager"
 )
 
 const testBlock = 16 // rows per block in the small tests
@@ -280,5 +283,38 @@ func TestMsgpackEncodesWholeTable(t *testing.T) {
 	}
 	if err := tablesEqual(&got.Readings, &cp); err != nil || got.Revision != 2 {
 		t.Fatalf("msgpack round trip: %v", err)
+	}
+}
+
+func TestPointerTableField(t *testing.T) {
+	type byPointer struct{ T *Table }
+	tr, err := pager.NewTracker(reflect.TypeFor[byPointer]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st byPointer
+	p, err := tr.Prepare(&st, pager.Stamp{Wall: 1})
+	if err != nil || !p.Delta.Empty() {
+		t.Fatalf("nil table: %v %v", err, p.Delta)
+	}
+	_ = tr.Commit(p)
+	tbl := floatTable(t, 5, 2)
+	st.T = &tbl
+	p, err = tr.Prepare(&st, pager.Stamp{Wall: 2})
+	if err != nil || len(p.Delta.Pages) != 3 {
+		t.Fatalf("pages %v, %v", pageKeys(p.Delta), err)
+	}
+	_ = tr.Commit(p)
+	var back byPointer
+	if err := tr.Restore(&back, pager.Stamp{Wall: 2}, p.Delta.Pages); err != nil {
+		t.Fatal(err)
+	}
+	if back.T == nil || tablesEqual(back.T, st.T) != nil {
+		t.Fatal("pointer table did not round-trip")
+	}
+	st.T = nil
+	p, _ = tr.Prepare(&st, pager.Stamp{Wall: 3})
+	if len(p.Delta.Pages) != 0 || len(p.Delta.Dropped) != 3 {
+		t.Fatalf("nil again: pages %v dropped %v", pageKeys(p.Delta), p.Delta.Dropped)
 	}
 }

@@ -94,7 +94,7 @@ func (d *Delta) Empty() bool { return !d.Full && len(d.Pages) == 0 && len(d.Drop
 // Size estimates d's encoded size in bytes (page keys and data plus a fixed
 // overhead per page); Split uses it.
 func (d *Delta) Size() int {
-	n := 2*stampSize + 16
+	n := deltaOverhead
 	for i := range d.Pages {
 		n += pageOverhead + len(d.Pages[i].Key) + len(d.Pages[i].Data)
 	}
@@ -103,6 +103,10 @@ func (d *Delta) Size() int {
 	}
 	return n
 }
+
+// deltaOverhead bounds the msgpack framing of a delta's header: field
+// names, two stamps, flags and part numbers.
+const deltaOverhead = 1 + 2*(6+2+stampSize) + (5 + 1) + 2*(6+9) + 2*(8+5)
 
 // pageOverhead bounds the msgpack framing of one page inside a delta.
 const pageOverhead = 16 + 4 + 5 + 5 + 6 + stampSize + 2

@@ -128,6 +128,9 @@ func TestSplitKeepsEverything(t *testing.T) {
 			if len(p.Pages) > 1 && p.Size() > batch {
 				t.Fatalf("batch %d part %d: %d bytes", batch, i, p.Size())
 			}
+			if b, err := p.Encode(); err != nil || len(b) > p.Size() {
+				t.Fatalf("batch %d part %d: encodes to %d bytes, Size says %d (%v)", batch, i, len(b), p.Size(), err)
+			}
 			if len(p.Dropped) > 0 && !p.Final() {
 				t.Fatalf("drops outside the final part")
 			}

@@ -359,6 +359,10 @@ func (t *Tracker) Rollback(p *Pending) error {
 	return nil
 }
 
+// Parts returns p.Delta split at the tracker's Config.BatchSize, ready to
+// send in order (a single part when it fits).
+func (p *Pending) Parts() []Delta { return p.Delta.Split(p.t.cfg.BatchSize) }
+
 // Full returns the complete page set as of p's stamp, for a replica that
 // answered ErrNeedFull: Full is set, Basis is p's basis, and each page keeps
 // the stamp of the commit that wrote it (zero for pages written by p). It
