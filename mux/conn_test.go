@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -562,4 +563,30 @@ type countingWrites struct {
 func (c *countingWrites) Write(b []byte) (int, error) {
 	c.n.Add(1)
 	return c.Conn.Write(b)
+}
+
+func TestTLSMismatchIsExplained(t *testing.T) {
+	plain, secure := testConfig(1), withTLS(t, testConfig(2))
+	plain.HandshakeTimeout, secure.HandshakeTimeout = time.Second, time.Second
+	a, b := newNode(t, plain), newNode(t, secure)
+	secure.ClientTLS.ServerName = "127.0.0.1"
+
+	// A TLS dialler reaching the plaintext listener a.
+	c1, c2 := net.Pipe()
+	go func() {
+		tc := tls.Client(c1, secure.ClientTLS)
+		tc.Handshake()
+		tc.Close()
+	}()
+	_, err := a.Accept(context.Background(), c2)
+	if err == nil || !strings.Contains(err.Error(), "set ServerTLS") {
+		t.Fatalf("plaintext listener: %v", err)
+	}
+	// A plaintext dialler reaching the TLS listener b.
+	c1, c2 = net.Pipe()
+	go b.Accept(context.Background(), c2)
+	_, err = a.DialConn(context.Background(), c1)
+	if err == nil || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("plaintext dialler: %v", err)
+	}
 }

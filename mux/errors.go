@@ -85,11 +85,15 @@ type HandshakeError struct {
 
 // Error describes the rejection, who rejected, and the cause.
 func (e *HandshakeError) Error() string {
-	who := "local"
-	if e.Remote {
-		who = "remote"
+	var s string
+	switch {
+	case e.Remote:
+		s = fmt.Sprintf("mux: handshake rejected by the peer (%s)", e.Code)
+	case e.Code == CodeMalformed:
+		s = "mux: handshake failed"
+	default:
+		s = fmt.Sprintf("mux: handshake rejected (%s)", e.Code)
 	}
-	s := fmt.Sprintf("mux: handshake rejected (%s, %s)", who, e.Code)
 	if e.Message != "" {
 		s += ": " + e.Message
 	}

@@ -285,11 +285,12 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			disarm()
 			conn.Close()
-			return nil, handshakeFailed("TLS handshake failed", err)
+			return nil, handshakeFailed("TLS handshake failed (is the listener plaintext, or does it distrust our certificate?)", err)
 		}
 		conn = tlsConn
 	}
-	ys, err := yamux.Client(&frameJoiner{Conn: conn}, n.ycfg)
+	sniff := &sniffConn{Conn: conn}
+	ys, err := yamux.Client(&frameJoiner{Conn: sniff}, n.ycfg)
 	if err != nil {
 		disarm()
 		conn.Close()
@@ -298,6 +299,9 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	fail := func(msg string, err error) (*Session, error) {
 		disarm()
 		ys.Close()
+		if n.cfg.ClientTLS == nil && sniff.sawTLS() {
+			msg = "the listener speaks TLS and this node dials plaintext (set ClientTLS)"
+		}
 		return nil, handshakeFailed(msg, err)
 	}
 	ctl, err := ys.OpenStream()
@@ -373,11 +377,12 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			disarm()
 			conn.Close()
-			return nil, handshakeFailed("TLS handshake failed (plaintext dialler?)", err)
+			return nil, handshakeFailed("TLS handshake failed (plaintext dialler, or untrusted certificate?)", err)
 		}
 		conn = tlsConn
 	}
-	ys, err := yamux.Server(&frameJoiner{Conn: conn}, n.ycfg)
+	sniff := &sniffConn{Conn: conn}
+	ys, err := yamux.Server(&frameJoiner{Conn: sniff}, n.ycfg)
 	if err != nil {
 		disarm()
 		conn.Close()
@@ -386,6 +391,9 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 	fail := func(msg string, err error) (*Session, error) {
 		disarm()
 		ys.Close()
+		if n.cfg.ServerTLS == nil && sniff.sawTLS() {
+			msg = "the dialler speaks TLS and this listener is plaintext (set ServerTLS)"
+		}
 		return nil, handshakeFailed(msg, err)
 	}
 	actx, cancel := context.WithTimeout(ctx, n.cfg.HandshakeTimeout)
