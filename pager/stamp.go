@@ -10,15 +10,17 @@ import (
 
 // Stamp names one commit of one actor's state. The pager treats it as an
 // opaque, totally ordered value: it only compares stamps (Compare) and copies
-// them onto pages. The replication layer maps its hybrid logical clock
-// timestamp onto it (Wall = physical nanoseconds, Counter = logical counter,
-// Node = the writing node's 16-byte id), which makes every stamp unique to the
-// commit that produced it.
+// them onto pages; it never reads a clock. Its shape is the one of
+// hlc.Timestamp (Wall, Counter, Node [16]byte, compared in that order), so
+// the replication layer converts with pager.Stamp(ts) without this package
+// depending on hlc. Stamps must be unique per commit (the Node part makes
+// stamps of different writers distinct): two pages with one key and one
+// stamp are taken to hold the same bytes.
 //
 // The zero Stamp means "nothing committed yet": it is the stamp of an empty
 // Store and the basis of an actor's first delta.
 type Stamp struct {
-	// Wall is the physical component; larger is newer.
+	// Wall is the physical component (hlc: milliseconds); larger is newer.
 	Wall int64
 	// Counter orders stamps that share a Wall value.
 	Counter uint32
