@@ -268,111 +268,118 @@ func streamRows() {
 		fmt.Sprintf("%.2f× the floor's time per element", perElem(st)/perElem(fl)), "")
 }
 
-// seqCalls is the sequential Call benchmark on sys.
-func seqCalls(b *testing.B, sys *casty.System) {
-	ctx := context.Background()
-	ref := Counters.Ref(sys, "bench")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
-			b.Fatal(err)
-		}
+// spyRows measures the spy's cost on the sequential Call benchmark.
+// Systems are compared side by side, warmed, timed in short alternating
+// blocks (the order rotating every round) so that the load of a shared
+// machine hits them alike; each ratio is the median of per-round ratios.
+func spyRows() {
+	const rounds, calls = 41, 20_000
+	never := casty.Local()
+	armed, stopArmed := armedSystem(false)
+	armedP, stopArmedP := armedSystem(true)
+	costs, ratios := alternate([]*casty.System{never, armed, armedP}, rounds, calls)
+	stopArmed()
+	stopArmedP()
+	add("armed spy, cost per event (sequential Call, 2 events/call, consumer draining)",
+		fmt.Sprintf("+%.0f ns/event (%.0f ns/call, %.0f allocs/call); with payloads +%.0f ns/event",
+			(costs[1].ns-costs[0].ns)/2, costs[1].ns, costs[1].allocs, (costs[2].ns-costs[0].ns)/2),
+		fmt.Sprintf("%.0f ns/call, %.0f allocs/call, no spy", costs[0].ns, costs[0].allocs),
+		fmt.Sprintf("%.2f× per call", ratios[1]),
+		fmt.Sprintf("median of %d alternating rounds of %d calls; includes encoding the state before and after each handler (Completed.Changed)", rounds, calls))
+
+	costs, ratios = alternate([]*casty.System{casty.Local(), disarmedSystem()}, rounds, calls)
+	add("unarmed spy (armed, then ctx cancelled): sequential Call",
+		fmt.Sprintf("%.0f ns/call, %.0f allocs/call", costs[1].ns, costs[1].allocs),
+		fmt.Sprintf("%.0f ns/call, %.0f allocs/call, never armed", costs[0].ns, costs[0].allocs),
+		fmt.Sprintf("%.3f×", ratios[1]),
+		fmt.Sprintf("median of %d alternating rounds of %d calls; goal ≈ 1.00: nothing is built when nothing is armed", rounds, calls))
+}
+
+// armedSystem returns a system with a spy armed on the benchmark kind and
+// a goroutine draining it; stop disarms it and waits for the goroutine.
+func armedSystem(payloads bool) (sys *casty.System, stop func()) {
+	sys = casty.Local()
+	ctx, cancel := context.WithCancel(context.Background())
+	events, err := sys.Spy(ctx, casty.SpyFilter{Kind: Counters.Name(), Payloads: payloads})
+	if err != nil {
+		panic(err)
 	}
-}
-
-// spiedCalls is seqCalls with a spy armed on the kind and a consumer
-// draining it.
-func spiedCalls(payloads bool) func(*testing.B) {
-	return func(b *testing.B) {
-		ctx := context.Background()
-		sys := casty.Local()
-		defer sys.Close(ctx)
-		spyCtx, cancel := context.WithCancel(ctx)
-		events, err := sys.Spy(spyCtx, casty.SpyFilter{Kind: Counters.Name(), Payloads: payloads})
-		if err != nil {
-			b.Fatal(err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range events {
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for range events {
-			}
-		}()
-		seqCalls(b, sys)
-		cancel()
-		<-done
-	}
+	}()
+	return sys, func() { cancel(); <-done }
 }
 
-// freshCalls is seqCalls on a system that never had a spy.
-func freshCalls(b *testing.B) {
-	sys := casty.Local()
-	defer sys.Close(context.Background())
-	seqCalls(b, sys)
-}
-
-// disarmedCalls is seqCalls on a system whose spy was armed, then
-// cancelled and run to its end (so it is unarmed again).
-func disarmedCalls(b *testing.B) {
+// disarmedSystem returns a system whose spy was armed, then cancelled and
+// run to its end, so it is unarmed again.
+func disarmedSystem() *casty.System {
 	ctx := context.Background()
 	sys := casty.Local()
-	defer sys.Close(ctx)
 	spyCtx, cancel := context.WithCancel(ctx)
 	events, err := sys.Spy(spyCtx, casty.SpyFilter{Kind: Counters.Name()})
 	if err != nil {
-		b.Fatal(err)
+		panic(err)
 	}
 	if _, err := casty.Call(ctx, Counters.Ref(sys, "bench"), (*Counter).Add, 1); err != nil {
-		b.Fatal(err)
+		panic(err)
 	}
 	cancel()
 	for range events {
 	}
-	seqCalls(b, sys)
+	return sys
 }
 
-func spyRows() {
-	// Interleaved rounds, medians: the machine is shared and noisy, and a
-	// difference or ratio taken within one round compares runs under the
-	// same load.
-	const rounds = 5
-	fresh, armed, armedP := make([]float64, rounds), make([]float64, rounds), make([]float64, rounds)
-	var perEvent, perEventP []float64
-	var freshAllocs, armedAllocs int64
-	for i := range rounds {
-		r := testing.Benchmark(freshCalls)
-		fresh[i], freshAllocs = perOp(r), r.AllocsPerOp()
-		r = testing.Benchmark(spiedCalls(false))
-		armed[i], armedAllocs = perOp(r), r.AllocsPerOp()
-		armedP[i] = perOp(testing.Benchmark(spiedCalls(true)))
-		perEvent = append(perEvent, (armed[i]-fresh[i])/2)
-		perEventP = append(perEventP, (armedP[i]-fresh[i])/2)
-	}
-	add("armed spy, cost per event (sequential Call, 2 events/call, consumer draining)",
-		fmt.Sprintf("+%.0f ns/event (%.0f ns/call, %d allocs/call); with payloads +%.0f ns/event",
-			median(perEvent), median(armed), armedAllocs, median(perEventP)),
-		fmt.Sprintf("%.0f ns/call, %d allocs/call, no spy", median(fresh), freshAllocs),
-		fmt.Sprintf("%.2f× per call", median(armed)/median(fresh)),
-		fmt.Sprintf("medians of %d interleaved rounds; includes encoding the state before and after each handler (Completed.Changed)", rounds))
+type blockCost struct{ ns, allocs float64 }
 
-	// Never armed vs disarmed, in A B B A order so drift cancels out.
-	var never, disarmed, ratios []float64
-	var disarmedAllocs int64
-	for range rounds {
-		a1 := perOp(testing.Benchmark(freshCalls))
-		rb := testing.Benchmark(disarmedCalls)
-		b1, b2 := perOp(rb), perOp(testing.Benchmark(disarmedCalls))
-		a2 := perOp(testing.Benchmark(freshCalls))
-		disarmedAllocs = rb.AllocsPerOp()
-		never = append(never, a1, a2)
-		disarmed = append(disarmed, b1, b2)
-		ratios = append(ratios, (b1+b2)/(a1+a2))
+// alternate times blocks of n sequential calls on each system in turn (the
+// starting system rotating every round) and returns each system's median
+// cost per call and the median of its per-round ratio to systems[0]. It
+// closes the systems.
+func alternate(systems []*casty.System, rounds, n int) (costs []blockCost, ratios []float64) {
+	ctx := context.Background()
+	block := func(sys *casty.System) (float64, float64) {
+		ref := Counters.Ref(sys, "bench")
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		start := time.Now()
+		for range n {
+			if _, err := casty.Call(ctx, ref, (*Counter).Add, 1); err != nil {
+				panic(err)
+			}
+		}
+		el := time.Since(start)
+		runtime.ReadMemStats(&m1)
+		return float64(el.Nanoseconds()) / float64(n), float64(m1.Mallocs-m0.Mallocs) / float64(n)
 	}
-	add("unarmed spy (armed, then ctx cancelled): sequential Call",
-		fmt.Sprintf("%.0f ns/call, %d allocs/call", median(disarmed), disarmedAllocs),
-		fmt.Sprintf("%.0f ns/call, %d allocs/call, never armed", median(never), freshAllocs),
-		fmt.Sprintf("%.2f×", median(ratios)),
-		fmt.Sprintf("median of %d A-B-B-A rounds; goal ≈ 1.00: nothing is built when nothing is armed", rounds))
+	k := len(systems)
+	for _, sys := range systems {
+		block(sys) // warm up
+	}
+	ns := make([][]float64, k)
+	allocs := make([][]float64, k)
+	rs := make([][]float64, k)
+	for r := range rounds {
+		this := make([]float64, k)
+		for i := range k {
+			j := (r + i) % k
+			t, a := block(systems[j])
+			this[j] = t
+			ns[j] = append(ns[j], t)
+			allocs[j] = append(allocs[j], a)
+		}
+		for j := range k {
+			rs[j] = append(rs[j], this[j]/this[0])
+		}
+	}
+	for j, sys := range systems {
+		costs = append(costs, blockCost{median(ns[j]), median(allocs[j])})
+		ratios = append(ratios, median(rs[j]))
+		sys.Close(ctx)
+	}
+	return costs, ratios
 }
 
 // median returns the middle of xs (the mean of the two middles when even).
