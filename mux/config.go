@@ -110,7 +110,9 @@ type Config struct {
 
 	// SupersedeGrace bounds how long a connection that lost the
 	// simultaneous-dial tie-break keeps serving requests already in flight
-	// on it before it is closed. Default 5 s. Must be > 0.
+	// on it before it is closed. It closes earlier, once nothing has been
+	// in flight either way for min(SupersedeGrace/10, 500 ms).
+	// Default 5 s. Must be > 0.
 	SupersedeGrace time.Duration
 
 	// Logger receives connection-level events (handshake failures,

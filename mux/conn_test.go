@@ -423,6 +423,7 @@ func TestSupersededSessionFinishesInFlightWorkAndForwards(t *testing.T) {
 	for _, ct := range []connType{viaTCP, viaTLS} {
 		t.Run(string(ct), func(t *testing.T) {
 			ca, cb := testConfig(1), testConfig(2)
+			ca.SupersedeGrace, cb.SupersedeGrace = time.Minute, time.Minute // the slow request must outlive any timer
 			if ct == viaTLS {
 				ca, cb = withTLS(t, ca), withTLS(t, cb)
 			}

@@ -40,6 +40,7 @@ func testConfig(id byte) Config {
 	c.ClusterName = "test"
 	c.HandshakeTimeout = 2 * time.Second
 	c.Logger = slog.New(slog.DiscardHandler)
+	c.SupersedeGrace = time.Second // losers of simultaneous dials drain in 100 ms
 	return c
 }
 

@@ -410,7 +410,7 @@ func (s *Session) supersede(winner *Session) {
 					case <-s.done:
 					case <-t.C:
 						s.fail(errSuperseded)
-					case <-time.After(grace / 10):
+					case <-time.After(min(grace/10, 500*time.Millisecond)):
 						s.mu.Lock()
 						idle = len(s.pending) == 0 && len(s.inflight) == 0
 						s.mu.Unlock()
