@@ -209,63 +209,74 @@ func idleMemory(n int) (perActivation float64, stateBytes int) {
 // streamElems is how many ints one stream (one benchmark op) moves.
 const streamElems = 1024
 
-// streamInts: one op is a local server stream of streamElems small ints.
-func streamInts(b *testing.B) {
+// streamOnce ranges one local server stream of streamElems small ints.
+func streamOnce(ctx context.Context, ref casty.Ref[IntSource]) {
+	sum := 0
+	for v, err := range casty.Stream(ctx, ref, (*IntSource).Count, streamElems) {
+		if err != nil {
+			panic(err)
+		}
+		sum += v
+	}
+	if sum != streamElems*(streamElems-1)/2 {
+		panic(fmt.Sprintf("stream sum %d", sum))
+	}
+}
+
+// floorOnce moves the same ints from a fresh producer goroutine to the
+// caller through a raw channel of the stream's own buffer size.
+func floorOnce() {
+	ch := make(chan int, casty.StreamBuffer)
+	go func() {
+		for i := range streamElems {
+			ch <- i
+		}
+		close(ch)
+	}()
+	sum := 0
+	for v := range ch {
+		sum += v
+	}
+	if sum != streamElems*(streamElems-1)/2 {
+		panic(fmt.Sprintf("floor sum %d", sum))
+	}
+}
+
+// streamRows times blocks of streams and of floor transfers in turn (the
+// order swapped every round) so a loaded machine hits both alike; the
+// ratio is the median of the per-round ratios.
+func streamRows() {
+	const rounds, perBlock = 41, 50
 	ctx := context.Background()
 	sys := casty.Local()
 	defer sys.Close(ctx)
 	ref := IntSources.Ref(sys, "bench")
-	for b.Loop() {
-		sum := 0
-		for v, err := range casty.Stream(ctx, ref, (*IntSource).Count, streamElems) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum += v
+	block := func(f func()) float64 {
+		start := time.Now()
+		for range perBlock {
+			f()
 		}
-		if sum != streamElems*(streamElems-1)/2 {
-			b.Fatalf("stream sum %d", sum)
-		}
+		return float64(time.Since(start).Nanoseconds()) / (perBlock * streamElems)
 	}
-}
-
-// streamFloor moves the same ints between two goroutines through a raw
-// channel of the stream's own buffer size.
-func streamFloor(b *testing.B) {
-	for b.Loop() {
-		ch := make(chan int, casty.StreamBuffer)
-		go func() {
-			for i := range streamElems {
-				ch <- i
-			}
-			close(ch)
-		}()
-		sum := 0
-		for v := range ch {
-			sum += v
+	stream := func() { streamOnce(ctx, ref) }
+	block(stream) // warm up
+	block(floorOnce)
+	var st, fl, ratios []float64
+	for r := range rounds {
+		var s, f float64
+		if r%2 == 0 {
+			s, f = block(stream), block(floorOnce)
+		} else {
+			f, s = block(floorOnce), block(stream)
 		}
-		if sum != streamElems*(streamElems-1)/2 {
-			b.Fatalf("floor sum %d", sum)
-		}
+		st, fl, ratios = append(st, s), append(fl, f), append(ratios, s/f)
 	}
-}
-
-func streamRows() {
-	var fl, st testing.BenchmarkResult
-	for i := range 3 { // interleaved, best of each: the machine is shared
-		f, s := testing.Benchmark(streamFloor), testing.Benchmark(streamInts)
-		if i == 0 || f.NsPerOp() < fl.NsPerOp() {
-			fl = f
-		}
-		if i == 0 || s.NsPerOp() < st.NsPerOp() {
-			st = s
-		}
-	}
-	perElem := func(r testing.BenchmarkResult) float64 { return perOp(r) / streamElems }
+	s, f := median(st), median(fl)
 	add(fmt.Sprintf("local server stream of small ints (%d per stream)", streamElems),
-		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem)", 1e3/perElem(st), perElem(st)),
-		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem) raw chan, cap StreamBuffer=%d", 1e3/perElem(fl), perElem(fl), casty.StreamBuffer),
-		fmt.Sprintf("%.2f× the floor's time per element", perElem(st)/perElem(fl)), "")
+		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem)", 1e3/s, s),
+		fmt.Sprintf("%.2f M elems/s (%.0f ns/elem) raw chan, cap StreamBuffer=%d", 1e3/f, f, casty.StreamBuffer),
+		fmt.Sprintf("%.2f× the floor's time per element", median(ratios)),
+		fmt.Sprintf("median of %d alternating rounds of %d streams", rounds, perBlock))
 }
 
 // spyRows measures the spy's cost on the sequential Call benchmark.
