@@ -200,6 +200,9 @@ func (n *Node) goTracked(f func()) bool {
 // a live session to that node already exists and wins the tie-break (see
 // the package docs), that one is returned and the new connection drains.
 func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
+	if n.isClosed() {
+		return nil, ErrClosed
+	}
 	dctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
 	var d net.Dialer

@@ -307,3 +307,33 @@ func TestCompressionNegotiation(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeCloseFailsPendingAndStopsEverything(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		entered := make(chan struct{}, 1)
+		a, b, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				entered <- struct{}{}
+				<-ctx.Done() // handlers must return once cancelled; Close waits for them
+				return nil, ctx.Err()
+			})
+		})
+		errc := make(chan error, 1)
+		go func() {
+			_, err := sa.Request(context.Background(), LaneMessage, nil)
+			errc <- err
+		}()
+		<-entered
+		a.Close()
+		if err := <-errc; !errors.Is(err, ErrConnectionLost) || !errors.Is(err, ErrClosed) {
+			t.Fatalf("pending request after Close: %v", err)
+		}
+		if _, err := a.Dial(context.Background(), "127.0.0.1:1"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("dial after close: %v", err)
+		}
+		if len(a.Sessions()) != 0 {
+			t.Fatal("sessions survive Close")
+		}
+		eventually(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
+	})
+}

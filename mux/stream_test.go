@@ -27,7 +27,7 @@ func TestStreamsCarryBulkData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data := make([]byte, 3<<20)
+		data := make([]byte, 1<<20) // four windows
 		rand.NewChaCha8([32]byte{7}).Read(data)
 		go func() {
 			st.Write(data)
