@@ -14,6 +14,11 @@
 // the last partial block and the new ones. Column names and types, including
 // nested and variable-width types, survive the round trip.
 //
+// A block page must fit the tracker's page cap (pager.Config.MaxPageSize,
+// 4 MiB by default): a column of wide values (long strings, big lists) may
+// need a smaller Config.BlockRows, or the commit fails with
+// *pager.PageTooLargeError and the previous value is kept.
+//
 // # Detecting writes
 //
 // The pager's rule is that a false negative (a missed write) is silent

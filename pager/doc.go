@@ -48,8 +48,8 @@
 // a new stamp. The returned Pending's Delta holds the changed pages and
 // dropped keys under that stamp, with Basis the previous committed stamp. An
 // empty delta (a handler that changed nothing) is not sent: 0 bytes. A delta
-// larger than Config.BatchSize is sent as Delta.Split parts sharing one
-// stamp. When the replicas accepted it, Tracker.Commit; when the commit
+// larger than Config.BatchSize is sent as parts sharing one stamp
+// (Pending.Parts). When the replicas accepted it, Tracker.Commit; when the commit
 // failed, Tracker.Rollback restores exactly the dirty pages and tracked
 // marks, so the next Prepare ships them again. A page over
 // Config.MaxPageSize fails Prepare with *PageTooLargeError and the previous
