@@ -1,6 +1,7 @@
 package arrowpager
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -316,5 +317,35 @@ func TestPointerTableField(t *testing.T) {
 	p, _ = tr.Prepare(&st, pager.Stamp{Wall: 3})
 	if len(p.Delta.Pages) != 0 || len(p.Delta.Dropped) != 3 {
 		t.Fatalf("nil again: pages %v dropped %v", pageKeys(p.Delta), p.Delta.Dropped)
+	}
+}
+
+func TestBlockOverThePageCapKeepsPreviousValue(t *testing.T) {
+	s, err := pager.NewSchema(reflect.TypeFor[frame]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.NewTracker(&pager.Config{MaxPageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &frame{Readings: floatTable(t, 100, 1)} // 800 B per block
+	p, err := tr.Prepare(st, pager.Stamp{Wall: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Commit(p)
+	big := floatTable(t, 1000, 1) // one 8 KB block
+	st.Readings = big
+	_, err = tr.Prepare(st, pager.Stamp{Wall: 2})
+	if !errors.Is(err, pager.ErrPageTooLarge) {
+		t.Fatalf("got %v, want ErrPageTooLarge", err)
+	}
+	if tr.Stamp() != (pager.Stamp{Wall: 1}) {
+		t.Fatal("the refused commit moved the stamp")
+	}
+	_ = st.Readings.SetConfig(Config{BlockRows: 256})
+	if _, err := tr.Prepare(st, pager.Stamp{Wall: 3}); err != nil {
+		t.Fatalf("smaller blocks still refused: %v", err)
 	}
 }
