@@ -37,6 +37,20 @@ var (
 
 	// ErrInvalidConfig wraps the reason a Config failed Validate.
 	ErrInvalidConfig = errors.New("mux: invalid config")
+
+	// ErrKeepalive wraps the failure of a keepalive ping; the connection
+	// was closed because of it (OnKeepaliveFailure and OnPeerLost get it).
+	ErrKeepalive = errors.New("mux: keepalive failed")
+
+	// ErrUnexpectedPeer is returned by Connect when the node at the
+	// address has another node id than the one asked for; the new
+	// connection is closed.
+	ErrUnexpectedPeer = errors.New("mux: unexpected peer at address")
+
+	// errSuperseded closes a session that lost the simultaneous-dial
+	// tie-break after draining. It never reaches callers: new work moves
+	// to the winning session.
+	errSuperseded = errors.New("mux: session superseded")
 )
 
 // HandshakeCode says why a handshake was rejected.
@@ -145,19 +159,3 @@ func connectionLost(cause error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrConnectionLost, cause)
 }
-
-// More sentinels, grouped with the block above in the docs.
-var (
-	// ErrKeepalive wraps the failure of a keepalive ping; the connection
-	// was closed because of it.
-	ErrKeepalive = errors.New("mux: keepalive failed")
-
-	// ErrUnexpectedPeer is returned by Connect when the node at the
-	// address has another node id than the one asked for.
-	ErrUnexpectedPeer = errors.New("mux: unexpected peer at address")
-
-	// errSuperseded closes a session that lost the simultaneous-dial
-	// tie-break after draining. Never reaches callers: new work moves to
-	// the winning session.
-	errSuperseded = errors.New("mux: session superseded")
-)
