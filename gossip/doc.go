@@ -1,0 +1,55 @@
+// Package gossip is Casty's leaderless membership: every node keeps a full
+// member table, HyParView maintains a partial-view overlay, Plumtree
+// broadcasts membership changes over it, SWIM-style suspicion with
+// incarnation refutation decides deaths, and anti-entropy repairs whatever
+// the broadcast missed. No leader, no coordinator.
+//
+// # Layers
+//
+// The protocol is a pure state machine, Node (node.go), composed of the
+// member table (members.go), HyParView (hyparview.go), Plumtree
+// (plumtree.go), suspicion (suspicion.go) and anti-entropy
+// (antientropy.go). A Node never reads the clock, never starts a goroutine
+// and never touches a socket: Start, Step (a received Message), LinkDown (a
+// monitored link failed), Tick (timers), Leave and Reannounce take the
+// current time and return an Output — messages to send, links to open or
+// close, member events, and when to tick next. The simulator in
+// gossip/sim drives hundreds of Nodes deterministically from one seed.
+//
+// Agent (runtime.go) runs one Node on one goroutine over a Transport
+// (transport.go): MemNetwork/MemTransport (memtransport.go) is an
+// in-memory network with partitions, drops and crashes for tests of this
+// and other modules; MuxTransport (muxtransport.go) carries frames on the
+// control lane of a mux session, one per node pair. Messages are encoded by
+// EncodeMessage/DecodeMessage (wire.go, format in SPEC.md).
+//
+// # What it guarantees
+//
+//   - Records merge by a total order (Supersedes): higher incarnation wins,
+//     on a tie the more severe status (ALIVE < SUSPECT < LEFT < DEAD). The
+//     merge is commutative, associative and idempotent, so duplicated,
+//     late or reordered gossip converges to the same table everywhere.
+//   - Suspicion originates only from the failure of a monitored overlay
+//     link (Node.LinkDown of an active neighbour), never from a data-path
+//     connection. A suspect that hears of it refutes with a higher
+//     incarnation; a suspicion unrefuted for SuspicionTimeout becomes DEAD.
+//     A node that learns it was declared DEAD refutes and rejoins.
+//   - A graceful Leave announces LEFT with no suspicion window.
+//   - LEFT and DEAD records stay as tombstones for TombstoneTTL, so a late
+//     rumour cannot resurrect them; anti-entropy carries their age.
+//   - Anti-entropy runs on every new link and every AntiEntropyInterval
+//     (digest first, full tables when they differ); it is the joiner's
+//     bootstrap, and it probes DEAD members so healed partitions merge.
+//   - Malformed, forged or stale input is dropped with a log line: it
+//     never panics and never corrupts the table.
+//
+// # What the caller must do
+//
+// Give every node a unique, non-zero NodeID and an address the others can
+// dial. Use one Config for the whole cluster (DefaultConfig holds the
+// DESIGN.md §3 defaults). With Agent: pick a Transport, call Start, read
+// Members or Subscribe, and end with Leave (graceful) or Close. Driving a
+// Node directly: carry out every Output — deliver Sends, keep the links of
+// LinkOps open and report their failures with LinkDown (that report is the
+// only source of suspicion), and call Tick no later than Output.Next.
+package gossip
