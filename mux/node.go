@@ -309,7 +309,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	}
 	ctl, err := ys.OpenStream()
 	if err != nil {
-		return fail("opening the control stream failed", err)
+		return fail("opening the control stream failed (plaintext dial to a TLS listener, or peer closed)", err)
 	}
 	h := n.info.hello()
 	n.mu.Lock()
