@@ -76,6 +76,7 @@ type MsgID struct {
 	Status      Status
 }
 
+// String formats the id for logs.
 func (id MsgID) String() string {
 	return fmt.Sprintf("%s#%d:%s", id.Node.String()[:8], id.Incarnation, id.Status)
 }

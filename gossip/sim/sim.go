@@ -162,15 +162,15 @@ type simNode struct {
 
 // Stats are message counters over the whole run (or since ResetStats).
 type Stats struct {
-	Msgs, Bytes        uint64
-	ByKind             map[gossip.Kind]uint64
-	BytesByKind        map[gossip.Kind]uint64
-	PayloadDeliveries  uint64 // Gossip messages received by running nodes
-	LinkDowns          uint64
-	Suspicions, Deaths uint64 // EventSuspect / EventDead events emitted
-	FalseDeaths        uint64 // EventDead about a node that was Running or Paused
-	Since              time.Duration
-	DecodeErrors       uint64
+	Msgs, Bytes        uint64                 // messages sent and their encoded bytes
+	ByKind             map[gossip.Kind]uint64 // messages sent per kind
+	BytesByKind        map[gossip.Kind]uint64 // bytes sent per kind
+	PayloadDeliveries  uint64                 // Gossip messages received by running nodes
+	LinkDowns          uint64                 // link failures reported to running nodes
+	Suspicions, Deaths uint64                 // EventSuspect / EventDead events emitted
+	FalseDeaths        uint64                 // EventDead about a node that was Running or Paused
+	Since              time.Duration          // simulated time of the last ResetStats
+	DecodeErrors       uint64                 // frames the decoder rejected (always 0 unless a bug)
 }
 
 // Sim is one simulated cluster.
@@ -547,7 +547,7 @@ func (s *Sim) handle(e *event) {
 		}
 		// keepalives to and from the paused node have failed: every
 		// monitored link touching it breaks, on both sides
-		for _, o := range s.sortedNodes() {
+		for _, o := range s.nodes {
 			if g, ok := o.links[sn.idx]; ok && o.idx != sn.idx {
 				s.push(&event{at: s.now, kind: evLinkDown, node: o.idx, from: sn.idx, gen: g, why: gossip.KeepaliveFailed, data: lifeTag(o.life)})
 			}
@@ -589,8 +589,6 @@ func (s *Sim) handle(e *event) {
 	}
 }
 
-func (s *Sim) sortedNodes() []*simNode { return s.nodes }
-
 func sortedKeys(m map[int]uint64) []int {
 	ks := make([]int, 0, len(m))
 	for k := range m {
@@ -600,7 +598,7 @@ func sortedKeys(m map[int]uint64) []int {
 	return ks
 }
 
-// linksTo schedules a link failure at every node monitoring i.
+// breakLinksTo schedules a link failure at every node monitoring i.
 func (s *Sim) breakLinksTo(i int, why gossip.LinkFailure) {
 	for _, o := range s.nodes {
 		if g, ok := o.links[i]; ok && o.idx != i && (o.state == Running || o.state == Paused) {
