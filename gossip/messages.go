@@ -38,7 +38,8 @@ const (
 	KindIHave
 	// KindPrune asks the receiver to move the sender to its lazy peers.
 	KindPrune
-	// KindGraft asks for the payloads IDs and moves the sender to eager peers.
+	// KindGraft asks for the payloads IDs (none: only the link) and moves the
+	// sender to eager peers.
 	KindGraft
 	// KindSyncDigest opens an anti-entropy round: Digest is the sender's table
 	// digest; Flag set means the link is new (skip the symmetry check).

@@ -224,8 +224,9 @@ func (n *Node) Start(now time.Time) Output {
 }
 
 // Leave departs gracefully: the node's LEFT record is pushed to every active
-// neighbour (which broadcast it on), the neighbours are disconnected without
-// suspicion, and the node ignores all later input. The runtime should deliver
+// neighbour and every passive peer (which broadcast it on), the neighbours
+// are disconnected without suspicion, and the node ignores all later input
+// but grafts. The runtime should deliver
 // the returned sends, then stop.
 func (n *Node) Leave(now time.Time) Output {
 	n.begin(now)
@@ -240,6 +241,12 @@ func (n *Node) Leave(now time.Time) Output {
 		n.send(a.Peer, &Message{Kind: KindGossip, Members: []Member{n.self}})
 		n.send(a.Peer, &Message{Kind: KindDisconnect, Flag: true})
 		n.out.Links = append(n.out.Links, LinkOp{Peer: a.Peer})
+	}
+	// the passive view too: many entry points into the broadcast tree, so
+	// a part of it cut off from the leaver's neighbours does not wait for a
+	// graft (the leaver is about to vanish and cannot answer many)
+	for _, p := range n.passive {
+		n.send(p, &Message{Kind: KindGossip, Members: []Member{n.self}})
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
 	n.lazyQ, n.unsent = nil, nil
@@ -344,6 +351,7 @@ func (n *Node) begin(now time.Time) {
 // finish flushes lazy pushes, computes the next deadline and hands the
 // output over.
 func (n *Node) finish() Output {
+	n.keepEagerLink()
 	n.flushLazy()
 	out := n.out
 	n.out = Output{}

@@ -182,6 +182,25 @@ func (n *Node) onGraft(m *Message) {
 	}
 }
 
+// keepEagerLink makes sure a node with neighbours has at least one eager
+// one. Plumtree prunes a link in both directions when one side receives a
+// duplicate, so a leaf can end with every link lazy and would then receive
+// every payload only after a GraftTimeout; an id-less GRAFT to a random
+// neighbour restores one eager link both ways.
+func (n *Node) keepEagerLink() {
+	if len(n.active) == 0 || n.leaving {
+		return
+	}
+	for _, a := range n.active {
+		if a.eager {
+			return
+		}
+	}
+	i := n.rng.IntN(len(n.active))
+	n.active[i].eager = true
+	n.send(n.active[i].Peer, &Message{Kind: KindGraft})
+}
+
 // plumtreeDown forgets a neighbour that left the active view. Losing an
 // eager neighbour may have cut the broadcast tree, so the remaining lazy
 // links turn eager: the next broadcast floods this neighbourhood once and

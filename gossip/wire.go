@@ -312,7 +312,7 @@ func (m *Message) check() error {
 		if len(m.Members) != 1 {
 			return bad("gossip carries exactly one record")
 		}
-	case KindIHave, KindGraft:
+	case KindIHave:
 		if len(m.IDs) == 0 {
 			return bad("no ids")
 		}

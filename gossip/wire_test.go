@@ -108,7 +108,7 @@ func TestWireRejectsBadInput(t *testing.T) {
 		"unknown status":  badStatus,
 		"zero sender":     EncodeMessage(&Message{Kind: KindJoin, From: Peer{Addr: "x:1"}}),
 		"gossip w/o rec":  EncodeMessage(&Message{Kind: KindGossip, From: samplePeer(1)}),
-		"graft w/o ids":   EncodeMessage(&Message{Kind: KindGraft, From: samplePeer(1)}),
+		"ihave w/o ids":   EncodeMessage(&Message{Kind: KindIHave, From: samplePeer(1)}),
 	}
 	for name, b := range cases {
 		if _, err := DecodeMessage(b); !errors.Is(err, ErrMalformed) {
