@@ -123,6 +123,7 @@ func TestStreamLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
 	s2, err := sa.OpenStream(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,6 @@ func TestStreamLimits(t *testing.T) {
 		t.Fatalf("third stream: %v", err)
 	}
 	// The listener allows one inbound stream: the second is closed at once.
-	eventually(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
 	if _, err := io.ReadAll(s2); err != nil {
 		t.Fatalf("refused stream: %v", err)
 	}
