@@ -64,7 +64,8 @@ type Activation struct {
 	lastUsed int64        // host clock, ns: end of the last call
 	failures atomic.Int32 // consecutive failures
 	seq      atomic.Uint64
-	x        *extras // rarely used parts, allocated on first use
+	obs      atomic.Pointer[observers] // who receives this activation's events
+	x        *extras                   // rarely used parts, allocated on first use
 }
 
 // extras holds what most activations never need, so an idle activation
@@ -285,10 +286,16 @@ func (a *Activation) activate() error {
 		ctx := &handlerCtx{Context: context.Background(), act: a}
 		err = a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
 	}
-	if err == nil && a.host.hub.armed.Load() {
-		a.host.hub.publish(Activated{EventInfo: a.info()}, a.kind.Name, a.key)
+	if err == nil {
+		if o := a.observers(); o.any {
+			a.host.hub.publish(o, Activated{EventInfo: a.info()})
+		}
 	}
 	return err
+}
+
+func (a *Activation) observers() *observers {
+	return a.host.hub.observersOf(&a.obs, a.kind.Name, a.key)
 }
 
 func (a *Activation) info() EventInfo {
@@ -305,39 +312,43 @@ func (a *Activation) process(e *Envelope) {
 	}
 	e.hctx.act = a
 	hub := &a.host.hub
-	armed := hub.armed.Load()
+	o := a.observers()
 	var start time.Time
 	var before []byte
-	if armed {
-		start = time.Now()
-		before = a.snapshot()
+	if o.any {
 		ev := Received{EventInfo: a.info(), Method: e.method.Name}
-		if p, ok := e.inv.(Payloader); ok && hub.wantPayloads() {
+		if p, ok := e.inv.(Payloader); ok && o.payloads {
 			ev.Arg = p.Arg()
 		}
-		hub.publish(ev, a.kind.Name, a.key)
+		hub.publish(o, ev)
+		before = a.snapshot()
+		start = time.Now() // the handler's own time, not inspection's
 	}
 	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
 	if err == nil {
 		if a.failures.Load() != 0 {
 			a.failures.Store(0)
 		}
-		if armed {
+		if o.any {
 			ev := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: time.Since(start)}
 			ev.Changed = !bytes.Equal(before, a.snapshot())
-			if p, ok := e.inv.(Payloader); ok && hub.wantPayloads() {
+			if p, ok := e.inv.(Payloader); ok && o.payloads {
 				ev.Result = p.Result()
 			}
-			hub.publish(ev, a.kind.Name, a.key)
+			hub.publish(o, ev)
 		}
 		a.flushEmits()
 		e.finish(nil)
 		a.afterTick(e)
 		return
 	}
+	var took time.Duration
+	if o.any {
+		took = time.Since(start)
+	}
 	dir := a.host.supervise(a, err, Failure{Failures: int(a.failures.Add(1)), Method: e.method.Name})
-	if armed {
-		hub.publish(Failed{EventInfo: a.info(), Method: e.method.Name, Duration: time.Since(start), Err: err, Directive: dir}, a.kind.Name, a.key)
+	if o.any {
+		hub.publish(o, Failed{EventInfo: a.info(), Method: e.method.Name, Duration: took, Err: err, Directive: dir})
 	}
 	switch dir {
 	case Reset:
@@ -386,8 +397,8 @@ func (a *Activation) deactivate(reason Reason) {
 		}
 		cancel()
 	}
-	if a.started && a.host.hub.armed.Load() {
-		a.host.hub.publish(Deactivated{EventInfo: a.info(), Reason: reason}, a.kind.Name, a.key)
+	if o := a.observers(); a.started && o.any {
+		a.host.hub.publish(o, Deactivated{EventInfo: a.info(), Reason: reason})
 	}
 	var failWith error
 	if a.evicted {

@@ -47,15 +47,28 @@ func (f SpyFilter) match(kind, key string) bool {
 	return true
 }
 
-// hub fans events out to the interceptor and to spies.
+// hub fans events out to the interceptor and to spies. Each activation
+// caches which spies match it (kind and key never change), keyed by the
+// hub's version, so a spy that matches nothing costs other actors nothing
+// and no glob is evaluated per event.
 type hub struct {
 	interceptor func(Event)
 	spies       atomic.Pointer[[]*SpyQueue] // copy-on-write
+	version     atomic.Uint64               // bumped after every change of spies
 	mu          sync.Mutex                  // serialises writers of spies
-	armed       atomic.Bool                 // interceptor or any spy
-	payloads    atomic.Int32                // spies that want payloads
+	armed       atomic.Bool                 // interceptor or any spy: the fast "no" for everyone
 	logf        func(msg string, args ...any)
 }
+
+// observers is what one activation's events go to.
+type observers struct {
+	ver      uint64
+	spies    []*SpyQueue
+	payloads bool // a matching spy wants arguments and results
+	any      bool // someone receives this activation's events
+}
+
+var noObservers = &observers{}
 
 func (h *hub) rearm() {
 	n := 0
@@ -65,18 +78,36 @@ func (h *hub) rearm() {
 	h.armed.Store(h.interceptor != nil || n > 0)
 }
 
-func (h *hub) wantPayloads() bool { return h.interceptor != nil || h.payloads.Load() > 0 }
-
-func (h *hub) publish(ev Event, kind, key string) {
-	if h.interceptor != nil {
-		h.intercept(ev)
+// observersOf returns who receives events of (kind, key), recomputed only
+// when the set of spies changed since cached.
+func (h *hub) observersOf(cache *atomic.Pointer[observers], kind, key string) *observers {
+	if !h.armed.Load() {
+		return noObservers
 	}
+	ver := h.version.Load()
+	if o := cache.Load(); o != nil && o.ver == ver {
+		return o
+	}
+	o := &observers{ver: ver}
 	if s := h.spies.Load(); s != nil {
 		for _, sp := range *s {
 			if sp.filter.match(kind, key) {
-				sp.Offer(ev)
+				o.spies = append(o.spies, sp)
+				o.payloads = o.payloads || sp.filter.Payloads
 			}
 		}
+	}
+	o.any = h.interceptor != nil || len(o.spies) > 0
+	cache.Store(o)
+	return o
+}
+
+func (h *hub) publish(o *observers, ev Event) {
+	if h.interceptor != nil {
+		h.intercept(ev)
+	}
+	for _, sp := range o.spies {
+		sp.Offer(ev)
 	}
 }
 
@@ -98,9 +129,7 @@ func (h *hub) add(sp *SpyQueue) {
 	}
 	next = append(next, sp)
 	h.spies.Store(&next)
-	if sp.filter.Payloads {
-		h.payloads.Add(1)
-	}
+	h.version.Add(1)
 	h.rearm()
 }
 
@@ -124,9 +153,7 @@ func (h *hub) remove(sp *SpyQueue) {
 		return
 	}
 	h.spies.Store(&next)
-	if sp.filter.Payloads {
-		h.payloads.Add(-1)
-	}
+	h.version.Add(1)
 	h.rearm()
 }
 

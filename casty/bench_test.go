@@ -60,6 +60,7 @@ func BenchmarkCallParallel(b *testing.B) {
 			refs := make([]casty.Ref[Counter], 10000)
 			for i := range refs {
 				refs[i] = Counters.Ref(sys, fmt.Sprint("k", i))
+				casty.Call(ctx, refs[i], (*Counter).Add, 0) // activate before timing
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup

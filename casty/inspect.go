@@ -69,8 +69,10 @@ type SpyFilter struct {
 
 // WithInterceptor installs f to receive every lifecycle event inline, on
 // the handler's goroutine, in order. f must return fast and never block; a
-// panic in it is logged and never fails the handler. Nothing is built for
-// events when neither an interceptor nor a spy is armed.
+// panic in it is logged and never fails the handler. Its events carry no
+// payloads (a spy with Payloads asks for them). Nothing is built for events
+// when neither an interceptor nor a matching spy is armed: a spy costs
+// only the activations it matches.
 func WithInterceptor(f func(Event)) Option {
 	return func(o *systemOptions) { o.interceptor = f }
 }

@@ -97,13 +97,13 @@ func TestInterceptorSeesLifecycleInOrder(t *testing.T) {
 
 	want := []string{
 		"activated",
-		"received Add 2", "completed Add changed=true 2",
-		"received Peek <nil>", "completed Peek changed=false 2",
+		"received Add <nil>", "completed Add changed=true <nil>", // no payloads for interceptors
+		"received Peek <nil>", "completed Peek changed=false <nil>",
 		"received Fail <nil>", "failed Fail no keep",
 		"received Fail <nil>", "failed Fail no reset",
 		"deactivated reset",
 		"activated",
-		"received Add 1", "completed Add changed=true 1",
+		"received Add <nil>", "completed Add changed=true <nil>",
 		"received Bye <nil>", "completed Bye changed=false <nil>",
 		"deactivated deactivate",
 	}
@@ -318,4 +318,20 @@ func TestDeactivatedReasons(t *testing.T) {
 		}
 	}
 	drainEvents()
+}
+
+func TestUnmatchedSpyCostsOtherActorsNothing(t *testing.T) {
+	sys := newSys(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := sys.Spy(ctx, casty.SpyFilter{Kind: "nomatch.*"}); err != nil {
+		t.Fatal(err)
+	}
+	before := encodes.Load()
+	for range 50 {
+		casty.Call(context.Background(), Orders.Ref(sys, "unwatched"), (*Order).Add, 1)
+	}
+	if n := encodes.Load() - before; n != 0 {
+		t.Fatalf("a spy matching no kind made this one encode its state %d times", n)
+	}
 }
