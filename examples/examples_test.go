@@ -23,6 +23,12 @@ func TestExamples(t *testing.T) {
 			"[hook] deactivate alice after 1 visit(s)",
 			"logged out: alice",
 		}},
+		{"03_cluster", []string{
+			"3 members, each sees 3 on its ring",
+			"every key answered by one owner, whichever member called: true",
+			"lite member routed 30 calls to their owners: true",
+			"lite member hosts 0 activations and is on the ring: false",
+		}},
 		{"04_supervision", []string{
 			"total before failures: 150",
 			`strike 1: "refused deposit of -1" -> keep`,
