@@ -3,6 +3,14 @@ module github.com/casty-go/casty/gossip
 go 1.26
 
 require (
-	go.uber.org/goleak v1.3.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
 )
+
+require (
+	github.com/casty-go/casty/mux v0.0.0
+	go.uber.org/goleak v1.3.0
+	pgregory.net/rapid v1.3.0
+)
+
+replace github.com/casty-go/casty/mux => ../mux
