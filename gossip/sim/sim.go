@@ -1,7 +1,7 @@
 // Package sim is a deterministic discrete-event simulator for the gossip
 // membership cores. It runs N gossip.Node state machines over a simulated
 // network with per-message latency, loss, duplication, reordering, slow
-// links, partitions, crashes, restarts and pauses. Everything random comes
+// links, partitions, crashes, restarts, pauses and per-node clock skew. Everything random comes
 // from one seed: a run with the same Config and the same sequence of calls
 // is identical, so a failing test prints its seed and replays.
 //
@@ -59,6 +59,10 @@ type Config struct {
 	// it fails its keepalive (both ends are told after DetectDelay).
 	// Default 1 s.
 	KeepaliveTimeout time.Duration
+	// ClockSkew bounds each node's clock offset, drawn uniformly in
+	// [-ClockSkew, +ClockSkew] at every boot (the cores only compare their
+	// own readings, so skew must not matter; this checks it). Default 0.
+	ClockSkew time.Duration
 	// Poll is how often (simulated) RunUntil evaluates its condition, which
 	// bounds the resolution of measured latencies. Default 1 ms.
 	Poll time.Duration
@@ -157,7 +161,8 @@ type simNode struct {
 	links   map[int]uint64 // monitored peers -> link generation
 	buffer  []*event       // deliveries held while paused
 	lastArr map[int]time.Duration
-	failing map[int]bool // a send-failure notice is pending
+	failing map[int]bool  // a send-failure notice is pending
+	skew    time.Duration // this node's clock offset
 }
 
 // Stats are message counters over the whole run (or since ResetStats).
@@ -211,7 +216,8 @@ func (s *Sim) Seed() uint64 { return s.cfg.Seed }
 // Now returns the simulated time since the start.
 func (s *Sim) Now() time.Duration { return s.now }
 
-func (s *Sim) wall() time.Time { return s.epoch.Add(s.now) }
+// clock is node sn's wall clock: simulated time plus the node's skew.
+func (s *Sim) clock(sn *simNode) time.Time { return s.epoch.Add(s.now + sn.skew) }
 
 // Len returns the number of nodes ever added.
 func (s *Sim) Len() int { return len(s.nodes) }
@@ -292,7 +298,10 @@ func (s *Sim) boot(sn *simNode) {
 	sn.lastArr = map[int]time.Duration{}
 	sn.failing = map[int]bool{}
 	sn.buffer = nil
-	s.apply(sn, n.Start(s.wall()))
+	if s.cfg.ClockSkew > 0 {
+		sn.skew = time.Duration(s.rng.Int64N(int64(2*s.cfg.ClockSkew)+1)) - s.cfg.ClockSkew
+	}
+	s.apply(sn, n.Start(s.clock(sn)))
 }
 
 func (s *Sim) randomRunning(not int) int {
@@ -411,7 +420,7 @@ func (s *Sim) apply(sn *simNode, out gossip.Output) {
 		s.send(sn, snd)
 	}
 	if !out.Next.IsZero() {
-		at := out.Next.Sub(s.epoch)
+		at := out.Next.Sub(s.epoch) - sn.skew
 		if at < s.now {
 			at = s.now
 		}
@@ -512,13 +521,13 @@ func (s *Sim) handle(e *event) {
 		if s.cfg.Trace != nil {
 			s.cfg.Trace(s.now, e.from, e.node, m)
 		}
-		s.apply(sn, sn.node.Step(s.wall(), m))
+		s.apply(sn, sn.node.Step(s.clock(sn), m))
 	case evTick:
 		if sn.state != Running || binary.BigEndian.Uint64(e.data) != sn.life || e.at != sn.tickAt {
 			return
 		}
 		sn.tickAt = 0
-		s.apply(sn, sn.node.Tick(s.wall()))
+		s.apply(sn, sn.node.Tick(s.clock(sn)))
 	case evLinkDown:
 		if binary.BigEndian.Uint64(e.data) != sn.life {
 			return
@@ -540,7 +549,7 @@ func (s *Sim) handle(e *event) {
 			delete(sn.failing, e.from)
 		}
 		s.stats.LinkDowns++
-		s.apply(sn, sn.node.LinkDown(s.wall(), s.nodes[e.from].peer.Addr, e.why))
+		s.apply(sn, sn.node.LinkDown(s.clock(sn), s.nodes[e.from].peer.Addr, e.why))
 	case evPauseCheck:
 		if sn.state != Paused || binary.BigEndian.Uint64(e.data) != sn.life {
 			return
@@ -585,7 +594,7 @@ func (s *Sim) handle(e *event) {
 			s.handle(b)
 		}
 		sn.tickAt = 0
-		s.apply(sn, sn.node.Tick(s.wall()))
+		s.apply(sn, sn.node.Tick(s.clock(sn)))
 	}
 }
 
@@ -637,7 +646,7 @@ func (s *Sim) Leave(i int) {
 	if sn.state != Running {
 		return
 	}
-	out := sn.node.Leave(s.wall())
+	out := sn.node.Leave(s.clock(sn))
 	out.Next = time.Time{}
 	s.apply(sn, out)
 	sn.state = Departed
@@ -686,6 +695,6 @@ func (s *Sim) Heal() { s.groups = map[int]int{} }
 func (s *Sim) Reannounce(i int) {
 	sn := s.nodes[i]
 	if sn.state == Running {
-		s.apply(sn, sn.node.Reannounce(s.wall()))
+		s.apply(sn, sn.node.Reannounce(s.clock(sn)))
 	}
 }

@@ -52,7 +52,7 @@ func lifecycle(t *testing.T, seed uint64, n int) (join, crash, leave time.Durati
 	suspectLeaver := 0
 	crashed, leaver := -1, -1
 	var s *Sim
-	s, err := Build(Config{Seed: seed, OnEvent: func(at time.Duration, node int, ev gossip.Event) {
+	s, err := Build(Config{Seed: seed, ClockSkew: time.Minute, OnEvent: func(at time.Duration, node int, ev gossip.Event) {
 		if crashed >= 0 && ev.Kind == gossip.EventDead && ev.Member.ID == s.ID(crashed) {
 			dead[node]++
 		}
@@ -174,11 +174,12 @@ func TestPlumtreeRedundancy(t *testing.T) {
 	}
 }
 
-// TestChaosConverges: loss, duplication, reordering, crashes, restarts and
-// a partition, then quiet; every table must converge.
+// TestChaosConverges: loss, duplication, reordering, clock skew of up to an
+// hour, crashes, restarts and a partition, then quiet; every table must
+// converge.
 func TestChaosConverges(t *testing.T) {
 	const seed = 11
-	s := New(Config{Seed: seed, Loss: 0.01, Duplicate: 0.01, Reorder: true})
+	s := New(Config{Seed: seed, Loss: 0.01, Duplicate: 0.01, Reorder: true, ClockSkew: time.Hour})
 	for range 40 {
 		s.AddNode()
 		s.Run(GrowGap)
