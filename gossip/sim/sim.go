@@ -1,9 +1,10 @@
 // Package sim is a deterministic discrete-event simulator for the gossip
 // membership cores. It runs N gossip.Node state machines over a simulated
 // network with per-message latency, loss, duplication, reordering, slow
-// links, partitions, crashes, restarts, pauses and per-node clock skew. Everything random comes
-// from one seed: a run with the same Config and the same sequence of calls
-// is identical, so a failing test prints its seed and replays.
+// links, partitions, crashes, restarts, pauses and per-node clock skew.
+// Everything random comes from one seed: a run with the same Config and the
+// same sequence of calls is identical, so a failing test prints its seed
+// and replays.
 //
 // The simulator is single-threaded and starts no goroutine. Messages go
 // through the real wire encoding (gossip.EncodeMessage / DecodeMessage), so
