@@ -80,7 +80,7 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -111,7 +111,7 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -140,7 +140,7 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
 			return err
 		}
 	}
@@ -163,7 +163,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
 			return err
 		}
 	}

@@ -282,7 +282,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	var why []string
 	for range routeAttempts {
 		changed := cl.changes()
-		d, err := cl.target(k, key)
+		d, err := cl.target(k, key, placement{})
 		if err != nil {
 			return nil, err
 		}

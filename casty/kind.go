@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/ring"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -146,7 +147,12 @@ func (k *Kind[T]) Name() string { return k.k.Name }
 // Ref addresses the actor with the given key on sys. Refs are cheap values;
 // the activation is created by the first call that reaches it.
 func (k *Kind[T]) Ref(sys *System, key string) Ref[T] {
-	return Ref[T]{sys: sys, kind: k.k, key: key}
+	r := Ref[T]{sys: sys, kind: k.k, key: key}
+	if sys != nil && sys.cl != nil {
+		// Hash the key onto the ring once per Ref, not once per call.
+		r.point, r.placed = ring.Point(k.k.Name, key), true
+	}
+	return r
 }
 
 func (k *Kind[T]) desc() *actor.Kind { return k.k }
@@ -161,10 +167,15 @@ type Declared[T any] interface {
 // Ref is a typed address of one actor: kind, key and the system to reach it
 // through. Pass it to Call, Call0, Do and Do0.
 type Ref[T any] struct {
-	sys  *System
-	kind *actor.Kind
-	key  string
+	sys    *System
+	kind   *actor.Kind
+	key    string
+	point  uint64 // the key's ring point, when placed
+	placed bool
 }
+
+// at is where the ref's key sits on the ring.
+func (r Ref[T]) at() placement { return placement{point: r.point, known: r.placed} }
 
 // Key returns the actor's key.
 func (r Ref[T]) Key() string { return r.key }

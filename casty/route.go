@@ -295,7 +295,13 @@ type dest struct {
 	addr  string
 }
 
-func (cl *cluster) target(k *actor.Kind, key string) (dest, error) {
+// placement is a key's ring point when the caller already knows it.
+type placement struct {
+	point uint64
+	known bool
+}
+
+func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error) {
 	v := cl.view.Load()
 	if k.Service {
 		if !cl.lite {
@@ -308,7 +314,10 @@ func (cl *cluster) target(k *actor.Kind, key string) (dest, error) {
 		id, err := ringParse(m.ID)
 		return dest{id: id, addr: m.Addr}, err
 	}
-	owner, ok := v.ring.OwnerOf(k.Name, key)
+	if !at.known {
+		at.point = ring.Point(k.Name, key)
+	}
+	owner, ok := v.ring.Owner(at.point)
 	if !ok {
 		return dest{}, fmt.Errorf("%w: %s/%s: no full member in the cluster", ErrActorUnavailable, k.Name, key)
 	}
@@ -325,12 +334,12 @@ const routeAttempts = 2
 // another node. It returns remote=false, doing nothing, when this node owns
 // the key: the caller then runs it locally with no serialization. encode
 // produces the argument's bytes, at most once.
-func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, req callReq, encode func() ([]byte, error)) (remote bool, resp callResp, err error) {
+func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at placement, req callReq, encode func() ([]byte, error)) (remote bool, resp callResp, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	// The common case first, with nothing allocated: this node owns the key.
-	if d, err := cl.target(k, key); err != nil || d.local {
+	if d, err := cl.target(k, key, at); err != nil || d.local {
 		return err != nil, resp, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -345,7 +354,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, req 
 			return true, resp, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		changed := cl.changes()
-		d, err := cl.target(k, key)
+		d, err := cl.target(k, key, at)
 		if err != nil {
 			return true, resp, err
 		}
