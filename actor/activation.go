@@ -228,6 +228,36 @@ func (a *Activation) drain() {
 	}
 }
 
+// runHere runs e on the caller's goroutine, which holds the mailbox (see
+// Host.AskHere), then hands the mailbox on: to a worker when messages
+// queued meanwhile or a deactivation is due, else back to idle.
+func (a *Activation) runHere(e *Envelope) {
+	a.host.busy.Add(1)
+	defer a.host.busy.Add(-1)
+	if !a.started {
+		if err := a.activate(); err != nil {
+			a.failActivation(e, err)
+			return
+		}
+	}
+	a.mu.Lock()
+	a.current = e.method
+	a.mu.Unlock()
+	a.process(e)
+	a.mu.Lock()
+	if !a.empty() || a.stopReq != ReasonNone {
+		a.mu.Unlock()
+		a.host.start(a) // still marked running: the worker takes over
+		return
+	}
+	a.running = false
+	a.current = nil
+	if a.touched {
+		a.lastUsed, a.touched = a.host.now(), false
+	}
+	a.mu.Unlock()
+}
+
 // serve runs one service call on its own goroutine, cancelled if the host
 // closes.
 func (a *Activation) serve(e *Envelope) {

@@ -224,6 +224,35 @@ func (h *Host) Peek(ctx context.Context, k *Kind, key string, fn func(state any)
 	return true, err
 }
 
+// AskHere is Ask for a caller whose own goroutine may carry the handler —
+// a request that arrived from another node has a goroutine of its own,
+// and the remote caller enforces its deadline itself. When the activation
+// is idle the message runs right here, saving the hand-off to a mailbox
+// goroutine and back; otherwise it queues and waits like Ask.
+func (h *Host) AskHere(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	if err := ctx.Err(); err != nil {
+		return h.ctxErr(err, k, key, e)
+	}
+	if err := checkReentrancy(ctx, k, key); err != nil {
+		return err
+	}
+	w := waiters.Get().(*waiter)
+	e.w = w
+	e.hctx.Context = ctx
+	a, here, err := h.enqueueOr(k, key, e, !k.Service)
+	if err != nil {
+		waiters.Put(w)
+		return err
+	}
+	if !here {
+		return h.await(ctx, k, key, e, w)
+	}
+	a.runHere(e)
+	<-w.ch
+	waiters.Put(w)
+	return e.err
+}
+
 // Tell queues e without waiting for it (schedules, emits). Its outcome goes
 // to the supervisor only.
 func (h *Host) Tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
@@ -239,43 +268,48 @@ func (h *Host) ctxErr(err error, k *Kind, key string, e *Envelope) error {
 }
 
 func (h *Host) enqueue(k *Kind, key string, e *Envelope) error {
+	_, _, err := h.enqueueOr(k, key, e, false)
+	return err
+}
+
+// enqueueOr queues e on (k, key)'s mailbox — or, when claim is set and the
+// mailbox is idle, claims it for the caller without queuing (here true: the
+// caller must run e with runHere).
+func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activation, here bool, err error) {
 	if h.closing.Load() {
-		return fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+		return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 	}
 	sh := h.shardFor(key)
 	id := actID{k, key}
 	sh.mu.RLock()
-	a := sh.m[id]
-	if a != nil {
-		a.mu.Lock()
-		start := a.push(e) // a is not closed: finalize needs sh.mu exclusively
-		a.mu.Unlock()
-		sh.mu.RUnlock()
-		if start {
-			h.start(a)
-		}
-		return nil
-	}
-	sh.mu.RUnlock()
-
-	sh.mu.Lock()
-	if h.closing.Load() {
-		sh.mu.Unlock()
-		return fmt.Errorf("%w: system is closed", ErrActorUnavailable)
-	}
 	a = sh.m[id]
 	if a == nil {
-		a = h.newActivation(k, key)
-		sh.m[id] = a
+		sh.mu.RUnlock()
+		sh.mu.Lock()
+		if h.closing.Load() {
+			sh.mu.Unlock()
+			return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+		}
+		if a = sh.m[id]; a == nil {
+			a = h.newActivation(k, key)
+			sh.m[id] = a
+		}
+		defer sh.mu.Unlock()
+	} else {
+		defer sh.mu.RUnlock() // a is not closed: finalize needs sh.mu exclusively
 	}
 	a.mu.Lock()
+	if claim && !a.running && a.empty() && a.stopReq == ReasonNone {
+		a.running = true
+		a.mu.Unlock()
+		return a, true, nil
+	}
 	start := a.push(e)
 	a.mu.Unlock()
-	sh.mu.Unlock()
 	if start {
 		h.start(a)
 	}
-	return nil
+	return a, false, nil
 }
 
 // spin returns how many rounds a waiter may yield before parking.

@@ -204,10 +204,11 @@ func (r *remoteInvoke) Result() any {
 // handle serves one request from another node.
 func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) ([]byte, error) {
 	var req callReq
-	if err := wire.Unmarshal(payload, &req); err != nil {
+	if err := decodeCallReq(payload, &req); err != nil {
 		return nil, err
 	}
-	return wire.Marshal(cl.serveReq(ctx, &req))
+	resp := cl.serveReq(ctx, &req)
+	return appendCallResp(nil, &resp), nil
 }
 
 func errResp(code, msg string) callResp {
@@ -261,7 +262,7 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 			inv.arg = p.Elem()
 		}
 		inv.Init(inv, meth)
-		if err := cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope); err != nil {
+		if err := cl.sys.host.AskHere(ctx, k, req.Key, &inv.Envelope); err != nil {
 			return callResp{Err: encodeError(err)}
 		}
 		var resp callResp
@@ -371,9 +372,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			if dl, ok := ctx.Deadline(); ok {
 				req.Deadline = dl.UnixNano()
 			}
-			if payload, err = wire.Marshal(req); err != nil {
-				return true, resp, err
-			}
+			payload = appendCallReq(nil, &req)
 		}
 		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
 		if err != nil {
@@ -393,7 +392,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			return true, resp, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}
 		resp = callResp{}
-		if err := wire.Unmarshal(b, &resp); err != nil {
+		if err := decodeCallResp(b, &resp); err != nil {
 			return true, resp, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
 		}
 		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving) {
