@@ -38,7 +38,7 @@
 //   - a replaced buffer holding identical bytes (an append, a copy) hashes
 //     the same and ships nothing;
 //   - the cost is one hash pass over the table per commit, measured at about
-//     the speed of memory (tens of ms for 100 MB; see BENCHMARKS.part.md).
+//     the speed of memory (tens of ms for 100 MB; see the repository's BENCHMARKS.md).
 //
 // Config.TrustBuffers trades that guarantee for speed: blocks whose buffers
 // were not replaced are assumed unchanged and not hashed, which makes a

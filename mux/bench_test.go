@@ -6,7 +6,7 @@ import (
 	"github.com/casty-go/casty/mux/internal/muxbench"
 )
 
-// Floors and figures measured side by side; see BENCHMARKS.part.md and
+// Floors and figures measured side by side; see the repository's BENCHMARKS.md and
 // cmd/muxbench for the table with ratios.
 
 func BenchmarkRawTCPPingPong(b *testing.B)   { muxbench.RawTCPPingPong(b) }

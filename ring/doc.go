@@ -26,7 +26,7 @@
 //     and the load of 10 members stays within 1.3× of the mean.
 //   - Owner is a binary search narrowed by a radix index over the tokens' top
 //     bits (about one token per bucket): no allocation, under 200 ns at 100
-//     members (see BENCHMARKS.part.md). Hashing a key (Point) costs more than
+//     members (see the repository's BENCHMARKS.md). Hashing a key (Point) costs more than
 //     the lookup; it does not allocate in the steady state.
 //   - A Ring is immutable and safe for concurrent use.
 //

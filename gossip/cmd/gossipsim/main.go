@@ -1,5 +1,5 @@
 // Command gossipsim runs the membership simulator's scenarios and prints
-// their figures as markdown (the numbers of gossip/BENCHMARKS.part.md).
+// their figures as markdown (the numbers of BENCHMARKS.md, section Membership).
 //
 //	go run ./cmd/gossipsim -n 50,100,1000 -seeds 200
 //
