@@ -103,6 +103,11 @@ func (h *Host) shardFor(key string) *shard {
 // the handler's failure as a *FailedError, or an infrastructure error. A
 // ctx without a deadline is bounded by Config.CallTimeout.
 func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	return h.ask(ctx, k, key, e, false)
+}
+
+// ask is Ask, or AskHere when here is set.
+func (h *Host) ask(ctx context.Context, k *Kind, key string, e *Envelope, here bool) error {
 	if err := ctx.Err(); err != nil {
 		return h.ctxErr(err, k, key, e)
 	}
@@ -112,11 +117,18 @@ func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error 
 	w := waiters.Get().(*waiter)
 	e.w = w
 	e.hctx.Context = ctx
-	if err := h.enqueue(k, key, e); err != nil {
+	a, claimed, err := h.enqueueOr(k, key, e, here && !k.Service)
+	if err != nil {
 		waiters.Put(w)
 		return err
 	}
-	return h.await(ctx, k, key, e, w)
+	if !claimed {
+		return h.await(ctx, k, key, e, w)
+	}
+	a.runHere(e)
+	<-w.ch
+	waiters.Put(w)
+	return e.err
 }
 
 // await waits for e's outcome, bounded by ctx (or Config.CallTimeout).
@@ -230,27 +242,7 @@ func (h *Host) Peek(ctx context.Context, k *Kind, key string, fn func(state any)
 // is idle the message runs right here, saving the hand-off to a mailbox
 // goroutine and back; otherwise it queues and waits like Ask.
 func (h *Host) AskHere(ctx context.Context, k *Kind, key string, e *Envelope) error {
-	if err := ctx.Err(); err != nil {
-		return h.ctxErr(err, k, key, e)
-	}
-	if err := checkReentrancy(ctx, k, key); err != nil {
-		return err
-	}
-	w := waiters.Get().(*waiter)
-	e.w = w
-	e.hctx.Context = ctx
-	a, here, err := h.enqueueOr(k, key, e, !k.Service)
-	if err != nil {
-		waiters.Put(w)
-		return err
-	}
-	if !here {
-		return h.await(ctx, k, key, e, w)
-	}
-	a.runHere(e)
-	<-w.ch
-	waiters.Put(w)
-	return e.err
+	return h.ask(ctx, k, key, e, true)
 }
 
 // Tell queues e without waiting for it (schedules, emits). Its outcome goes
