@@ -107,6 +107,13 @@ func (d *decoder) bytes() []byte {
 }
 
 func appendCallReq(dst []byte, r *callReq) []byte {
+	if dst == nil {
+		n := 32 + len(r.Kind) + len(r.Key) + len(r.Method) + len(r.Arg)
+		for _, c := range r.Chain {
+			n += 4 + len(c)
+		}
+		dst = make([]byte, 0, n)
+	}
 	e := encoder{b: dst}
 	e.b = append(e.b, r.Op)
 	e.str(r.Kind)
@@ -151,6 +158,13 @@ const (
 )
 
 func appendCallResp(dst []byte, r *callResp) []byte {
+	if dst == nil {
+		n := 8 + len(r.Result)
+		if r.Err != nil {
+			n += 64 + len(r.Err.Message) + len(r.Err.ErrData)
+		}
+		dst = make([]byte, 0, n)
+	}
 	e := encoder{b: dst}
 	var flags byte
 	if r.Ok {

@@ -230,9 +230,9 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key))
 	}
 	if req.Deadline != 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, req.Deadline))
-		defer cancel()
+		// The caller's mux cancels this request's ctx when its own deadline
+		// passes; handlers still see that deadline, without a timer here.
+		ctx = deadlineCtx{Context: ctx, d: time.Unix(0, req.Deadline)}
 	}
 	ctx = actor.WithChain(ctx, req.Chain)
 	switch req.Op {
@@ -427,3 +427,11 @@ func ctxError(ctx context.Context, k *actor.Kind, key, method string) error {
 }
 
 func ringParse(s string) (ring.NodeID, error) { return ring.ParseNodeID(s) }
+
+// deadlineCtx reports a deadline enforced elsewhere (by the remote caller).
+type deadlineCtx struct {
+	context.Context
+	d time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.d, true }

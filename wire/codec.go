@@ -65,7 +65,10 @@ func Unmarshal(b []byte, v any) error {
 // every length prefix fits in the bytes that remain and whose nesting is at
 // most MaxDepth. It allocates nothing.
 func Check(b []byte) error {
-	var stack [MaxDepth + 1]int // items still to read at each depth
+	// Items still to read at each depth; shallow values (nearly all of them)
+	// never leave the small array.
+	var small [16]int
+	stack := small[:]
 	depth := 0
 	stack[0] = 1
 	i := 0
@@ -148,6 +151,9 @@ func Check(b []byte) error {
 				return fmt.Errorf("%w: nesting deeper than %d", ErrMalformed, MaxDepth)
 			}
 			depth++
+			if depth == len(stack) {
+				stack = append(stack, 0)
+			}
 			stack[depth] = items
 		}
 	}
