@@ -38,7 +38,11 @@ func benchCluster(b *testing.B, n int) []*casty.System {
 		if ok {
 			return nodes
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%d members did not converge", n)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

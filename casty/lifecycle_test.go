@@ -84,7 +84,6 @@ func TestAbandonedCallNeverRuns(t *testing.T) {
 	holdDone := make(chan error, 1)
 	go func() { holdDone <- casty.Do(context.Background(), ref, (*Sleeper).Hold, rel) }()
 	waitFor(t, 5*time.Second, "activation", func() bool { return sys.Active() == 1 })
-	time.Sleep(5 * time.Millisecond) // let Hold start (only widens the test)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if err := casty.Do(ctx, ref, (*Sleeper).Sleep, time.Duration(0)); !errors.Is(err, casty.ErrTimeout) {
@@ -124,6 +123,9 @@ func (l *Life) Visit(ctx context.Context) (string, error) {
 }
 
 func (l *Life) Slow(ctx context.Context, d time.Duration) error {
+	if casty.Self(ctx).Key() == "drain" {
+		lifeEvents <- "slow started"
+	}
 	time.Sleep(d)
 	return nil
 }
@@ -209,7 +211,7 @@ func TestCloseDrainsAndRunsHooks(t *testing.T) {
 	expectEvent(t, "activate drain")
 	inflight := make(chan error, 1)
 	go func() { inflight <- casty.Do(ctx, ref, (*Life).Slow, 30*time.Millisecond) }()
-	time.Sleep(5 * time.Millisecond) // let it start (widens the test only)
+	expectEvent(t, "slow started")
 	if err := sys.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,6 @@ func TestCloseBoundedByDrainTimeoutLogsStuckHandler(t *testing.T) {
 	callErr := make(chan error, 1)
 	go func() { callErr <- casty.Do(context.Background(), ref, (*Sleeper).Hold, rel) }()
 	waitFor(t, 5*time.Second, "activation", func() bool { return sys.Active() == 1 })
-	time.Sleep(5 * time.Millisecond)
 	start := time.Now()
 	err := sys.Close(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "Sleeper/stuck.Hold") {

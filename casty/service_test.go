@@ -61,7 +61,11 @@ func (c *Checkout) Buy(ctx context.Context, sku string) (bool, error) {
 	return casty.Call(ctx, Stocks.Ref(casty.Self(ctx).System(), sku), (*Stock).Reserve, 1)
 }
 
+var hanging atomic.Int32
+
 func (c *Checkout) Hang(ctx context.Context) error {
+	hanging.Add(1)
+	defer hanging.Add(-1)
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -115,8 +119,7 @@ func TestServiceCallsCancelledOnClose(t *testing.T) {
 	for range 3 {
 		go func() { errs <- casty.Do0(context.Background(), Checkouts.Ref(sys), (*Checkout).Hang) }()
 	}
-	waitFor(t, 5*time.Second, "calls in flight", func() bool { return checkoutLive.Load() == 0 && sys.Active() == 1 })
-	time.Sleep(10 * time.Millisecond) // let all three start (widens the test only)
+	waitFor(t, 5*time.Second, "three calls in flight", func() bool { return hanging.Load() == 3 })
 	start := time.Now()
 	if err := sys.Close(context.Background()); err != nil {
 		t.Fatal(err)
