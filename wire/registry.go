@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Registry maps wire names to Go types and back. The zero value is not
@@ -146,11 +148,8 @@ func (r *Registry) checkLocked(t reflect.Type, path string, visiting map[reflect
 			if _, ok := r.byType[t]; ok {
 				return nil // validated when it was registered
 			}
-			if _, ok := t.MethodByName("MarshalMsgpack"); ok {
-				return nil // custom encoding (e.g. tracked maps, pagers)
-			}
-			if _, ok := reflect.PointerTo(t).MethodByName("MarshalMsgpack"); ok {
-				return nil
+			if customEncoded(t) {
+				return nil // it encodes itself (e.g. tracked maps, pagers)
 			}
 			return bad("is not registered (register it with casty.Message before the types that use it)")
 		}
@@ -175,6 +174,22 @@ func (r *Registry) checkLocked(t reflect.Type, path string, visiting map[reflect
 	default: // chan, func, interface, complex, uintptr, unsafe.Pointer
 		return bad("is not serializable")
 	}
+}
+
+var (
+	marshalerType     = reflect.TypeFor[msgpack.Marshaler]()
+	customEncoderType = reflect.TypeFor[msgpack.CustomEncoder]()
+)
+
+// customEncoded reports whether t (or *t) implements msgpack's Marshaler or
+// CustomEncoder: such a type takes charge of its own encoding.
+func customEncoded(t reflect.Type) bool {
+	for _, c := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if c.Implements(marshalerType) || c.Implements(customEncoderType) {
+			return true
+		}
+	}
+	return false
 }
 
 func typeString(t reflect.Type) string {
