@@ -15,7 +15,8 @@
 //
 // Self-referential types (a tree of *Node) are allowed. time.Time, []byte,
 // slices, arrays, pointers, maps keyed by strings or integers and nested
-// registered structs are all supported.
+// registered structs are all supported, and so is any type that encodes
+// itself (msgpack.Marshaler or msgpack.CustomEncoder).
 //
 // Encoding is msgpack with exported field names as map keys (a `msgpack`
 // struct tag renames a field, `msgpack:"-"` skips it), so schemas evolve in
