@@ -78,6 +78,26 @@
 // slice or map after passing it to a call. Kinds declared with Replicas > 1
 // run as a single copy; state lives only as long as its activation.
 //
+// # Cluster mode
+//
+// Start makes the process a full member: it listens, joins through its
+// seeds and keeps a full member list by gossip (package gossip), from which
+// every node computes the same token ring (package ring). A call goes
+// straight to its key's owner over one multiplexed connection per node
+// pair (package mux); a call to a key this node owns runs locally with no
+// serialization. Connect makes a lite member that routes the same way but
+// owns nothing. Arguments, results and registered error types cross the
+// wire as msgpack (package wire); a Ref hashes its key onto the ring once.
+// When membership changes, activations whose keys moved are deactivated
+// (ReasonMoved) and later calls reach the new owner. Streams use one mux
+// stream each, so backpressure is end to end; Spy with ScopeCluster merges
+// every member's events.
+//
+// Replication is not built yet: every actor lives in a single copy, a key
+// whose owner dies reactivates elsewhere with fresh state, and Replicas,
+// Write and Read are validated but not acted on (also in a one-node
+// cluster, which will fence replicated writes once replication lands).
+//
 // # Closing
 //
 // Close stops accepting calls, lets queued and running messages finish and
