@@ -72,7 +72,6 @@ type cluster struct {
 	hidden    sync.Map // kind names this node pretends not to know (tests)
 
 	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every view change
 	joinedCh chan struct{} // closed once another member is seen
 	joined   bool
 }
@@ -83,6 +82,7 @@ type view struct {
 	ring    *ring.Ring
 	addrs   map[ring.NodeID]string
 	members []Member
+	changed chan struct{} // closed when a newer view replaces this one
 }
 
 // Start starts a full member listening on addr and joins the cluster
@@ -144,9 +144,9 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	cl := &cluster{
 		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger,
 		done: make(chan struct{}), serve: make(chan struct{}),
-		changed: make(chan struct{}), joinedCh: make(chan struct{}),
+		joinedCh: make(chan struct{}),
 	}
-	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}})
+	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}, changed: make(chan struct{})})
 
 	mcfg := mux.DefaultConfig()
 	mcfg.NodeID = rawID
@@ -332,7 +332,7 @@ func (cl *cluster) watch(events <-chan gossip.Event) {
 // activations this node no longer owns.
 func (cl *cluster) refresh() {
 	alive := cl.agent.Alive()
-	v := &view{addrs: map[ring.NodeID]string{}}
+	v := &view{addrs: map[ring.NodeID]string{}, changed: make(chan struct{})}
 	var ids []ring.NodeID
 	others := 0
 	for _, m := range alive {
@@ -354,9 +354,10 @@ func (cl *cluster) refresh() {
 	}
 	v.ring = r
 	old := cl.view.Swap(v)
+	if old != nil {
+		close(old.changed)
+	}
 	cl.mu.Lock()
-	close(cl.changed)
-	cl.changed = make(chan struct{})
 	if others > 0 && !cl.joined {
 		cl.joined = true
 		close(cl.joinedCh)
@@ -374,11 +375,7 @@ func (cl *cluster) refresh() {
 }
 
 // changes returns a channel closed at the next view change.
-func (cl *cluster) changes() <-chan struct{} {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.changed
-}
+func (cl *cluster) changes() <-chan struct{} { return cl.view.Load().changed }
 
 // members lists live full members, self included.
 func (cl *cluster) members() []Member {
