@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,20 @@ func main() {
 	seed0 := flag.Uint64("seed0", 1, "first seed")
 	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,leave,slow,pause,mass50,mass80,steady); empty = all")
 	slowFor := flag.Duration("slow", time.Hour, "simulated duration of the slow-links scenario")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		if s != "" {
@@ -187,6 +201,7 @@ func main() {
 			row("steady state", 1, fmt.Sprintf("RMR %.4f (1000 broadcasts, %d grafts); idle %.2f msgs/node/s, %.0f B/node/s; with 1 broadcast/s %.2f msgs/node/s, %.0f B/node/s", res.RMR, res.Grafts, res.MsgsPerNodeSec, res.BytesPerNodeSec, res.BroadcastMsgsPerNodeSec, res.BroadcastBytesPerNodeSec), "RMR <= 0.05", t)
 		}
 	}
+	pprof.StopCPUProfile()
 	if fail {
 		os.Exit(1)
 	}
