@@ -274,7 +274,7 @@ func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
 	}
 	s.inflight[id] = cancel
 	s.mu.Unlock()
-	started := s.node.goTracked(func() {
+	started := s.node.goWorker(func() {
 		resp, err := s.callHandler(ctx, ln.id, payload)
 		s.mu.Lock()
 		_, stillWanted := s.inflight[id]
