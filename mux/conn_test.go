@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/yamux"
 )
 
 func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
@@ -54,10 +52,9 @@ func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
 // encoder, to play a misbehaving peer.
 func rawEnvelope(t *testing.T, s *Session, b []byte) {
 	t.Helper()
-	<-s.lanes[LaneMessage].ready
-	// The peer may close the connection before yamux confirms the write;
-	// what matters is what the peer did with the bytes.
-	_, _ = s.lanes[LaneMessage].conn.Write(b)
+	// The peer may close the connection before the write completes; what
+	// matters is what the peer did with the bytes.
+	_ = s.w.enqueue(nil, byte(LaneMessage), func(q []byte) []byte { return append(q, b...) })
 }
 
 func TestProtocolViolationsCloseTheConnection(t *testing.T) {
@@ -175,14 +172,10 @@ func TestHandshakeRejections(t *testing.T) {
 		c1, c2 := net.Pipe()
 		accErr := make(chan error, 1)
 		go func() { _, err := b.Accept(context.Background(), c2); accErr <- err }()
-		ys, _ := yamux.Client(c1, b.ycfg)
-		defer ys.Close()
-		st, err := ys.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
+		defer c1.Close()
 		h := hello{versions: []uint16{99}, nodeID: testID(1), role: RoleMember, cluster: "test"}
-		st.Write(h.encode())
+		go c1.Write(h.encode())
+		st := c1
 		typ, body, err := readHandshake(st)
 		if err != nil || typ != hsReject {
 			t.Fatalf("answer %d %v", typ, err)

@@ -1,12 +1,12 @@
 // Package mux is Casty's node-to-node transport: one multiplexed, optionally
-// TLS-protected connection per pair of nodes, built on
-// github.com/hashicorp/yamux. The wire format is specified in SPEC.md.
+// TLS-protected connection per pair of nodes. Lanes travel in mux's own
+// records; ephemeral streams are github.com/hashicorp/yamux streams carried
+// in records of their own. The wire format is specified in SPEC.md.
 //
 // # Model
 //
 // A Node listens (Serve, or Accept for one connection) and dials (Dial,
-// Connect, DialConn, Redial). Every connection starts with a handshake on
-// its control stream: cluster name, protocol versions, 16-byte node id,
+// Connect, DialConn, Redial). Every connection starts with a handshake: cluster name, protocol versions, 16-byte node id,
 // advertised address, role and offered compression codecs. A rejected
 // handshake surfaces as *HandshakeError with a code: CodeWrongCluster (1),
 // CodeNoCommonVersion (2), CodeSelf (3). A successful one yields a
@@ -21,17 +21,19 @@
 //
 // # Channels
 //
-// Each session carries three lanes — LaneControl (handshake, then
-// membership gossip), LaneMessage (actor calls) and LaneReplication
-// (state fan-out) — each a long-lived yamux stream with its own credit
-// window, so replication never shares a window with calls. On a lane:
+// Each session carries three lanes — LaneControl (membership gossip),
+// LaneMessage (actor calls) and LaneReplication (state fan-out) — each an
+// ordered stream of envelopes cut into records; a write takes at most
+// 64 KiB from each busy channel, so replication never holds calls back by
+// more than that. On a lane:
 //
 //   - Session.Request sends a request with a correlation id and waits for
 //     the answer; answers arrive out of order; the deadline is the ctx's.
 //     The peer's RequestHandler (Node.HandleRequests) runs in its own
 //     goroutine; its error comes back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
-//     peer's MessageHandler (Node.HandleMessages).
+//     peer's MessageHandler (Node.HandleMessages), which runs on the
+//     connection's reader: it must return quickly.
 //
 // Small envelopes queued together leave in one write (write combining).
 // Session.OpenStream opens an ephemeral stream (a net.Conn) for bulk data

@@ -1,13 +1,11 @@
 package mux
 
 import (
-	"bufio"
 	"encoding/binary"
-	"io"
 )
 
-// Envelope layout (see SPEC.md): every lane stream after the handshake is
-// a sequence of envelopes, each a fixed 14-byte header and a payload.
+// Envelope layout (see SPEC.md): every lane's byte stream (carried in
+// records, see conn.go) is a sequence of envelopes, each a fixed 14-byte header and a payload.
 //
 //	offset size field
 //	0      4    length  payload bytes on the wire (after compression), big endian
@@ -83,44 +81,6 @@ func parseEnvelopeHeader(h []byte, maxMessage int) (typ, flags uint8, id uint64,
 		return 0, 0, 0, 0, protocolError("envelope type %d without correlation id", typ)
 	}
 	return typ, flags, id, int(n64), nil
-}
-
-// envelopeReader decodes envelopes from a lane stream. Every limit is
-// checked before memory is allocated.
-type envelopeReader struct {
-	r          *bufio.Reader
-	maxMessage int
-	hdr        [envelopeHeaderSize]byte
-}
-
-func newEnvelopeReader(r io.Reader, maxMessage int) *envelopeReader {
-	return &envelopeReader{r: bufio.NewReaderSize(r, 64<<10), maxMessage: maxMessage}
-}
-
-// next reads one envelope. io.EOF means a clean end between envelopes; a
-// protocol error means the connection must be closed.
-func (er *envelopeReader) next() (envelope, error) {
-	if _, err := io.ReadFull(er.r, er.hdr[:]); err != nil {
-		if err == io.ErrUnexpectedEOF {
-			err = protocolError("truncated envelope header")
-		}
-		return envelope{}, err
-	}
-	typ, flags, id, n, err := parseEnvelopeHeader(er.hdr[:], er.maxMessage)
-	if err != nil {
-		return envelope{}, err
-	}
-	var payload []byte
-	if n > 0 {
-		payload = make([]byte, n)
-		if _, err := io.ReadFull(er.r, payload); err != nil {
-			if err == io.ErrUnexpectedEOF || err == io.EOF {
-				err = protocolError("truncated envelope payload")
-			}
-			return envelope{}, err
-		}
-	}
-	return envelope{typ: typ, flags: flags, id: id, payload: payload}, nil
 }
 
 // encodeRemoteError builds the payload of a frameError.

@@ -7,7 +7,7 @@ import (
 )
 
 // ProtocolVersion is the mux protocol version this package speaks.
-const ProtocolVersion uint16 = 1
+const ProtocolVersion uint16 = 2
 
 // supportedVersions lists the versions this package accepts, highest first.
 var supportedVersions = []uint16{ProtocolVersion}

@@ -26,10 +26,10 @@ type RequestHandler func(ctx context.Context, from *Session, payload []byte) ([]
 
 // MessageHandler receives a one-way message. Messages of one lane of one
 // session are delivered one at a time, in the order they were sent, on the
-// lane's reader goroutine: the handler must not block for long (hand work
-// off to a queue), or it stalls that lane for that peer; in particular it
-// must not wait for a Request on the same session and lane, whose answer
-// this very goroutine would have to read.
+// connection's reader goroutine: the handler must not block for long (hand
+// work off to a queue), or it stalls the whole connection to that peer; in
+// particular it must not wait for a Request on the same session, whose
+// answer this very goroutine would have to read.
 type MessageHandler func(from *Session, payload []byte)
 
 // StreamHandler serves an ephemeral stream opened by the peer. It runs in
@@ -362,34 +362,24 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		conn = tlsConn
 	}
 	sniff := &sniffConn{Conn: conn}
-	ys, err := yamux.Client(&frameJoiner{Conn: sniff}, n.ycfg)
-	if err != nil {
-		disarm()
-		conn.Close()
-		return nil, err
-	}
 	fail := func(msg string, err error) (*Session, error) {
 		disarm()
-		ys.Close()
+		conn.Close()
 		if n.cfg.ClientTLS == nil && sniff.sawTLS() {
-			msg = "the listener speaks TLS and this node dials plaintext (set ClientTLS)"
+			return nil, &HandshakeError{Code: CodeMalformed, Message: "the listener speaks TLS and this node dials plaintext (set ClientTLS)", Err: err}
 		}
 		return nil, handshakeFailed(msg, err)
-	}
-	ctl, err := ys.OpenStream()
-	if err != nil {
-		return fail("opening the control stream failed (plaintext dial to a TLS listener, or peer closed)", err)
 	}
 	h := n.info.hello()
 	n.mu.Lock()
 	h.nonce = n.rand.Uint64()
 	n.mu.Unlock()
 	// A listener that rejects us closes the connection right after its
-	// answer, which can make yamux report our hello as failed although it
-	// went out; so read the answer even then, and report the write error
-	// only if there is no answer.
-	_, werr := ctl.Write(h.encode())
-	typ, body, err := readHandshake(ctl)
+	// answer, which can make our hello's write fail although it went out;
+	// so read the answer even then, and report the write error only if
+	// there is no answer.
+	_, werr := conn.Write(h.encode())
+	typ, body, err := readHandshake(sniff)
 	if err != nil {
 		if werr != nil {
 			err = werr
@@ -411,25 +401,13 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 			return fail("", err)
 		}
 		disarm()
-		ys.Close()
+		conn.Close()
 		return nil, &HandshakeError{Code: r.code, Message: r.msg, Remote: true}
 	default:
 		return fail("", malformed("unexpected handshake message"))
 	}
 	disarm()
-	s := n.newSession(ys, conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
-	s.attachLane(LaneControl, ctl)
-	for _, l := range []Lane{LaneMessage, LaneReplication} {
-		st, err := ys.OpenStream()
-		if err == nil {
-			_, err = st.Write([]byte{preambleLane, byte(l)})
-		}
-		if err != nil {
-			s.fail(connectionLost(err))
-			return nil, connectionLost(err)
-		}
-		s.attachLane(l, st)
-	}
+	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
 	return n.register(s)
 }
 
@@ -454,27 +432,15 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		conn = tlsConn
 	}
 	sniff := &sniffConn{Conn: conn}
-	ys, err := yamux.Server(&frameJoiner{Conn: sniff}, n.ycfg)
-	if err != nil {
-		disarm()
-		conn.Close()
-		return nil, err
-	}
 	fail := func(msg string, err error) (*Session, error) {
 		disarm()
-		ys.Close()
+		conn.Close()
 		if n.cfg.ServerTLS == nil && sniff.sawTLS() {
-			msg = "the dialler speaks TLS and this listener is plaintext (set ServerTLS)"
+			return nil, &HandshakeError{Code: CodeMalformed, Message: "the dialler speaks TLS and this listener is plaintext (set ServerTLS)", Err: err}
 		}
 		return nil, handshakeFailed(msg, err)
 	}
-	actx, cancel := context.WithTimeout(ctx, n.cfg.HandshakeTimeout)
-	ctl, err := ys.AcceptStreamWithContext(actx)
-	cancel()
-	if err != nil {
-		return fail("no control stream", err)
-	}
-	typ, body, err := readHandshake(ctl)
+	typ, body, err := readHandshake(sniff)
 	if err != nil {
 		return fail("reading hello failed", err)
 	}
@@ -486,29 +452,32 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		// Tell the dialler, best effort, then give up.
 		var he *HandshakeError
 		errors.As(err, &he)
-		_, _ = ctl.Write((&reject{code: CodeMalformed, msg: he.Message}).encode())
+		_, _ = conn.Write((&reject{code: CodeMalformed, msg: he.Message}).encode())
 		return fail("", err)
 	}
 	w, rej := n.info.accept(h)
 	if rej != nil {
-		_, _ = ctl.Write(rej.encode())
+		_, _ = conn.Write(rej.encode())
 		disarm()
-		ys.Close()
+		conn.Close()
 		return nil, &HandshakeError{Code: rej.code, Message: rej.msg}
 	}
-	s := n.newSession(ys, conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
+	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
+	// Records queued once the session is registered wait behind the
+	// welcome, which goes out on the raw connection.
+	s.w.hold()
 	live, err := n.register(s)
 	if err != nil {
 		disarm()
 		return nil, err
 	}
-	if _, err := ctl.Write(w.encode()); err != nil {
+	if _, err := conn.Write(w.encode()); err != nil {
 		disarm()
 		s.fail(connectionLost(err))
 		return nil, handshakeFailed("sending welcome failed", err)
 	}
 	disarm()
-	s.attachLane(LaneControl, ctl)
+	s.w.release()
 	return live, nil
 }
 
@@ -538,7 +507,8 @@ func (n *Node) register(s *Session) (*Session, error) {
 		return nil, connectionLost(err)
 	}
 	n.all[s] = struct{}{}
-	n.wg.Add(2)
+	n.wg.Add(3)
+	go func() { defer n.wg.Done(); s.readLoop() }()
 	go func() { defer n.wg.Done(); s.acceptLoop() }()
 	go func() { defer n.wg.Done(); s.monitor() }()
 	cur := n.live[s.peer]

@@ -14,10 +14,10 @@ import (
 	"github.com/hashicorp/yamux"
 )
 
-// Stream preamble kinds: the first byte of every stream after the control
-// stream says what it is.
+// Stream preamble kinds: the first byte of every yamux stream says what it
+// is. Kind 1 (a lane, in protocol version 1) is no longer valid: lanes
+// travel in records.
 const (
-	preambleLane   byte = 1 // followed by the lane byte
 	preambleStream byte = 2 // followed by u32 header length and the header
 
 	maxStreamHeader = 64 << 10
@@ -30,7 +30,9 @@ const (
 type Session struct {
 	node      *Node
 	ys        *yamux.Session
-	conn      net.Conn
+	conn      net.Conn   // the connection (TLS included) after the handshake
+	w         *connWriter // every record written to conn
+	yc        *yconn      // the conn yamux runs on (channel 3)
 	outbound  bool
 	peer      NodeID
 	peerAddr  string
@@ -59,10 +61,12 @@ type result struct {
 	err     error
 }
 
-func (n *Node) newSession(ys *yamux.Session, conn net.Conn, outbound bool, peer NodeID, addr string,
+// newSession builds the session for a connection whose handshake is done
+// and starts yamux on it (not yet the goroutines: see register).
+func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string,
 	role Role, version uint16, codecName string, initiator NodeID, nonce uint64) *Session {
 	s := &Session{
-		node: n, ys: ys, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
+		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
 		peerRole: role, version: version, initiator: initiator, nonce: nonce,
 		pending:  make(map[uint64]chan result),
 		inflight: make(map[uint64]context.CancelFunc),
@@ -73,8 +77,14 @@ func (n *Node) newSession(ys *yamux.Session, conn net.Conn, outbound bool, peer 
 		s.codec = codecByName(codecName)
 	}
 	for l := range Lane(numLanes) {
-		s.lanes[l] = &lane{s: s, id: l, ready: make(chan struct{}),
-			w: writerState{space: make(chan struct{})}}
+		s.lanes[l] = &lane{s: s, id: l}
+	}
+	s.w = newConnWriter(s, conn)
+	s.yc = newYconn(s)
+	if outbound {
+		s.ys, _ = yamux.Client(s.yc, n.ycfg) // fails only on an invalid config, checked in New
+	} else {
+		s.ys, _ = yamux.Server(s.yc, n.ycfg)
 	}
 	return s
 }
@@ -361,14 +371,13 @@ func (s *Session) fail(err error) {
 	s.mu.Unlock()
 	close(s.done)
 	s.ys.Close()
+	s.yc.Close()
 	s.conn.Close()
 	lost := connectionLost(err)
 	for _, ch := range pending {
 		ch <- result{err: lost}
 	}
-	for _, ln := range s.lanes {
-		ln.closeWriter(lost)
-	}
+	s.w.close(lost)
 	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
 		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)
 	}
@@ -461,25 +470,7 @@ func (s *Session) monitor() {
 	}
 }
 
-// attachLane binds a lane to its yamux stream and starts its reader.
-func (s *Session) attachLane(l Lane, conn net.Conn) bool {
-	ln := s.lanes[l]
-	s.mu.Lock()
-	if ln.conn != nil {
-		s.mu.Unlock()
-		return false
-	}
-	ln.conn = conn
-	s.mu.Unlock()
-	close(ln.ready)
-	if !s.node.goTracked(ln.readLoop) {
-		s.fail(ErrClosed)
-	}
-	return true
-}
-
-// acceptLoop accepts the peer's streams: lanes (from the dialler) and
-// ephemeral streams (from either side).
+// acceptLoop accepts the peer's ephemeral streams.
 func (s *Session) acceptLoop() {
 	for {
 		st, err := s.ys.AcceptStream()
@@ -501,16 +492,6 @@ func (s *Session) handleStream(st *yamux.Stream) {
 		return
 	}
 	switch kind[0] {
-	case preambleLane:
-		var l [1]byte
-		if _, err := io.ReadFull(st, l[:]); err != nil {
-			st.Close()
-			return
-		}
-		_ = st.SetReadDeadline(time.Time{})
-		if s.outbound || Lane(l[0]) >= numLanes || Lane(l[0]) == LaneControl || !s.attachLane(Lane(l[0]), st) {
-			s.violation(protocolError("unexpected lane stream %d", l[0]))
-		}
 	case preambleStream:
 		var n [4]byte
 		if _, err := io.ReadFull(st, n[:]); err != nil {

@@ -1,0 +1,459 @@
+package mux
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Records (SPEC.md §2). After the handshake a connection is a sequence of
+// records, each carrying the next bytes of one channel:
+//
+//	offset size field
+//	0      1    channel  0..2 a lane's envelope stream, 3 yamux
+//	1      4    length   1..maxRecord, big endian
+//	5      n    bytes
+//
+// Lane envelopes travel in records, not in yamux streams: a request then
+// costs one write by whoever sends it and one read by the connection's
+// reader, with no hop through yamux's send and receive loops. yamux still
+// carries the ephemeral streams, inside channel-3 records.
+const (
+	recordHeaderSize = 5
+	chanYamux        = byte(numLanes) // the channel after the lanes
+	numChannels      = numLanes + 1
+
+	// maxRecord is the largest record a receiver accepts.
+	maxRecord = 1 << 20
+	// roundChunk is the most a write round takes from one channel while
+	// others have bytes queued too, so a bulk channel delays the others
+	// by at most this much.
+	roundChunk = 64 << 10
+	// yamuxHighWater bounds the yamux bytes queued for the connection.
+	yamuxHighWater = 1 << 20
+	// yamuxReadQueue bounds the yamux records received but not yet read
+	// by yamux.
+	yamuxReadQueue = 64
+)
+
+// connWriter combines everything written to one connection. A sender
+// appends its bytes to its channel's queue; if no write is in progress it
+// becomes the writer and writes every queued channel (up to roundChunk
+// each) in one Write, otherwise it returns at once and the current writer
+// takes its bytes along. Several small envelopes therefore leave in one
+// write and one syscall, and an idle connection costs no goroutine hand-off.
+type connWriter struct {
+	s       *Session
+	conn    net.Conn
+	mu      sync.Mutex
+	q       [numChannels][]byte // queued bytes per channel, from off
+	off     [numChannels]int
+	out     []byte // the round being written; reused
+	writing bool   // a writer is active (or the writer is held, see hold)
+	err     error
+	space   chan struct{} // closed after each round; replaced
+}
+
+func newConnWriter(s *Session, conn net.Conn) *connWriter {
+	return &connWriter{s: s, conn: conn, space: make(chan struct{})}
+}
+
+// hold makes senders queue without writing until release: the listener
+// writes its welcome on the raw connection before any record.
+func (w *connWriter) hold() { w.writing = true }
+
+// release writes whatever was queued while held.
+func (w *connWriter) release() {
+	w.mu.Lock()
+	if w.writeRound() {
+		w.drainAsync()
+	}
+}
+
+// highWater bounds the bytes queued on one channel; senders wait beyond it.
+func (w *connWriter) highWater(ch byte) int {
+	if ch == chanYamux {
+		return yamuxHighWater
+	}
+	return w.s.node.cfg.MaxMessage
+}
+
+// enqueue appends the bytes produced by fill to channel ch and makes sure
+// they get written. With a nil ctx it never waits for space (answers and
+// cancels, bounded by the requests that caused them).
+func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte) error {
+	w.mu.Lock()
+	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
+		space := w.space
+		w.mu.Unlock()
+		select {
+		case <-space:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.q[ch] = fill(w.q[ch])
+	if w.writing {
+		w.mu.Unlock()
+		return nil
+	}
+	w.writing = true
+	w.mu.Unlock()
+	// Let the goroutines that are already runnable (requesters woken by
+	// the same batch of replies, handlers started by the same batch of
+	// requests) append their bytes before we write: without this every
+	// envelope would leave alone.
+	runtime.Gosched()
+	w.mu.Lock()
+	if w.writeRound() {
+		w.drainAsync()
+	}
+	return nil
+}
+
+// writeRound is called locked with writing set. It writes one round and
+// returns, unlocked, whether more is queued (writing then stays set and
+// the caller must arrange a drain).
+func (w *connWriter) writeRound() (more bool) {
+	out := w.out[:0]
+	busy := 0
+	for ch := range w.q {
+		if len(w.q[ch]) > w.off[ch] {
+			busy++
+		}
+	}
+	chunk := maxRecord // a channel alone may send a whole record
+	if busy > 1 {
+		chunk = roundChunk
+	}
+	for ch := range w.q {
+		q := w.q[ch][w.off[ch]:]
+		if len(q) == 0 {
+			continue
+		}
+		n := min(len(q), chunk)
+		out = append(out, byte(ch), 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(out[len(out)-4:], uint32(n))
+		out = append(out, q[:n]...)
+		if n == len(q) {
+			w.q[ch], w.off[ch] = w.q[ch][:0], 0
+		} else {
+			w.off[ch] += n // only behind a bulk backlog
+		}
+	}
+	w.out = nil // owned by this round until it is written
+	w.mu.Unlock()
+	var err error
+	if len(out) > 0 {
+		_, err = w.conn.Write(out)
+	}
+	w.mu.Lock()
+	if cap(out) <= 1<<20 {
+		w.out = out[:0]
+	}
+	close(w.space)
+	w.space = make(chan struct{})
+	if err != nil {
+		w.writing = false
+		if w.err == nil {
+			w.err = connectionLost(err)
+		}
+		w.mu.Unlock()
+		w.s.fail(connectionLost(err))
+		return false
+	}
+	for ch := range w.q {
+		if len(w.q[ch]) > w.off[ch] {
+			w.mu.Unlock()
+			return true
+		}
+	}
+	w.writing = false
+	w.mu.Unlock()
+	return false
+}
+
+// drainAsync hands the remaining rounds to a worker, so the sender that
+// happened to become the writer is not held hostage by a backlog.
+func (w *connWriter) drainAsync() {
+	if !w.s.node.goWorker(w.drain) {
+		w.abort(ErrClosed)
+	}
+}
+
+func (w *connWriter) drain() {
+	for {
+		runtime.Gosched()
+		w.mu.Lock()
+		if !w.writeRound() {
+			return
+		}
+	}
+}
+
+func (w *connWriter) abort(err error) {
+	w.mu.Lock()
+	w.writing = false
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+// close fails all later sends with err and wakes blocked senders.
+func (w *connWriter) close(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	close(w.space)
+	w.space = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// ---- reading ----
+
+// recordReader splits a connection into records. It checks every limit
+// before it allocates.
+type recordReader struct {
+	r   *bufio.Reader
+	hdr [recordHeaderSize]byte
+}
+
+func newRecordReader(r io.Reader) *recordReader {
+	return &recordReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// parseRecordHeader validates a record header; any error is a protocol
+// violation.
+func parseRecordHeader(h []byte) (ch byte, n int, err error) {
+	ch, n = h[0], int(binary.BigEndian.Uint32(h[1:5]))
+	if ch >= numChannels {
+		return 0, 0, protocolError("unknown channel %d", ch)
+	}
+	if n == 0 || n > maxRecord {
+		return 0, 0, protocolError("record of %d bytes (limit %d)", n, maxRecord)
+	}
+	return ch, n, nil
+}
+
+// next returns the next record's channel and length; its bytes must then
+// be consumed with appendBody (lanes) or body (yamux).
+func (rr *recordReader) next() (ch byte, n int, err error) {
+	if _, err := io.ReadFull(rr.r, rr.hdr[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = protocolError("truncated record header")
+		}
+		return 0, 0, err
+	}
+	return parseRecordHeader(rr.hdr[:])
+}
+
+// appendBody appends the record's n bytes to dst.
+func (rr *recordReader) appendBody(dst []byte, n int) ([]byte, error) {
+	l := len(dst)
+	dst = growTo(dst, l+n)
+	if _, err := io.ReadFull(rr.r, dst[l:]); err != nil {
+		return dst[:l], truncated(err)
+	}
+	return dst, nil
+}
+
+func truncated(err error) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return protocolError("truncated record")
+	}
+	return err
+}
+
+func growTo(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	nb := make([]byte, n, max(n, 2*cap(b)))
+	copy(nb, b)
+	return nb
+}
+
+// laneBuffer reassembles one lane's envelope stream from its records.
+type laneBuffer struct {
+	buf []byte
+}
+
+// parseEnvelopes decodes the complete envelopes at the start of b, calling
+// fn for each (its payload is a fresh copy), and returns how many bytes it
+// consumed. A header is validated as soon as it is complete, so a hostile
+// length is refused before anything waits for it. It is pure.
+func parseEnvelopes(b []byte, maxMessage int, fn func(envelope) error) (int, error) {
+	used := 0
+	for len(b)-used >= envelopeHeaderSize {
+		typ, flags, id, n, err := parseEnvelopeHeader(b[used:used+envelopeHeaderSize], maxMessage)
+		if err != nil {
+			return used, err
+		}
+		if len(b)-used-envelopeHeaderSize < n {
+			break
+		}
+		var payload []byte
+		if n > 0 {
+			start := used + envelopeHeaderSize
+			payload = append([]byte(nil), b[start:start+n]...)
+		}
+		used += envelopeHeaderSize + n
+		if err := fn(envelope{typ: typ, flags: flags, id: id, payload: payload}); err != nil {
+			return used, err
+		}
+	}
+	return used, nil
+}
+
+// readLoop reads the connection until it ends: lane envelopes are
+// dispatched here, yamux bytes go to the session's yamux. Any violation
+// closes the connection.
+func (s *Session) readLoop() {
+	rr := newRecordReader(s.conn)
+	var lanes [numLanes]laneBuffer
+	max := s.node.cfg.MaxMessage
+	for {
+		ch, n, err := rr.next()
+		if err == nil && ch == chanYamux {
+			var b []byte
+			if b, err = rr.appendBody(s.yc.buffer(), n); err == nil {
+				err = s.yc.deliver(b)
+			}
+		} else if err == nil {
+			lb := &lanes[ch]
+			if lb.buf, err = rr.appendBody(lb.buf, n); err == nil {
+				ln := s.lanes[ch]
+				var used int
+				used, err = parseEnvelopes(lb.buf, max, ln.dispatch)
+				rest := copy(lb.buf, lb.buf[used:])
+				lb.buf = lb.buf[:rest]
+				if cap(lb.buf) > 1<<20 && rest < 1<<10 {
+					lb.buf = append([]byte(nil), lb.buf...)
+				}
+			}
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrProtocol):
+				s.violation(err)
+			case errors.Is(err, errSessionDone):
+			default:
+				s.fail(connectionLost(err))
+			}
+			return
+		}
+	}
+}
+
+// errSessionDone stops the reader once the session failed.
+var errSessionDone = errors.New("mux: session done")
+
+// ---- yamux over channel 3 ----
+
+// yconn is the net.Conn yamux runs on: its reads come from channel-3
+// records, its writes leave as channel-3 records.
+type yconn struct {
+	s      *Session
+	in     chan []byte
+	free   chan []byte // buffers yamux has read, for the reader to reuse
+	cur    []byte
+	curBuf []byte // cur's whole buffer
+	closed chan struct{}
+	once   sync.Once
+	held   []byte // a data-frame header waiting for its body
+}
+
+func newYconn(s *Session) *yconn {
+	return &yconn{s: s, in: make(chan []byte, yamuxReadQueue), free: make(chan []byte, yamuxReadQueue),
+		closed: make(chan struct{})}
+}
+
+// buffer returns an empty buffer for the next record.
+func (c *yconn) buffer() []byte {
+	select {
+	case b := <-c.free:
+		return b[:0]
+	default:
+		return nil
+	}
+}
+
+// deliver hands one record's bytes to yamux; it waits while yamux is
+// yamuxReadQueue records behind.
+func (c *yconn) deliver(b []byte) error {
+	select {
+	case c.in <- b:
+		return nil
+	case <-c.closed:
+		return errSessionDone
+	}
+}
+
+func (c *yconn) Read(b []byte) (int, error) {
+	for len(c.cur) == 0 {
+		if c.curBuf != nil {
+			select {
+			case c.free <- c.curBuf:
+			default:
+			}
+			c.curBuf = nil
+		}
+		select {
+		case c.cur = <-c.in:
+			c.curBuf = c.cur
+		case <-c.closed:
+			return 0, io.EOF
+		}
+	}
+	n := copy(b, c.cur)
+	c.cur = c.cur[n:]
+	return n, nil
+}
+
+const yamuxHeaderSize = 12
+
+// Write queues yamux's bytes on channel 3. yamux writes a data frame as
+// its 12-byte header and then its body; the header is held back so both
+// leave in the same record.
+func (c *yconn) Write(b []byte) (int, error) {
+	// version(1) type(1) flags(2) stream(4) length(4); type 0 = data
+	if len(c.held) == 0 && len(b) == yamuxHeaderSize && b[1] == 0 && binary.BigEndian.Uint32(b[8:12]) > 0 {
+		c.held = append(c.held, b...)
+		return len(b), nil
+	}
+	held := c.held
+	err := c.s.w.enqueue(context.Background(), chanYamux, func(q []byte) []byte {
+		return append(append(q, held...), b...)
+	})
+	c.held = c.held[:0]
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Close ends the yamux side; the session closes the connection itself.
+func (c *yconn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *yconn) LocalAddr() net.Addr                { return c.s.conn.LocalAddr() }
+func (c *yconn) RemoteAddr() net.Addr               { return c.s.conn.RemoteAddr() }
+func (c *yconn) SetDeadline(t time.Time) error      { return nil }
+func (c *yconn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *yconn) SetWriteDeadline(t time.Time) error { return nil }
