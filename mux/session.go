@@ -30,7 +30,7 @@ const (
 type Session struct {
 	node      *Node
 	ys        *yamux.Session
-	conn      net.Conn   // the connection (TLS included) after the handshake
+	conn      net.Conn    // the connection (TLS included) after the handshake
 	w         *connWriter // every record written to conn
 	yc        *yconn      // the conn yamux runs on (channel 3)
 	outbound  bool
