@@ -457,3 +457,19 @@ func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
+	cfg := fastCluster()
+	cfg.CallTimeout = 100 * time.Millisecond
+	nodes := startCluster(t, 2, casty.WithConfig(cfg))
+	key := keyOn(t, nodes[1], nodes[0], Sleepers.Name())
+	start := time.Now()
+	err := casty.Do(context.Background(), Sleepers.Ref(nodes[0], key), (*Sleeper).Sleep, 1500*time.Millisecond)
+	var te *casty.TimeoutError
+	if !errors.As(err, &te) || te.Method != "Sleep" || te.Key != key || !errors.Is(err, casty.ErrTimeout) {
+		t.Fatalf("got %v", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("the call timed out after %v, not near CallTimeout", el)
+	}
+}

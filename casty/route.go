@@ -343,10 +343,14 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	if d, err := cl.target(k, key, at); err != nil || d.local {
 		return err != nil, resp, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cl.sys.cfg.CallTimeout)
-		defer cancel()
+	// Without a deadline of the caller's, the call gets CallTimeout: the
+	// owner learns it in the request, and the wait for the answer ends
+	// there too (mux's RequestTimeout, with no context or timer allocated).
+	deadline, hasDeadline := ctx.Deadline()
+	var timeout time.Duration
+	if !hasDeadline {
+		timeout = cl.sys.cfg.CallTimeout
+		deadline = time.Now().Add(timeout)
 	}
 	var payload []byte
 	var why []string
@@ -369,9 +373,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				}
 			}
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
-			if dl, ok := ctx.Deadline(); ok {
-				req.Deadline = dl.UnixNano()
-			}
+			req.Deadline = deadline.UnixNano()
 			payload = appendCallReq(nil, &req)
 		}
 		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
@@ -384,10 +386,18 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			cl.awaitChange(ctx, changed)
 			continue
 		}
-		b, err := sess.Request(ctx, mux.LaneMessage, payload)
+		if !hasDeadline {
+			if timeout = time.Until(deadline); timeout <= 0 {
+				return true, resp, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
+			}
+		}
+		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return true, resp, ctxError(ctx, k, key, req.Method)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return true, resp, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
 			}
 			return true, resp, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}

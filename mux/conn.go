@@ -57,7 +57,8 @@ type connWriter struct {
 	out     []byte // the round being written; reused
 	writing bool   // a writer is active (or the writer is held, see hold)
 	err     error
-	space   chan struct{} // closed after each round; replaced
+	space   chan struct{} // closed after a round if anyone waits; then replaced
+	waiting int           // senders waiting on space
 }
 
 func newConnWriter(s *Session, conn net.Conn) *connWriter {
@@ -91,13 +92,18 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 	w.mu.Lock()
 	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
 		space := w.space
+		w.waiting++
 		w.mu.Unlock()
 		select {
 		case <-space:
 		case <-ctx.Done():
+			w.mu.Lock()
+			w.waiting--
+			w.mu.Unlock()
 			return ctx.Err()
 		}
 		w.mu.Lock()
+		w.waiting--
 	}
 	if w.err != nil {
 		err := w.err
@@ -163,8 +169,10 @@ func (w *connWriter) writeRound() (more bool) {
 	if cap(out) <= 1<<20 {
 		w.out = out[:0]
 	}
-	close(w.space)
-	w.space = make(chan struct{})
+	if w.waiting > 0 {
+		close(w.space)
+		w.space = make(chan struct{})
+	}
 	if err != nil {
 		w.writing = false
 		if w.err == nil {
@@ -319,31 +327,63 @@ func parseEnvelopes(b []byte, maxMessage int, fn func(envelope) error) (int, err
 	return used, nil
 }
 
+// reader is the state of a connection's reader, owned by whichever
+// goroutine is reading (see readLoop).
+type reader struct {
+	rr    *recordReader
+	lanes [numLanes][]byte
+	jobs  []func()
+}
+
 // readLoop reads the connection until it ends: lane envelopes are
 // dispatched here, yamux bytes go to the session's yamux. Any violation
 // closes the connection.
+//
+// Requests run on worker goroutines, except one: when a record's last
+// request is also the last thing received so far, the reader hands the
+// reading on to a worker and runs that request itself. A lone request
+// (the common case at low load) then starts without waiting for a
+// goroutine to be scheduled, and the hand-off happens off its path.
 func (s *Session) readLoop() {
-	rr := newRecordReader(s.conn)
-	var lanes [numLanes]laneBuffer
+	rd := s.rd
 	max := s.node.cfg.MaxMessage
 	for {
-		ch, n, err := rr.next()
+		ch, n, err := rd.rr.next()
 		if err == nil && ch == chanYamux {
 			var b []byte
-			if b, err = rr.appendBody(s.yc.buffer(), n); err == nil {
+			if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {
 				err = s.yc.deliver(b)
 			}
 		} else if err == nil {
-			lb := &lanes[ch]
-			if lb.buf, err = rr.appendBody(lb.buf, n); err == nil {
+			buf := rd.lanes[ch]
+			if buf, err = rd.rr.appendBody(buf, n); err == nil {
 				ln := s.lanes[ch]
 				var used int
-				used, err = parseEnvelopes(lb.buf, max, ln.dispatch)
-				rest := copy(lb.buf, lb.buf[used:])
-				lb.buf = lb.buf[:rest]
-				if cap(lb.buf) > 1<<20 && rest < 1<<10 {
-					lb.buf = append([]byte(nil), lb.buf...)
+				used, err = parseEnvelopes(buf, max, func(env envelope) error { return ln.dispatch(env, &rd.jobs) })
+				rest := copy(buf, buf[used:])
+				buf = buf[:rest]
+				if cap(buf) > 1<<20 && rest < 1<<10 {
+					buf = append([]byte(nil), buf...)
 				}
+			}
+			rd.lanes[ch] = buf
+		}
+		if n := len(rd.jobs); n > 0 {
+			last := rd.jobs[n-1]
+			for i, job := range rd.jobs[:n-1] {
+				if !s.node.goWorker(job) {
+					job() // the node is closing: the handler sees a dead session
+				}
+				rd.jobs[i] = nil
+			}
+			rd.jobs[n-1] = nil
+			rd.jobs = rd.jobs[:0]
+			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(s.readLoop) {
+				last()
+				return
+			}
+			if !s.node.goWorker(last) {
+				last()
 			}
 		}
 		if err != nil {

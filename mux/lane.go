@@ -29,9 +29,10 @@ func (l *lane) send(ctx context.Context, typ uint8, id uint64, payload []byte) e
 	})
 }
 
-// dispatch handles one envelope read from the lane. An error is a
-// protocol violation.
-func (l *lane) dispatch(env envelope) error {
+// dispatch handles one envelope read from the lane; a request's job is
+// appended to *jobs for the reader to run. An error is a protocol
+// violation.
+func (l *lane) dispatch(env envelope, jobs *[]func()) error {
 	s := l.s
 	payload := env.payload
 	if env.flags&flagCompressed != 0 {
@@ -45,7 +46,11 @@ func (l *lane) dispatch(env envelope) error {
 	}
 	switch env.typ {
 	case frameRequest:
-		return s.serveRequest(l, env.id, payload)
+		job, err := s.prepareRequest(l, env.id, payload)
+		if job != nil {
+			*jobs = append(*jobs, job)
+		}
+		return err
 	case frameResponse:
 		s.complete(env.id, result{payload: payload})
 	case frameError:

@@ -33,6 +33,7 @@ type Session struct {
 	conn      net.Conn    // the connection (TLS included) after the handshake
 	w         *connWriter // every record written to conn
 	yc        *yconn      // the conn yamux runs on (channel 3)
+	rd        *reader     // the connection's reader state (see readLoop)
 	outbound  bool
 	peer      NodeID
 	peerAddr  string
@@ -47,7 +48,7 @@ type Session struct {
 
 	mu         sync.Mutex
 	pending    map[uint64]chan result
-	inflight   map[uint64]context.CancelFunc
+	inflight   map[uint64]*reqCtx
 	streamsOut int
 	streamsIn  int
 	successor  *Session
@@ -69,7 +70,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
 		peerRole: role, version: version, initiator: initiator, nonce: nonce,
 		pending:  make(map[uint64]chan result),
-		inflight: make(map[uint64]context.CancelFunc),
+		inflight: make(map[uint64]*reqCtx),
 		done:     make(chan struct{}),
 		idle:     make(chan struct{}, 1),
 	}
@@ -81,6 +82,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 	}
 	s.w = newConnWriter(s, conn)
 	s.yc = newYconn(s)
+	s.rd = &reader{rr: newRecordReader(conn)}
 	if outbound {
 		s.ys, _ = yamux.Client(s.yc, n.ycfg) // fails only on an invalid config, checked in New
 	} else {
@@ -183,6 +185,29 @@ func checkLane(l Lane) error {
 // peer's handler context is cancelled). It never retries. payload may be
 // reused when Request returns.
 func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, error) {
+	return s.request(ctx, l, payload, 0)
+}
+
+// RequestTimeout is Request with a timeout of its own besides ctx's: when
+// it passes first, the request is abandoned as if ctx had ended and the
+// error is context.DeadlineExceeded. It costs no context and no timer
+// allocation, which is why callers that apply a default timeout to every
+// request use it.
+func (s *Session) RequestTimeout(ctx context.Context, l Lane, payload []byte, timeout time.Duration) ([]byte, error) {
+	return s.request(ctx, l, payload, timeout)
+}
+
+// Pools for the per-request answer channel and timeout timer.
+var (
+	resultChans = sync.Pool{New: func() any { return make(chan result, 1) }}
+	timers      = sync.Pool{New: func() any {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}}
+)
+
+func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout time.Duration) ([]byte, error) {
 	if err := checkLane(l); err != nil {
 		return nil, err
 	}
@@ -194,29 +219,48 @@ func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, 
 	}
 	s = s.current()
 	id := s.nextID.Add(1)
-	ch := make(chan result, 1)
+	ch := resultChans.Get().(chan result)
 	s.mu.Lock()
 	if s.closeErr != nil {
 		err := s.closeErr
 		s.mu.Unlock()
+		resultChans.Put(ch)
 		return nil, connectionLost(err)
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
 	ln := s.lanes[l]
 	if err := ln.send(ctx, frameRequest, id, payload); err != nil {
-		s.dropPending(id)
+		if s.dropPending(id) {
+			resultChans.Put(ch)
+		}
 		return nil, err
 	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := timers.Get().(*time.Timer)
+		t.Reset(timeout)
+		defer func() {
+			t.Stop()
+			timers.Put(t)
+		}()
+		expired = t.C
+	}
+	var err error
 	select {
 	case r := <-ch:
+		resultChans.Put(ch) // drained: nobody else sends to it
 		return r.payload, r.err
 	case <-ctx.Done():
-		if s.dropPending(id) {
-			_ = ln.send(nil, frameCancel, id, nil)
-		}
-		return nil, ctx.Err()
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
 	}
+	if s.dropPending(id) {
+		resultChans.Put(ch)
+		_ = ln.send(nil, frameCancel, id, nil)
+	}
+	return nil, err
 }
 
 // dropPending forgets a pending request; it reports whether it was still there.
@@ -265,33 +309,33 @@ func (s *Session) complete(id uint64, r result) {
 	}
 }
 
-// serveRequest runs the lane's handler for one request in a goroutine.
-func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
+// prepareRequest registers one request as in flight and returns the job
+// that runs the lane's handler and sends its answer (nil if the session is
+// closing). The reader decides where the job runs (see readLoop).
+func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (func(), error) {
 	// Not derived from a session context: registering 64 concurrent
 	// children with one parent contends on its lock. fail cancels every
 	// inflight context instead.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := &reqCtx{}
 	s.mu.Lock()
 	if s.closeErr != nil {
 		s.mu.Unlock()
-		cancel()
-		return nil
+		return nil, nil
 	}
 	if _, dup := s.inflight[id]; dup {
 		s.mu.Unlock()
-		cancel()
-		return protocolError("duplicate request id %d", id)
+		return nil, protocolError("duplicate request id %d", id)
 	}
-	s.inflight[id] = cancel
+	s.inflight[id] = ctx
 	s.mu.Unlock()
-	started := s.node.goWorker(func() {
+	return func() {
 		resp, err := s.callHandler(ctx, ln.id, payload)
 		s.mu.Lock()
 		_, stillWanted := s.inflight[id]
 		delete(s.inflight, id)
 		s.signalIdleLocked()
 		s.mu.Unlock()
-		cancel()
+		ctx.cancel()
 		if !stillWanted {
 			return // the requester cancelled; nobody reads the answer
 		}
@@ -309,11 +353,7 @@ func (s *Session) serveRequest(ln *lane, id uint64, payload []byte) error {
 			return
 		}
 		_ = ln.send(nil, frameResponse, id, resp)
-	})
-	if !started {
-		cancel()
-	}
-	return nil
+	}, nil
 }
 
 func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp []byte, err error) {
@@ -346,12 +386,12 @@ func (s *Session) deliverMessage(l Lane, payload []byte) {
 // cancelInflight cancels the handler of a request the peer gave up on.
 func (s *Session) cancelInflight(id uint64) {
 	s.mu.Lock()
-	cancel, ok := s.inflight[id]
+	rc, ok := s.inflight[id]
 	delete(s.inflight, id)
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	if ok {
-		cancel()
+		rc.cancel()
 	}
 }
 
@@ -365,8 +405,8 @@ func (s *Session) fail(err error) {
 	s.closeErr = err
 	pending := s.pending
 	s.pending = make(map[uint64]chan result)
-	for _, cancel := range s.inflight {
-		cancel()
+	for _, rc := range s.inflight {
+		rc.cancel()
 	}
 	s.mu.Unlock()
 	close(s.done)

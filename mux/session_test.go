@@ -139,6 +139,23 @@ func TestRemoteErrors(t *testing.T) {
 }
 
 func TestDeadlineCancelsRemoteHandler(t *testing.T) {
+	t.Run("ctx deadline", func(t *testing.T) {
+		deadlineCancelsRemoteHandler(t, func(sa *Session) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, err := sa.Request(ctx, LaneMessage, []byte("wait"))
+			return err
+		})
+	})
+	t.Run("RequestTimeout", func(t *testing.T) {
+		deadlineCancelsRemoteHandler(t, func(sa *Session) error {
+			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), 50*time.Millisecond)
+			return err
+		})
+	})
+}
+
+func deadlineCancelsRemoteHandler(t *testing.T, request func(*Session) error) {
 	forEachConn(t, func(t *testing.T, ct connType) {
 		cancelled := make(chan struct{})
 		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
@@ -148,10 +165,8 @@ func TestDeadlineCancelsRemoteHandler(t *testing.T) {
 				return nil, ctx.Err()
 			})
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
 		start := time.Now()
-		_, err := sa.Request(ctx, LaneMessage, []byte("wait"))
+		err := request(sa)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v", err)
 		}
