@@ -51,7 +51,7 @@ func TestRequestContextAfterFuncStop(t *testing.T) {
 	}
 	c.AfterFunc(func() { ran <- struct{}{} })
 	c.cancel()
-	<-ran // the second one runs
+	<-ran                                     // the second one runs
 	c.AfterFunc(func() { ran <- struct{}{} }) // after cancel: runs at once
 	<-ran
 	select {
