@@ -54,8 +54,9 @@ type connWriter struct {
 	mu      sync.Mutex
 	q       [numChannels][]byte // queued bytes per channel, from off
 	off     [numChannels]int
-	out     []byte // the round being written; reused
-	writing bool   // a writer is active (or the writer is held, see hold)
+	spare   [numChannels][]byte // empty buffers for the next swap (writer only)
+	out     []byte              // the round being written; reused (writer only)
+	writing bool                // a writer is active (or the writer is held, see hold)
 	err     error
 	space   chan struct{} // closed after a round if anyone waits; then replaced
 	waiting int           // senders waiting on space
@@ -133,41 +134,59 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 // returns, unlocked, whether more is queued (writing then stays set and
 // the caller must arrange a drain).
 func (w *connWriter) writeRound() (more bool) {
-	out := w.out[:0]
-	busy := 0
+	busy, small := 0, true
 	for ch := range w.q {
-		if len(w.q[ch]) > w.off[ch] {
+		if n := len(w.q[ch]) - w.off[ch]; n > 0 {
 			busy++
+			small = small && w.off[ch] == 0 && n <= roundChunk
 		}
 	}
 	chunk := maxRecord // a channel alone may send a whole record
 	if busy > 1 {
 		chunk = roundChunk
 	}
-	for ch := range w.q {
-		q := w.q[ch][w.off[ch]:]
-		if len(q) == 0 {
-			continue
+	out := w.out[:0]
+	var taken [numChannels][]byte
+	if small {
+		// The common case: take every queue whole, swapping in the empty
+		// buffers of the last round, and frame them outside the lock so
+		// senders are not held up by the copy.
+		taken, w.q = w.q, w.spare
+		w.spare = [numChannels][]byte{}
+		w.mu.Unlock()
+		for ch, q := range taken {
+			if len(q) > 0 {
+				out = appendRecord(out, byte(ch), q)
+			}
 		}
-		n := min(len(q), chunk)
-		out = append(out, byte(ch), 0, 0, 0, 0)
-		binary.BigEndian.PutUint32(out[len(out)-4:], uint32(n))
-		out = append(out, q[:n]...)
-		if n == len(q) {
-			w.q[ch], w.off[ch] = w.q[ch][:0], 0
-		} else {
-			w.off[ch] += n // only behind a bulk backlog
+	} else {
+		for ch := range w.q {
+			q := w.q[ch][w.off[ch]:]
+			if len(q) == 0 {
+				continue
+			}
+			n := min(len(q), chunk)
+			out = appendRecord(out, byte(ch), q[:n])
+			if n == len(q) {
+				w.q[ch], w.off[ch] = w.q[ch][:0], 0
+			} else {
+				w.off[ch] += n // only behind a bulk backlog
+			}
 		}
+		w.mu.Unlock()
 	}
-	w.out = nil // owned by this round until it is written
-	w.mu.Unlock()
 	var err error
 	if len(out) > 0 {
 		_, err = w.conn.Write(out)
 	}
-	w.mu.Lock()
 	if cap(out) <= 1<<20 {
-		w.out = out[:0]
+		w.out = out[:0] // only the writer touches out
+	}
+	w.mu.Lock()
+	for ch, q := range taken {
+		if cap(q) <= 1<<20 {
+			w.spare[ch] = q[:0]
+		}
 	}
 	if w.waiting > 0 {
 		close(w.space)
@@ -191,6 +210,13 @@ func (w *connWriter) writeRound() (more bool) {
 	w.writing = false
 	w.mu.Unlock()
 	return false
+}
+
+// appendRecord appends one record carrying b on channel ch.
+func appendRecord(out []byte, ch byte, b []byte) []byte {
+	out = append(out, ch, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(out[len(out)-4:], uint32(len(b)))
+	return append(out, b...)
 }
 
 // drainAsync hands the remaining rounds to a worker, so the sender that

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -56,6 +57,7 @@ type Node struct {
 	mu            sync.Mutex
 	closed        bool
 	live          map[NodeID]*Session
+	liveSnap      atomic.Pointer[map[NodeID]*Session] // copy of live for lock-free lookups
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
@@ -522,6 +524,7 @@ func (n *Node) register(s *Session) (*Session, error) {
 		winner, loser = cur, s
 	}
 	n.live[s.peer] = winner
+	n.publishLive()
 	if loser != nil {
 		loser.supersede(winner)
 	}
@@ -544,6 +547,7 @@ func (n *Node) unregister(s *Session, err error) {
 		return
 	}
 	delete(n.live, s.peer)
+	n.publishLive()
 	if n.cfg.OnPeerLost != nil && !n.closed {
 		cb := n.cfg.OnPeerLost
 		n.wg.Add(1)
@@ -553,10 +557,18 @@ func (n *Node) unregister(s *Session, err error) {
 
 // Session returns the live session to peer, if any.
 func (n *Node) Session(peer NodeID) (*Session, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	s, ok := n.live[peer]
-	return s, ok
+	if m := n.liveSnap.Load(); m != nil {
+		s, ok := (*m)[peer]
+		return s, ok
+	}
+	return nil, false
+}
+
+// publishLive refreshes the lock-free copy of n.live (n.mu held). Sessions
+// change rarely; every request looks one up.
+func (n *Node) publishLive() {
+	m := maps.Clone(n.live)
+	n.liveSnap.Store(&m)
 }
 
 // Sessions returns the live sessions, one per peer, in no particular order.

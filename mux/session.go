@@ -51,7 +51,7 @@ type Session struct {
 	inflight   map[uint64]*reqCtx
 	streamsOut int
 	streamsIn  int
-	successor  *Session
+	successor  atomic.Pointer[Session] // set once, when superseded
 	closeErr   error
 	done       chan struct{}
 	idle       chan struct{} // signalled (cap 1) when pending and inflight may have reached zero
@@ -140,9 +140,7 @@ func (s *Session) Close() error {
 // current follows successors to the session new work should use.
 func (s *Session) current() *Session {
 	for {
-		s.mu.Lock()
-		next := s.successor
-		s.mu.Unlock()
+		next := s.successor.Load()
 		if next == nil {
 			return s
 		}
@@ -274,7 +272,7 @@ func (s *Session) dropPending(id uint64) bool {
 }
 
 func (s *Session) signalIdleLocked() {
-	if s.successor != nil && len(s.pending) == 0 && len(s.inflight) == 0 {
+	if s.successor.Load() != nil && len(s.pending) == 0 && len(s.inflight) == 0 {
 		select {
 		case s.idle <- struct{}{}:
 		default:
@@ -429,7 +427,7 @@ func (s *Session) fail(err error) {
 // what is in flight on it is done, or after Config.SupersedeGrace.
 func (s *Session) supersede(winner *Session) {
 	s.mu.Lock()
-	s.successor = winner
+	s.successor.Store(winner)
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	grace := s.node.cfg.SupersedeGrace
