@@ -54,9 +54,10 @@ type Config struct {
 
 	// KeepAliveTimeout is how long a ping may wait for its pong before the
 	// connection is declared dead (OnKeepaliveFailure is called and the
-	// connection closed). It is also yamux's connection write timeout: a
-	// frame that cannot be handed to the socket within it kills the
-	// connection. Default 5 s. Must be > 0.
+	// connection closed). It is also the connection's write timeout: a
+	// write that the socket does not take within it kills the connection
+	// (a sender whose write is stuck behind a peer that stopped reading
+	// waits at most this long, whatever its ctx). Default 5 s. Must be > 0.
 	KeepAliveTimeout time.Duration
 
 	// MaxFrame caps the bytes of one yamux data frame written by this

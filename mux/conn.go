@@ -49,21 +49,23 @@ const (
 // takes its bytes along. Several small envelopes therefore leave in one
 // write and one syscall, and an idle connection costs no goroutine hand-off.
 type connWriter struct {
-	s       *Session
-	conn    net.Conn
-	mu      sync.Mutex
-	q       [numChannels][]byte // queued bytes per channel, from off
-	off     [numChannels]int
-	spare   [numChannels][]byte // empty buffers for the next swap (writer only)
-	out     []byte              // the round being written; reused (writer only)
-	writing bool                // a writer is active (or the writer is held, see hold)
-	err     error
-	space   chan struct{} // closed after a round if anyone waits; then replaced
-	waiting int           // senders waiting on space
+	s        *Session
+	conn     net.Conn
+	mu       sync.Mutex
+	q        [numChannels][]byte // queued bytes per channel, from off
+	off      [numChannels]int
+	spare    [numChannels][]byte // empty buffers for the next swap (writer only)
+	timeout  time.Duration       // write timeout (Config.KeepAliveTimeout)
+	deadline time.Time           // the write deadline set on conn (writer only)
+	out      []byte              // the round being written; reused (writer only)
+	writing  bool                // a writer is active (or the writer is held, see hold)
+	err      error
+	space    chan struct{} // closed after a round if anyone waits; then replaced
+	waiting  int           // senders waiting on space
 }
 
 func newConnWriter(s *Session, conn net.Conn) *connWriter {
-	return &connWriter{s: s, conn: conn, space: make(chan struct{})}
+	return &connWriter{s: s, conn: conn, space: make(chan struct{}), timeout: s.node.cfg.KeepAliveTimeout}
 }
 
 // hold makes senders queue without writing until release: the listener
@@ -177,7 +179,17 @@ func (w *connWriter) writeRound() (more bool) {
 	}
 	var err error
 	if len(out) > 0 {
-		_, err = w.conn.Write(out)
+		// A write the socket does not take within KeepAliveTimeout kills
+		// the connection (SPEC.md §6). The deadline is moved only when it
+		// is half used up, not on every round, so a write gets between
+		// half of KeepAliveTimeout and all of it.
+		if now := time.Now(); now.Add(w.timeout / 2).After(w.deadline) {
+			w.deadline = now.Add(w.timeout)
+			err = w.conn.SetWriteDeadline(w.deadline)
+		}
+		if err == nil {
+			_, err = w.conn.Write(out)
+		}
 	}
 	if cap(out) <= 1<<20 {
 		w.out = out[:0] // only the writer touches out

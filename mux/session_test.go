@@ -352,3 +352,59 @@ func TestNodeCloseFailsPendingAndStopsEverything(t *testing.T) {
 		eventually(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
 	})
 }
+
+// A peer that stops reading must not make the sender buffer without
+// bound: past MaxMessage bytes queued on a lane, Send waits (and gives up
+// with its ctx); the send that was writing when the peer stopped is freed
+// by the write timeout, which closes the connection.
+func TestSlowPeerBoundsTheSendQueue(t *testing.T) {
+	hold := make(chan struct{})
+	ca, cb := testConfig(1), testConfig(2)
+	ca.MaxMessage, cb.MaxMessage = 16<<10, 16<<10
+	ca.KeepAliveTimeout = time.Second
+	_, _, sa, _ := connect(t, viaPipe, ca, cb, func(a, b *Node) {
+		b.HandleMessages(LaneMessage, func(*Session, []byte) { <-hold }) // b's reader stops
+	})
+	defer close(hold)
+	msg := make([]byte, 512)
+	sent, stuck := 0, 0
+	for {
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			done <- sa.Send(ctx, LaneMessage, msg)
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(300 * time.Millisecond):
+			stuck++ // this send is the one writing into the stalled pipe
+			if stuck > 1 {
+				t.Fatal("more than one send stuck past its ctx")
+			}
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("send: %v", err)
+			}
+			break
+		}
+		if sent++; sent > 1000 {
+			t.Fatal("1000 sends queued to a peer that reads nothing")
+		}
+	}
+	sa.w.mu.Lock()
+	queued := len(sa.w.q[LaneMessage]) - sa.w.off[LaneMessage]
+	sa.w.mu.Unlock()
+	if limit := ca.MaxMessage + len(msg) + envelopeHeaderSize; queued > limit {
+		t.Fatalf("%d bytes queued, limit %d", queued, limit)
+	}
+	// The write timeout ends the stalled connection.
+	select {
+	case <-sa.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write stalled past KeepAliveTimeout did not close the connection")
+	}
+}
