@@ -210,7 +210,10 @@ func (w *connWriter) writeRound() (more bool) {
 			w.err = connectionLost(err)
 		}
 		w.mu.Unlock()
-		w.s.fail(connectionLost(err))
+		// Not here: the writer may be yamux's send loop, which the
+		// session's close waits for. Node.Close fails every session itself.
+		lost := connectionLost(err)
+		w.s.node.goTracked(func() { w.s.fail(lost) })
 		return false
 	}
 	for ch := range w.q {

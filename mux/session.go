@@ -408,14 +408,16 @@ func (s *Session) fail(err error) {
 	}
 	s.mu.Unlock()
 	close(s.done)
-	s.ys.Close()
+	lost := connectionLost(err)
+	// Writer, yamux's conn and the socket first: yamux's Close waits for
+	// its send loop, which may be waiting in the writer.
+	s.w.close(lost)
 	s.yc.Close()
 	s.conn.Close()
-	lost := connectionLost(err)
+	s.ys.Close()
 	for _, ch := range pending {
 		ch <- result{err: lost}
 	}
-	s.w.close(lost)
 	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
 		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)
 	}
