@@ -153,8 +153,11 @@ func (w *connWriter) writeRound() (more bool) {
 		// The common case: take every queue whole, swapping in the empty
 		// buffers of the last round, and frame them outside the lock so
 		// senders are not held up by the copy.
-		taken, w.q = w.q, w.spare
-		w.spare = [numChannels][]byte{}
+		for ch := range w.q {
+			if len(w.q[ch]) > 0 {
+				taken[ch], w.q[ch], w.spare[ch] = w.q[ch], w.spare[ch][:0], nil
+			}
+		}
 		w.mu.Unlock()
 		for ch, q := range taken {
 			if len(q) > 0 {
@@ -196,7 +199,7 @@ func (w *connWriter) writeRound() (more bool) {
 	}
 	w.mu.Lock()
 	for ch, q := range taken {
-		if cap(q) <= 1<<20 {
+		if q != nil && cap(q) <= 1<<20 {
 			w.spare[ch] = q[:0]
 		}
 	}
