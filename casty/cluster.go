@@ -69,7 +69,8 @@ type cluster struct {
 	logger *slog.Logger
 
 	closeOnce sync.Once
-	hidden    sync.Map // kind names this node pretends not to know (tests)
+	hidden    sync.Map     // kind names this node pretends not to know (tests)
+	refuse    atomic.Int32 // refuse this many more keys as wrong owner (tests)
 
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen

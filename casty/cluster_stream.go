@@ -104,20 +104,9 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		return
 	}
 	refuse := func(r callResp) { fc.writeValue(frameStatus, r.Err) }
-	if cl.closed.Load() {
-		refuse(errResp(codeMoving, "casty: node "+cl.addr+" is leaving"))
-		return
-	}
-	k := kinds.get(req.Kind)
-	if _, hidden := cl.hidden.Load(req.Kind); hidden {
-		k = nil
-	}
-	if k == nil {
-		refuse(errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr)))
-		return
-	}
-	if !k.Service && !cl.owns(k, req.Key) {
-		refuse(errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key)))
+	k, refused := cl.admit(req.Kind, req.Key)
+	if refused != nil {
+		refuse(*refused)
 		return
 	}
 	meth := k.MethodByName(req.Method)
@@ -279,37 +268,21 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	if err != nil {
 		return nil, err
 	}
-	var why []string
-	for range routeAttempts {
-		changed := cl.changes()
-		d, err := cl.target(k, key, placement{})
-		if err != nil {
-			return nil, err
-		}
-		if d.local {
-			return nil, nil
-		}
-		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctxError(ctx, k, key, method)
-			}
-			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
-			cl.awaitChange(ctx, changed)
-			continue
-		}
+	var fc *frameConn
+	_, err = cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
 		}
-		fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
-		kind, b, err := fc.read()
+		c := newFrameConn(st, cl.sys.cfg.MaxMessage)
+		kind, b, err := c.read()
 		if err != nil || kind != frameStatus {
 			st.Close()
 			return nil, fmt.Errorf("%w: %s/%s.%s: no answer from %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
 		}
 		if len(b) == 0 {
-			return fc, nil
+			fc = c
+			return nil, nil
 		}
 		st.Close()
 		var we wireError
@@ -317,13 +290,11 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 			return nil, fmt.Errorf("%w: malformed stream status from %s", ErrActorUnavailable, d.addr)
 		}
 		if we.Code == codeWrongOwner || we.Code == codeMoving {
-			why = append(why, we.Message)
-			cl.awaitChange(ctx, changed)
-			continue
+			return &we, nil
 		}
 		return nil, we.decode()
-	}
-	return nil, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+	})
+	return fc, err
 }
 
 // readElems yields the owner's elements until the stream ends.

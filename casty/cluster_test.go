@@ -473,3 +473,56 @@ func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
 		t.Fatalf("the call timed out after %v, not near CallTimeout", el)
 	}
 }
+
+// An owner that refuses work as not its own (its ring disagrees) is asked
+// again — nothing ran — and the second attempt lands; refused on every
+// attempt, the call fails with ErrActorUnavailable naming the disagreement.
+// Calls and stream opens share the routing, so both are checked.
+func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	key := keyOn(t, nodes[1], nodes[0], Logs.Name())
+	ref := Logs.Ref(nodes[0], key)
+
+	casty.RefuseAsWrongOwner(nodes[1], 1)
+	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(3))); err != nil || n != 3 {
+		t.Fatalf("stream open refused once: %d %v", n, err)
+	}
+	casty.RefuseAsWrongOwner(nodes[1], 1)
+	var got []string
+	for e, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	if len(got) != 3 {
+		t.Fatalf("stream after one refusal: %d elements", len(got))
+	}
+
+	wkey := keyOn(t, nodes[1], nodes[0], Wheres.Name())
+	casty.RefuseAsWrongOwner(nodes[1], 1)
+	out, err := casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
+	if err != nil || !strings.HasPrefix(out, nodes[1].Addr()+"#") {
+		t.Fatalf("call refused once: %q %v", out, err)
+	}
+	casty.RefuseAsWrongOwner(nodes[1], 2)
+	_, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
+	if !errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("call refused twice: %v", err)
+	}
+	casty.RefuseAsWrongOwner(nodes[1], 2)
+	var streamErr error
+	for _, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {
+		streamErr = err
+		break
+	}
+	if !errors.Is(streamErr, casty.ErrActorUnavailable) || !strings.Contains(streamErr.Error(), "owners disagree") {
+		t.Fatalf("stream refused twice: %v", streamErr)
+	}
+	// The refusals ran nothing: the Where was hit exactly once.
+	out, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
+	if err != nil || !strings.HasSuffix(out, "#2") {
+		t.Fatalf("after the refusals: %q %v (want the second hit)", out, err)
+	}
+}

@@ -41,3 +41,7 @@ func MemberEvents(s *System) (<-chan string, func()) {
 func HideKind(s *System, name string) { s.cl.hidden.Store(name, true) }
 
 var _ = gossip.EventJoined
+
+// RefuseAsWrongOwner makes the node answer the next n calls or stream
+// opens as if its ring gave their keys to another node.
+func RefuseAsWrongOwner(s *System, n int32) { s.cl.refuse.Store(n) }

@@ -215,19 +215,33 @@ func errResp(code, msg string) callResp {
 	return callResp{Err: &wireError{Code: code, Message: msg}}
 }
 
-func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
+// admit decides whether this node takes work for kind/key: it refuses
+// while leaving (moving), for a kind it does not know, and for a key its
+// ring gives to another node (wrong owner). Calls and streams both ask.
+func (cl *cluster) admit(kind, key string) (*actor.Kind, *callResp) {
 	if cl.closed.Load() {
-		return errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
+		r := errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
+		return nil, &r
 	}
-	k := kinds.get(req.Kind)
-	if _, hidden := cl.hidden.Load(req.Kind); hidden {
+	k := kinds.get(kind)
+	if _, hidden := cl.hidden.Load(kind); hidden {
 		k = nil
 	}
 	if k == nil {
-		return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
+		r := errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", kind, cl.addr))
+		return nil, &r
 	}
-	if !k.Service && !cl.owns(k, req.Key) {
-		return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key))
+	if !k.Service && (!cl.owns(k, key) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
+		r := errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
+		return nil, &r
+	}
+	return k, nil
+}
+
+func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
+	k, refused := cl.admit(req.Kind, req.Key)
+	if refused != nil {
+		return *refused
 	}
 	if req.Deadline != 0 {
 		// The caller's mux cancels this request's ctx when its own deadline
@@ -353,69 +367,88 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		deadline = time.Now().Add(timeout)
 	}
 	var payload []byte
-	var why []string
-	for range routeAttempts {
-		if cl.closed.Load() {
-			return true, resp, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
-		}
-		changed := cl.changes()
-		d, err := cl.target(k, key, at)
-		if err != nil {
-			return true, resp, err
-		}
-		if d.local {
-			return false, resp, nil
-		}
+	local, err := cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			if encode != nil {
 				if req.Arg, err = encode(); err != nil {
-					return true, resp, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
+					return nil, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
 				}
 			}
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
 			req.Deadline = deadline.UnixNano()
 			payload = appendCallReq(nil, &req)
 		}
+		if !hasDeadline {
+			if timeout = time.Until(deadline); timeout <= 0 {
+				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
+			}
+		}
+		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, k, key, req.Method)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
+			}
+			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
+		}
+		resp = callResp{}
+		if err := decodeCallResp(b, &resp); err != nil {
+			return nil, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
+		}
+		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving) {
+			return resp.Err, nil
+		}
+		if resp.Err != nil {
+			return nil, resp.Err.decode()
+		}
+		return nil, nil
+	})
+	return !local, resp, err
+}
+
+// route runs exchange against the key's owner, as this node's ring has
+// it. It retries, at most routeAttempts in all, only where provably
+// nothing ran: a dial that failed, or an owner that refused the work as
+// not its own (wrong owner, or leaving) — exchange returns that refusal.
+// Between attempts it waits a little for the membership view to move. It
+// reports local, without calling exchange, when this node owns the key.
+// Calls and stream opens both route through here.
+func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string, at placement,
+	exchange func(sess *mux.Session, d dest) (refused *wireError, err error)) (local bool, err error) {
+	var why []string
+	for range routeAttempts {
+		if cl.closed.Load() {
+			return false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+		}
+		changed := cl.changes()
+		d, err := cl.target(k, key, at)
+		if err != nil {
+			return false, err
+		}
+		if d.local {
+			return true, nil
+		}
 		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
 		if err != nil {
 			if ctx.Err() != nil {
-				return true, resp, ctxError(ctx, k, key, req.Method)
+				return false, ctxError(ctx, k, key, method)
 			}
 			// Nothing was sent: safe to retry once the view moves.
 			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
 			cl.awaitChange(ctx, changed)
 			continue
 		}
-		if !hasDeadline {
-			if timeout = time.Until(deadline); timeout <= 0 {
-				return true, resp, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
-			}
-		}
-		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
-		if err != nil {
-			if ctx.Err() != nil {
-				return true, resp, ctxError(ctx, k, key, req.Method)
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return true, resp, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
-			}
-			return true, resp, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
-		}
-		resp = callResp{}
-		if err := decodeCallResp(b, &resp); err != nil {
-			return true, resp, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
-		}
-		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving) {
-			why = append(why, resp.Err.Message)
+		refused, err := exchange(sess, d)
+		if refused != nil {
+			why = append(why, refused.Message)
 			cl.awaitChange(ctx, changed)
 			continue
 		}
-		if resp.Err != nil {
-			return true, resp, resp.Err.decode()
-		}
-		return true, resp, nil
+		return false, err
 	}
-	return true, resp, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
 }
 
 // awaitChange waits a little for the membership view to move.
