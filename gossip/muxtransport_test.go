@@ -60,12 +60,23 @@ func muxConfig(id NodeID) mux.Config {
 
 func startSocketNode(t *testing.T, id NodeID, seeds ...string) *socketNode {
 	t.Helper()
-	tr, err := ListenMux("127.0.0.1:0", muxConfig(id))
+	return startSocketNodeAt(t, "127.0.0.1:0", id, seeds...)
+}
+
+// socketConfig is the agent configuration of the socket tests.
+func socketConfig(seeds ...string) *Config {
+	cfg := fastConfig(seeds...)
+	cfg.SuspicionTimeout = 1500 * time.Millisecond
+	return cfg
+}
+
+func startSocketNodeAt(t *testing.T, addr string, id NodeID, seeds ...string) *socketNode {
+	t.Helper()
+	tr, err := ListenMux(addr, muxConfig(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fastConfig(seeds...)
-	cfg.SuspicionTimeout = 1500 * time.Millisecond
+	cfg := socketConfig(seeds...)
 	if os.Getenv("GOSSIP_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
