@@ -62,6 +62,7 @@ type connWriter struct {
 	err      error
 	space    chan struct{} // closed after a round if anyone waits; then replaced
 	waiting  int           // senders waiting on space
+	queued   int           // appends so far (gather watches it grow)
 }
 
 func newConnWriter(s *Session, conn net.Conn) *connWriter {
@@ -114,6 +115,7 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 		return err
 	}
 	w.q[ch] = fill(w.q[ch])
+	w.queued++
 	if w.writing {
 		w.mu.Unlock()
 		return nil
@@ -124,12 +126,29 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 	// the same batch of replies, handlers started by the same batch of
 	// requests) append their bytes before we write: without this every
 	// envelope would leave alone.
-	runtime.Gosched()
+	w.gather()
 	w.mu.Lock()
 	if w.writeRound() {
 		w.drainAsync()
 	}
 	return nil
+}
+
+// gather yields so that runnable senders can append before a round is
+// written, and keeps yielding (a few times at most) while they still are:
+// alone, a sender writes after one yield; under load a round carries more.
+func (w *connWriter) gather() {
+	prev := -1
+	for range maxGather {
+		runtime.Gosched()
+		w.mu.Lock()
+		n := w.queued
+		w.mu.Unlock()
+		if n == prev {
+			return
+		}
+		prev = n
+	}
 }
 
 // writeRound is called locked with writing set. It writes one round and
@@ -247,7 +266,7 @@ func (w *connWriter) drainAsync() {
 
 func (w *connWriter) drain() {
 	for {
-		runtime.Gosched()
+		w.gather()
 		w.mu.Lock()
 		if !w.writeRound() {
 			return
@@ -442,6 +461,9 @@ func (s *Session) readLoop() {
 		}
 	}
 }
+
+// maxGather bounds the yields before a write round.
+var maxGather = 4
 
 // errSessionDone stops the reader once the session failed.
 var errSessionDone = errors.New("mux: session done")
