@@ -10,6 +10,9 @@ import (
 // to lazy; an announced id whose payload does not arrive within
 // GraftTimeout is grafted from the announcer, whose link turns eager. The
 // eager links converge to a spanning tree and the lazy ones repair it.
+// One addition to the paper: a payload that arrives as a graft's answer is
+// pushed to every neighbour, not announced to the lazy ones, so a second
+// cut below the first costs no second GraftTimeout.
 
 // seenRec is a delivered payload, kept SeenTTL to detect duplicates and
 // answer grafts.
@@ -22,6 +25,7 @@ type seenRec struct {
 type missingRec struct {
 	deadline   time.Time
 	announcers []Peer
+	grafted    bool // a GRAFT went out for it
 }
 
 type lazyItem struct {
@@ -128,14 +132,27 @@ func (n *Node) onGossip(m *Message) {
 		return
 	}
 	n.markSeen(rec)
+	mr := n.missing[id]
 	delete(n.missing, id)
 	if n.stale(id) {
 		n.log.Debug("gossip: stale record not forwarded", "record", rec.String())
 		return
 	}
 	n.apply(rec, 0, m.From)
-	n.eagerPush(rec, m.Round+1, from)
-	n.lazyPush(id, from)
+	if mr != nil && mr.grafted {
+		// It came through a graft: the tree was cut above this node, and
+		// the neighbours it would only announce it to may sit behind the
+		// same cut, each about to wait GraftTimeout in turn. Push it to
+		// every neighbour once instead; duplicates prune the extra links.
+		for _, a := range n.active {
+			if a.ID != from {
+				n.send(a.Peer, &Message{Kind: KindGossip, Round: m.Round + 1, Members: []Member{rec}})
+			}
+		}
+	} else {
+		n.eagerPush(rec, m.Round+1, from)
+		n.lazyPush(id, from)
+	}
 	n.setEager(from, true)
 }
 
@@ -254,6 +271,7 @@ func (n *Node) tickPlumtree() {
 		a := mr.announcers[0]
 		mr.announcers = mr.announcers[1:]
 		mr.deadline = n.now.Add(n.cfg.GraftTimeout)
+		mr.grafted = true
 		n.setEager(a.ID, true)
 		n.send(a, &Message{Kind: KindGraft, IDs: []MsgID{id}})
 	}
