@@ -10,9 +10,12 @@ import (
 // to lazy; an announced id whose payload does not arrive within
 // GraftTimeout is grafted from the announcer, whose link turns eager. The
 // eager links converge to a spanning tree and the lazy ones repair it.
-// One addition to the paper: a payload that arrives as a graft's answer is
-// pushed to every neighbour, not announced to the lazy ones, so a second
-// cut below the first costs no second GraftTimeout.
+// One addition to the paper: a node that had to graft a payload turns all
+// its links eager before it forwards it (as it does when it loses an eager
+// neighbour, see plumtreeDown). The tree was cut above it, and the
+// neighbours it would only announce the payload to may sit behind the same
+// cut, each about to wait GraftTimeout in turn; pushed, they do not, and the
+// duplicates prune the extra links back to a tree.
 
 // seenRec is a delivered payload, kept SeenTTL to detect duplicates and
 // answer grafts.
@@ -139,20 +142,13 @@ func (n *Node) onGossip(m *Message) {
 		return
 	}
 	n.apply(rec, 0, m.From)
-	if mr != nil && mr.grafted {
-		// It came through a graft: the tree was cut above this node, and
-		// the neighbours it would only announce it to may sit behind the
-		// same cut, each about to wait GraftTimeout in turn. Push it to
-		// every neighbour once instead; duplicates prune the extra links.
-		for _, a := range n.active {
-			if a.ID != from {
-				n.send(a.Peer, &Message{Kind: KindGossip, Round: m.Round + 1, Members: []Member{rec}})
-			}
+	if mr != nil && mr.grafted { // repair: see the top of this file
+		for i := range n.active {
+			n.active[i].eager = true
 		}
-	} else {
-		n.eagerPush(rec, m.Round+1, from)
-		n.lazyPush(id, from)
 	}
+	n.eagerPush(rec, m.Round+1, from)
+	n.lazyPush(id, from)
 	n.setEager(from, true)
 }
 
