@@ -221,3 +221,13 @@ func TestDeterministicReplay(t *testing.T) {
 		t.Fatalf("seed 99 replays differently: %d/%d msgs, %d/%d bytes", a.Msgs, b.Msgs, a.Bytes, b.Bytes)
 	}
 }
+
+// Seed 61 at N = 100 is the one where an earlier Plumtree repair (turning
+// every link eager after a graft, announcers' included) flooded the young
+// cluster with duplicates whose prunes cut it, and five joiners stayed
+// unknown to most members for minutes. The cluster must form in time.
+func TestSeed61FormsAt100(t *testing.T) {
+	if _, err := Build(Config{Seed: 61}, 100); err != nil {
+		t.Fatal(err)
+	}
+}
