@@ -148,21 +148,34 @@ func TestSocketClusterConvergesAndSurvivesThreeKills(t *testing.T) {
 		wg.Go(k.close)
 	}
 	wg.Wait()
-	survivors := nodes[:7]
-	eventually(t, 15*time.Second, "the 7 survivors see the 3 killed DEAD", func() bool {
-		for _, o := range survivors {
-			for _, id := range ids {
-				if !o.sees(id, isStatus(Dead)) {
-					return false
-				}
+	survivorsSeeDeadOnce(t, 15*time.Second, nodes[:7], ids)
+}
+
+// allSee reports whether every observer sees every id with status ok.
+func allSee(observers []*socketNode, ids []NodeID, ok func(Member) bool) bool {
+	for _, o := range observers {
+		for _, id := range ids {
+			if !o.sees(id, ok) {
+				return false
 			}
 		}
-		return true
+	}
+	return true
+}
+
+// survivorsSeeDeadOnce waits, at most within, until every survivor sees
+// every killed id DEAD, then checks that each emitted exactly one DEAD event per killed id
+// and still sees every survivor ALIVE.
+func survivorsSeeDeadOnce(t *testing.T, within time.Duration, survivors []*socketNode, killed []NodeID) {
+	t.Helper()
+	eventually(t, within, "the survivors see the killed DEAD", func() bool {
+		return allSee(survivors, killed, isStatus(Dead))
 	})
-	// absence check: give duplicates a chance to show up (not convergence)
+	// absence check after the condition above: give duplicate DEAD events
+	// a chance to show up (not a wait for convergence)
 	time.Sleep(time.Second)
 	for i, o := range survivors {
-		for _, id := range ids {
+		for _, id := range killed {
 			if c := o.count(EventDead, id); c != 1 {
 				t.Errorf("observer %d emitted %d DEAD events for %v, want exactly 1", i, c, id)
 			}
