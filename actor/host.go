@@ -172,6 +172,16 @@ func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *w
 	return err
 }
 
+// Has reports whether (k, key) has an activation on this host (live or
+// starting; one that is ending may still be reported).
+func (h *Host) Has(k *Kind, key string) bool {
+	sh := h.shardFor(key)
+	sh.mu.RLock()
+	a := sh.m[actID{k, key}]
+	sh.mu.RUnlock()
+	return a != nil
+}
+
 // errNotActive answers a peek whose activation ended first.
 var errNotActive = errors.New("casty: not active")
 

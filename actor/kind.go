@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/wire"
@@ -117,6 +118,12 @@ type Method struct {
 	Arg    reflect.Type // argument (element type for ClientStream/Duplex); nil when none
 	Result reflect.Type // result (element type for ServerStream/Duplex); nil for error-only
 	Func   reflect.Value
+
+	// Typed is the API layer's own use: casty keeps there a
+	// reflection-free invoker for calls that arrive from other nodes,
+	// attached the first time this process calls the method. Empty until
+	// then (those calls go through Func).
+	Typed atomic.Value
 }
 
 // Kind describes an actor or service type: everything derived from its Go
@@ -260,6 +267,10 @@ func (k *Kind) MethodFor(ptr uintptr) *Method { return k.byPtr[ptr] }
 
 // MethodByName returns the handler called name, or nil.
 func (k *Kind) MethodByName(name string) *Method { return k.byName[name] }
+
+// MethodByNameBytes is MethodByName for a name still in a received
+// envelope; it does not allocate.
+func (k *Kind) MethodByNameBytes(name []byte) *Method { return k.byName[string(name)] }
 
 // Methods returns the handlers in method-set order.
 func (k *Kind) Methods() []*Method {

@@ -80,7 +80,8 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+		attachTyped(meth, func() typedUnary { return servQR[T, Q, R]{m} })
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendMarshal(dst, q) }); remote {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -111,6 +112,7 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
+		attachTyped(meth, func() typedUnary { return servR[T, R]{m} })
 		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
 			return decodeResult[R](resp, err)
 		}
@@ -140,7 +142,8 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func() ([]byte, error) { return wire.Marshal(q) }); remote {
+		attachTyped(meth, func() typedUnary { return servQ[T, Q]{m} })
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendMarshal(dst, q) }); remote {
 			return err
 		}
 	}
@@ -163,6 +166,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
+		attachTyped(meth, func() typedUnary { return serv0[T]{m} })
 		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
 			return err
 		}
@@ -170,4 +174,68 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	e := &do0[T]{m: m}
 	e.Init(e, meth)
 	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+}
+
+// ---- typed invokers for calls from other nodes (route.go: typedUnary) ----
+
+type servQR[T, Q, R any] struct {
+	m func(*T, context.Context, Q) (R, error)
+}
+
+func (s servQR[T, Q, R]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp {
+	e := &callQR[T, Q, R]{m: s.m}
+	if len(arg) > 0 {
+		if err := wire.Unmarshal(arg, &e.q); err != nil {
+			return argResp(k, m, err)
+		}
+	}
+	e.Init(e, m)
+	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
+		return callResp{Err: encodeError(err)}
+	}
+	return resultResp(k, m, e.r)
+}
+
+type servR[T, R any] struct {
+	m func(*T, context.Context) (R, error)
+}
+
+func (s servR[T, R]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, _ []byte) callResp {
+	e := &callR[T, R]{m: s.m}
+	e.Init(e, m)
+	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
+		return callResp{Err: encodeError(err)}
+	}
+	return resultResp(k, m, e.r)
+}
+
+type servQ[T, Q any] struct {
+	m func(*T, context.Context, Q) error
+}
+
+func (s servQ[T, Q]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp {
+	e := &doQ[T, Q]{m: s.m}
+	if len(arg) > 0 {
+		if err := wire.Unmarshal(arg, &e.q); err != nil {
+			return argResp(k, m, err)
+		}
+	}
+	e.Init(e, m)
+	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
+		return callResp{Err: encodeError(err)}
+	}
+	return callResp{}
+}
+
+type serv0[T any] struct {
+	m func(*T, context.Context) error
+}
+
+func (s serv0[T]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, _ []byte) callResp {
+	e := &do0[T]{m: s.m}
+	e.Init(e, m)
+	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
+		return callResp{Err: encodeError(err)}
+	}
+	return callResp{}
 }

@@ -70,6 +70,7 @@ type cluster struct {
 
 	closeOnce sync.Once
 	hidden    sync.Map     // kind names this node pretends not to know (tests)
+	hiding    atomic.Bool  // hidden is not empty
 	refuse    atomic.Int32 // refuse this many more keys as wrong owner (tests)
 
 	mu       sync.Mutex

@@ -104,7 +104,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		return
 	}
 	refuse := func(r callResp) { fc.writeValue(frameStatus, r.Err) }
-	k, refused := cl.admit(req.Kind, req.Key)
+	k, refused := cl.admit(&req)
 	if refused != nil {
 		refuse(*refused)
 		return

@@ -526,3 +526,70 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 		t.Fatalf("after the refusals: %q %v (want the second hit)", out, err)
 	}
 }
+
+// A call carries its key's ring point so that the owner need not hash the
+// key again; a point that does not match the key (a buggy or hostile
+// caller) must never activate the actor on a node that does not own it.
+func TestClusterMisplacedPointNeverActivatesOnANonOwner(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	key := keyOn(t, nodes[0], nodes[0], Wheres.Name())
+	lying := casty.Misplaced(Wheres.Ref(nodes[0], key), casty.PointOwnedBy(nodes[0], nodes[1]))
+	_, err := casty.Call0(ctx, lying, (*Where).Hit)
+	if !errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("call with a misplaced point: %v (want ErrActorUnavailable: does not own)", err)
+	}
+	if n := nodes[1].Active(); n != 0 {
+		t.Fatalf("the non-owner has %d activations, want none", n)
+	}
+	// The owner serves the key; the lying point still finds no activation
+	// on the other node to trust it for.
+	if out, err := casty.Call0(ctx, Wheres.Ref(nodes[1], key), (*Where).Hit); err != nil || out != nodes[0].Addr()+"#1" {
+		t.Fatalf("call through the right point: %q %v", out, err)
+	}
+	if _, err := casty.Call0(ctx, lying, (*Where).Hit); !errors.Is(err, casty.ErrActorUnavailable) {
+		t.Fatalf("misplaced call once the owner is active: %v", err)
+	}
+	if n := nodes[1].Active(); n != 0 {
+		t.Fatalf("the non-owner has %d activations, want none", n)
+	}
+}
+
+// Reflected is only called through the reflective path on its owner.
+type Reflected struct{ Sum int }
+
+func (r *Reflected) Add(ctx context.Context, n int) (int, error) { r.Sum += n; return r.Sum, nil }
+
+func (r *Reflected) Reset(ctx context.Context) error { r.Sum = 0; return nil }
+
+func (r *Reflected) Refuse(ctx context.Context, why string) error { return errors.New("refused: " + why) }
+
+var Reflecteds = casty.Actor[Reflected](casty.Name("test.Reflected"))
+
+// A node serves remote calls to a handler it never called itself through
+// reflection; the result, a failure and a call without argument or result
+// come back as through the typed invoker.
+func TestClusterRemoteCallsThroughReflection(t *testing.T) {
+	for _, m := range []string{"Add", "Reset", "Refuse"} {
+		casty.Untyped(Reflecteds.Name(), m)
+	}
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	ref := Reflecteds.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Reflecteds.Name()))
+	for i, want := range []int{2, 5} {
+		if got, err := casty.Call(ctx, ref, (*Reflected).Add, i+2); err != nil || got != want {
+			t.Fatalf("Add %d: %d %v, want %d", i+2, got, err, want)
+		}
+	}
+	if err := casty.Do0(ctx, ref, (*Reflected).Reset); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := casty.Call(ctx, ref, (*Reflected).Add, 1); err != nil || got != 1 {
+		t.Fatalf("Add after Reset: %d %v", got, err)
+	}
+	err := casty.Do(ctx, ref, (*Reflected).Refuse, "no")
+	var fe *casty.ActorFailedError
+	if !errors.As(err, &fe) || fe.Method != "Refuse" || !strings.Contains(fe.Message, "refused: no") {
+		t.Fatalf("Refuse: %v", err)
+	}
+}

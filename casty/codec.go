@@ -11,15 +11,20 @@ import (
 // the rest of the call's own work. The argument, result and error payloads
 // inside stay msgpack (wire/SPEC.md).
 //
-//	request:  op u8 | kind str | key str | method str | deadline varint
-//	          | chain uvarint n, n × str | arg bytes
-//	response: flags u8 (1 ok, 2 error) | result bytes
+//	request:  op u8 | flags u8 (1: ring point present) | kind str | key str
+//	          | [point u64, big endian] | method str | deadline varint
+//	          | chain uvarint n, n × str | arg (the rest of the envelope)
+//	response: flags u8 (1 ok, 2 error)
 //	          | [error: code str | message str | kind str | key str
 //	             | method str | directive varint | cause str | type str | data bytes]
+//	          | result (the rest of the envelope)
 //
 // str and bytes are a uvarint length then the bytes. Every length is
 // checked against what remains; anything else is refused with
-// errMalformedEnvelope, never a panic.
+// errMalformedEnvelope, never a panic. The argument and the result come
+// last so that they are encoded straight into the envelope. The ring point
+// is the caller's hash of the key, which spares the owner hashing it again
+// on every call (route.go: admit).
 
 var errMalformedEnvelope = errors.New("casty: malformed call envelope")
 
@@ -106,34 +111,97 @@ func (d *decoder) bytes() []byte {
 	return append([]byte(nil), p...)
 }
 
-func appendCallReq(dst []byte, r *callReq) []byte {
-	if dst == nil {
-		n := 32 + len(r.Kind) + len(r.Key) + len(r.Method) + len(r.Arg)
-		for _, c := range r.Chain {
-			n += 4 + len(c)
-		}
-		dst = make([]byte, 0, n)
+func (d *decoder) u64() uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.fail("truncated")
+		return 0
 	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+// rest returns what remains of the envelope (nil when nothing).
+func (d *decoder) rest() []byte {
+	if d.err != nil || len(d.b) == 0 {
+		return nil
+	}
+	p := d.b
+	d.b = nil
+	return p
+}
+
+const reqPlaced byte = 1
+
+// appendCallReqHead appends everything of r but its argument, which
+// follows as the rest of the envelope.
+func appendCallReqHead(dst []byte, r *callReq) []byte {
 	e := encoder{b: dst}
-	e.b = append(e.b, r.Op)
+	var flags byte
+	if r.placed {
+		flags |= reqPlaced
+	}
+	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
 	e.str(r.Key)
+	if r.placed {
+		e.b = binary.BigEndian.AppendUint64(e.b, r.point)
+	}
 	e.str(r.Method)
 	e.b = binary.AppendVarint(e.b, r.Deadline)
 	e.b = binary.AppendUvarint(e.b, uint64(len(r.Chain)))
 	for _, c := range r.Chain {
 		e.str(c)
 	}
-	e.bytes(r.Arg)
 	return e.b
 }
 
+// callReqSize is a good capacity for r's envelope with an argument of
+// about argSize bytes.
+func callReqSize(r *callReq, argSize int) int {
+	n := 40 + len(r.Kind) + len(r.Key) + len(r.Method) + argSize
+	for _, c := range r.Chain {
+		n += 4 + len(c)
+	}
+	return n
+}
+
+func appendCallReq(dst []byte, r *callReq) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, callReqSize(r, len(r.Arg)))
+	}
+	return append(appendCallReqHead(dst, r), r.Arg...)
+}
+
+// decodeCallReq decodes a request envelope. Its Arg is a view into b. The
+// kind and method names of declared kinds are the declared strings (and
+// r.kind, r.meth are set), so a call to a known handler allocates only its
+// key.
 func decodeCallReq(b []byte, r *callReq) error {
 	d := decoder{b: b}
 	r.Op = d.u8()
-	r.Kind = d.str()
+	flags := d.u8()
+	if kb := d.raw(); d.err == nil {
+		if r.kind = kinds.getBytes(kb); r.kind != nil {
+			r.Kind = r.kind.Name
+		} else {
+			r.Kind = string(kb)
+		}
+	}
 	r.Key = d.str()
-	r.Method = d.str()
+	if r.placed = flags&reqPlaced != 0; r.placed {
+		r.point = d.u64()
+	}
+	if mb := d.raw(); d.err == nil {
+		if r.kind != nil {
+			r.meth = r.kind.MethodByNameBytes(mb)
+		}
+		if r.meth != nil {
+			r.Method = r.meth.Name
+		} else {
+			r.Method = string(mb)
+		}
+	}
 	r.Deadline = d.varint()
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // every entry takes at least a byte
@@ -145,10 +213,10 @@ func decodeCallReq(b []byte, r *callReq) error {
 			r.Chain[i] = d.str()
 		}
 	}
-	r.Arg = d.bytes()
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.err == nil && flags&^reqPlaced != 0 {
+		d.fail("unknown flags")
 	}
+	r.Arg = d.rest()
 	return d.err
 }
 
@@ -157,14 +225,9 @@ const (
 	respErr byte = 2
 )
 
-func appendCallResp(dst []byte, r *callResp) []byte {
-	if dst == nil {
-		n := 8 + len(r.Result)
-		if r.Err != nil {
-			n += 64 + len(r.Err.Message) + len(r.Err.ErrData)
-		}
-		dst = make([]byte, 0, n)
-	}
+// appendCallRespHead appends everything of r but its result, which
+// follows as the rest of the envelope.
+func appendCallRespHead(dst []byte, r *callResp) []byte {
 	e := encoder{b: dst}
 	var flags byte
 	if r.Ok {
@@ -174,7 +237,6 @@ func appendCallResp(dst []byte, r *callResp) []byte {
 		flags |= respErr
 	}
 	e.b = append(e.b, flags)
-	e.bytes(r.Result)
 	if we := r.Err; we != nil {
 		e.str(we.Code)
 		e.str(we.Message)
@@ -189,11 +251,22 @@ func appendCallResp(dst []byte, r *callResp) []byte {
 	return e.b
 }
 
+func appendCallResp(dst []byte, r *callResp) []byte {
+	if dst == nil {
+		n := 8 + len(r.Result)
+		if r.Err != nil {
+			n += 64 + len(r.Err.Message) + len(r.Err.ErrData)
+		}
+		dst = make([]byte, 0, n)
+	}
+	return append(appendCallRespHead(dst, r), r.Result...)
+}
+
+// decodeCallResp decodes a response envelope; its Result is a view into b.
 func decodeCallResp(b []byte, r *callResp) error {
 	d := decoder{b: b}
 	flags := d.u8()
 	r.Ok = flags&respOk != 0
-	r.Result = d.bytes()
 	if flags&respErr != 0 {
 		we := &wireError{}
 		we.Code = d.str()
@@ -207,8 +280,9 @@ func decodeCallResp(b []byte, r *callResp) error {
 		we.ErrData = d.bytes()
 		r.Err = we
 	}
-	if d.err == nil && (flags&^(respOk|respErr) != 0 || len(d.b) != 0) {
-		d.fail("unknown flags or trailing bytes")
+	if d.err == nil && flags&^(respOk|respErr) != 0 {
+		d.fail("unknown flags")
 	}
+	r.Result = d.rest()
 	return d.err
 }

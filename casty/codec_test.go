@@ -11,12 +11,14 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		{Op: opCall, Kind: "shop.Order", Key: "order-42", Method: "Add", Arg: []byte{0x02}, Chain: []string{"a/b", "c/d"}, Deadline: 1234567890123},
 		{Op: opStateOf, Kind: "k", Key: ""},
 		{Op: opCall, Kind: "ünï", Key: string(make([]byte, 300)), Deadline: -5},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", point: 1<<64 - 1, placed: true, Arg: []byte{0xc0}},
 	}
 	for _, in := range reqs {
 		var out callReq
 		if err := decodeCallReq(appendCallReq(nil, &in), &out); err != nil {
 			t.Fatal(err)
 		}
+		out.kind, out.meth = nil, nil // resolved names of declared kinds
 		if !reflect.DeepEqual(in, out) {
 			t.Fatalf("request round trip:\n in  %+v\n out %+v", in, out)
 		}
@@ -42,7 +44,8 @@ func TestCallEnvelopeRefusesBadInput(t *testing.T) {
 	bad := map[string][]byte{
 		"empty":     {},
 		"truncated": good[:len(good)-1],
-		"trailing":  append(append([]byte(nil), good...), 0),
+		"flags":     append([]byte{opCall, 0x80}, good[2:]...),
+		"point":     append([]byte{opCall, reqPlaced}, good[2:5]...),
 		"huge str":  {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"huge chain": func() []byte {
 			b := appendCallReq(nil, &callReq{Op: opCall})

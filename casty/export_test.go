@@ -38,10 +38,35 @@ func MemberEvents(s *System) (<-chan string, func()) {
 }
 
 // HideKind makes a node behave as if it had never declared the kind.
-func HideKind(s *System, name string) { s.cl.hidden.Store(name, true) }
+func HideKind(s *System, name string) { s.cl.hidden.Store(name, true); s.cl.hiding.Store(true) }
 
 var _ = gossip.EventJoined
 
 // RefuseAsWrongOwner makes the node answer the next n calls or stream
 // opens as if its ring gave their keys to another node.
 func RefuseAsWrongOwner(s *System, n int32) { s.cl.refuse.Store(n) }
+
+// Misplaced returns r with its ring point replaced: a Ref whose point does
+// not match its key, as a buggy or hostile caller would send it.
+func Misplaced[T any](r Ref[T], point uint64) Ref[T] {
+	r.point, r.placed = point, true
+	return r
+}
+
+// PointOwnedBy returns a ring point that via's ring gives to owner.
+func PointOwnedBy(via, owner *System) uint64 {
+	v := via.cl.view.Load()
+	for i := uint64(1); ; i++ {
+		p := i * 0x9e3779b97f4a7c15
+		if id, ok := v.ring.Owner(p); ok && id == owner.cl.self {
+			return p
+		}
+	}
+}
+
+// Untyped makes the kind's remote calls to method go through reflection
+// for the rest of the process, as on a node that never calls the method
+// itself.
+func Untyped(kind, method string) {
+	kinds.get(kind).MethodByName(method).Typed.Store(typedBox{})
+}

@@ -32,12 +32,21 @@ type callReq struct {
 	Arg      []byte   `msgpack:"a,omitempty"`
 	Chain    []string `msgpack:"c,omitempty"`
 	Deadline int64    `msgpack:"d,omitempty"` // unix ns
+
+	// Binary envelopes only (codec.go): the key's ring point when the
+	// caller knows it, and what decoding resolved the names to.
+	point  uint64
+	placed bool
+	kind   *actor.Kind
+	meth   *actor.Method
 }
 
 type callResp struct {
 	Result []byte     `msgpack:"r,omitempty"`
 	Ok     bool       `msgpack:"ok,omitempty"`
 	Err    *wireError `msgpack:"e,omitempty"`
+
+	enc []byte // the whole envelope, when already encoded (resultResp)
 }
 
 // Error codes on the wire.
@@ -208,38 +217,87 @@ func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) (
 		return nil, err
 	}
 	resp := cl.serveReq(ctx, &req)
-	return appendCallResp(nil, &resp), nil
+	return resp.envelope(), nil
 }
+
+// envelope returns r's wire form: the result is already encoded into it
+// when r came from resultResp.
+func (r *callResp) envelope() []byte {
+	if r.Err == nil && r.enc != nil {
+		return r.enc
+	}
+	return appendCallResp(nil, r)
+}
+
+// resultResp is the answer carrying result, msgpack-encoded straight into
+// the response envelope.
+func resultResp(k *actor.Kind, m *actor.Method, result any) callResp {
+	b, err := wire.AppendMarshal(appendCallRespHead(make([]byte, 0, 32), &callResp{}), result)
+	if err != nil {
+		return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", k.Name, m.Name, err))
+	}
+	return callResp{enc: b}
+}
+
+func argResp(k *actor.Kind, m *actor.Method, err error) callResp {
+	return errResp(codeUnknown, fmt.Sprintf("casty: %s.%s: argument: %v", k.Name, m.Name, err))
+}
+
+// typedUnary serves a call from another node without reflection; Call,
+// Call0, Do and Do0 attach one to their method the first time this process
+// uses them (actor.Method.Typed), the argument and result types being
+// known there.
+type typedUnary interface {
+	serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp
+}
+
+// typedBox is what Method.Typed holds (an atomic.Value wants one concrete
+// type).
+type typedBox struct{ inv typedUnary }
+
+// attachTyped gives m its typed invoker, once.
+func attachTyped(m *actor.Method, inv func() typedUnary) {
+	if m.Typed.Load() == nil {
+		m.Typed.CompareAndSwap(nil, typedBox{inv()})
+	}
+}
+
 
 func errResp(code, msg string) callResp {
 	return callResp{Err: &wireError{Code: code, Message: msg}}
 }
 
-// admit decides whether this node takes work for kind/key: it refuses
-// while leaving (moving), for a kind it does not know, and for a key its
-// ring gives to another node (wrong owner). Calls and streams both ask.
-func (cl *cluster) admit(kind, key string) (*actor.Kind, *callResp) {
+// admit decides whether this node takes work for req's kind and key: it
+// refuses while leaving (moving), for a kind it does not know, and for a
+// key its ring gives to another node (wrong owner). Calls and streams both
+// ask.
+func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 	if cl.closed.Load() {
 		r := errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
 		return nil, &r
 	}
-	k := kinds.get(kind)
-	if _, hidden := cl.hidden.Load(kind); hidden {
-		k = nil
+	k := req.kind
+	if k == nil {
+		k = kinds.get(req.Kind)
+	}
+	if k != nil && cl.hiding.Load() {
+		if _, hidden := cl.hidden.Load(req.Kind); hidden {
+			k = nil
+		}
 	}
 	if k == nil {
-		r := errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", kind, cl.addr))
+		r := errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
 		return nil, &r
 	}
-	if !k.Service && (!cl.owns(k, key) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
-		r := errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
+	if !k.Service && (!cl.owns(k, req) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
+		r := errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key))
 		return nil, &r
 	}
 	return k, nil
 }
 
 func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
-	k, refused := cl.admit(req.Kind, req.Key)
+	k, refused := cl.admit(req)
 	if refused != nil {
 		return *refused
 	}
@@ -261,16 +319,22 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		}
 		return callResp{Ok: ok, Result: b}
 	case opCall:
-		meth := k.MethodByName(req.Method)
+		meth := req.meth
+		if meth == nil || req.kind != k {
+			meth = k.MethodByName(req.Method)
+		}
 		if meth == nil || meth.Shape != actor.Unary {
 			return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s has no handler %q on node %s", req.Kind, req.Method, cl.addr))
+		}
+		if t, ok := meth.Typed.Load().(typedBox); ok && t.inv != nil {
+			return t.inv.serve(ctx, cl.sys.host, k, meth, req.Key, req.Arg)
 		}
 		inv := &remoteInvoke{meth: meth}
 		if meth.Arg != nil {
 			p := reflect.New(meth.Arg)
 			if len(req.Arg) > 0 {
 				if err := wire.Unmarshal(req.Arg, p.Interface()); err != nil {
-					return errResp(codeUnknown, fmt.Sprintf("casty: %s.%s: argument: %v", req.Kind, req.Method, err))
+					return argResp(k, meth, err)
 				}
 			}
 			inv.arg = p.Elem()
@@ -279,25 +343,27 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		if err := cl.sys.host.AskHere(ctx, k, req.Key, &inv.Envelope); err != nil {
 			return callResp{Err: encodeError(err)}
 		}
-		var resp callResp
 		if meth.Result != nil {
-			b, err := wire.Marshal(inv.result.Interface())
-			if err != nil {
-				return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", req.Kind, req.Method, err))
-			}
-			resp.Result = b
+			return resultResp(k, meth, inv.result.Interface())
 		}
-		return resp
+		return callResp{}
 	}
 	return errResp(codeUnknown, fmt.Sprintf("casty: unknown operation %d", req.Op))
 }
 
-// owns reports whether this node owns key on its current ring.
-func (cl *cluster) owns(k *actor.Kind, key string) bool {
+// owns reports whether this node owns req's key on its current ring. The
+// caller's ring point is trusted for keys active here (they were verified
+// when they activated); a key that would activate is hashed again, so a
+// wrong point can never place an actor on a node that does not own it.
+func (cl *cluster) owns(k *actor.Kind, req *callReq) bool {
 	if cl.lite {
 		return false
 	}
-	owner, ok := cl.view.Load().ring.OwnerOf(k.Name, key)
+	point := req.point
+	if !req.placed || !cl.sys.host.Has(k, req.Key) {
+		point = ring.Point(k.Name, req.Key)
+	}
+	owner, ok := cl.view.Load().ring.Owner(point)
 	return ok && owner == cl.self
 }
 
@@ -349,9 +415,12 @@ const routeAttempts = 2
 // another node. It returns remote=false, doing nothing, when this node owns
 // the key: the caller then runs it locally with no serialization. encode
 // produces the argument's bytes, at most once.
-func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at placement, req callReq, encode func() ([]byte, error)) (remote bool, resp callResp, err error) {
+func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at placement, req callReq, encode func(dst []byte) ([]byte, error)) (remote bool, resp callResp, err error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if !at.known && !k.Service {
+		at = placement{point: ring.Point(k.Name, key), known: true}
 	}
 	// The common case first, with nothing allocated: this node owns the key.
 	if d, err := cl.target(k, key, at); err != nil || d.local {
@@ -369,14 +438,15 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	var payload []byte
 	local, err := cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
+			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
+			req.Deadline = deadline.UnixNano()
+			req.point, req.placed = at.point, at.known
+			payload = appendCallReqHead(make([]byte, 0, callReqSize(&req, 24)), &req)
 			if encode != nil {
-				if req.Arg, err = encode(); err != nil {
+				if payload, err = encode(payload); err != nil {
 					return nil, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
 				}
 			}
-			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
-			req.Deadline = deadline.UnixNano()
-			payload = appendCallReq(nil, &req)
 		}
 		if !hasDeadline {
 			if timeout = time.Until(deadline); timeout <= 0 {

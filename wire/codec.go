@@ -52,14 +52,26 @@ func Unmarshal(b []byte, v any) error {
 	if err := Check(b); err != nil {
 		return err
 	}
-	d := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(d)
-	d.Reset(bytes.NewReader(b))
-	if err := d.Decode(v); err != nil {
+	d := decPool.Get().(*decoder)
+	d.r.Reset(b)
+	d.dec.Reset(&d.r)
+	err := d.dec.Decode(v)
+	d.r.Reset(nil)
+	decPool.Put(d)
+	if err != nil {
 		return fmt.Errorf("%w: decode into %T: %v", ErrMalformed, v, err)
 	}
 	return nil
 }
+
+// decoder is a msgpack decoder with the reader it reads from, pooled
+// together so that Unmarshal allocates nothing of its own.
+type decoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var decPool = sync.Pool{New: func() any { return &decoder{dec: msgpack.NewDecoder(nil)} }}
 
 // Check verifies that b holds exactly one well-formed msgpack value whose
 // every length prefix fits in the bytes that remain and whose nesting is at
