@@ -562,7 +562,9 @@ func (r *Reflected) Add(ctx context.Context, n int) (int, error) { r.Sum += n; r
 
 func (r *Reflected) Reset(ctx context.Context) error { r.Sum = 0; return nil }
 
-func (r *Reflected) Refuse(ctx context.Context, why string) error { return errors.New("refused: " + why) }
+func (r *Reflected) Refuse(ctx context.Context, why string) error {
+	return errors.New("refused: " + why)
+}
 
 var Reflecteds = casty.Actor[Reflected](casty.Name("test.Reflected"))
 

@@ -262,7 +262,6 @@ func attachTyped(m *actor.Method, inv func() typedUnary) {
 	}
 }
 
-
 func errResp(code, msg string) callResp {
 	return callResp{Err: &wireError{Code: code, Message: msg}}
 }

@@ -373,3 +373,81 @@ func HeadOfLine(s *mux.Session, total int64, minRequests int) (HOLResult, error)
 	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	return HOLResult{Requests: len(lat), P50: q(0.50), P99: q(0.99), Max: lat[len(lat)-1], Bulk: bulkTook}, nil
 }
+
+// MuxMesh is the transport under casty's 64-caller cluster benchmark:
+// nodes mux nodes in one process, fully connected over loopback TCP;
+// callers goroutines, caller w on node w%nodes, each call picks the next of
+// keys keys, whose owner is key%nodes. A call to its own node's key runs
+// the handler directly; every other call is one MsgSize request to the
+// owner, echoed back. Reports msg/s (calls answered per second).
+func MuxMesh(b *testing.B, nodes, callers, keys int) {
+	ns := make([]*mux.Node, nodes)
+	addrs := make([]string, nodes)
+	echo := func(ctx context.Context, _ *mux.Session, p []byte) ([]byte, error) { return p, nil }
+	defer func() {
+		for _, n := range ns {
+			if n != nil {
+				n.Close()
+			}
+		}
+	}()
+	for i := range ns {
+		c := mux.DefaultConfig()
+		c.NodeID[0] = byte(i + 1)
+		c.Logger = quiet()
+		n, err := mux.New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n.HandleRequests(mux.LaneMessage, echo)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go n.Serve(ln)
+		ns[i], addrs[i] = n, ln.Addr().String()
+	}
+	ctx := context.Background()
+	sessions := make([][]*mux.Session, nodes) // [from][to]
+	for i := range ns {
+		sessions[i] = make([]*mux.Session, nodes)
+		for j := range ns {
+			if i == j {
+				continue
+			}
+			var id mux.NodeID
+			id[0] = byte(j + 1)
+			s, err := ns[i].Connect(ctx, id, addrs[j])
+			if err != nil {
+				b.Fatal(err)
+			}
+			sessions[i][j] = s
+		}
+	}
+	var done atomic.Int64
+	per := b.N/callers + 1
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := w % nodes
+			msg := make([]byte, MsgSize)
+			i := w * 31
+			for range per {
+				i = (i + 1) % keys
+				owner := (i * 2654435761 >> 7) % nodes
+				if owner == from {
+					echo(ctx, nil, msg)
+				} else if _, err := sessions[from][owner].Request(ctx, mux.LaneMessage, msg); err != nil {
+					panic(err)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(done.Load())/time.Since(start).Seconds(), "msg/s")
+}
