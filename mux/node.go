@@ -51,9 +51,8 @@ type Node struct {
 	streamHandler atomic.Pointer[StreamHandler]
 	wg            sync.WaitGroup
 	done          chan struct{}
-	jobs          chan func() // idle workers receive here (see goWorker)
-	idleWorkers   atomic.Int64
-	janitorOnce   sync.Once
+	workers       workerPool
+	sweeping      atomic.Bool // the request-timeout sweeper runs (sweep.go)
 	mu            sync.Mutex
 	closed        bool
 	live          map[NodeID]*Session
@@ -73,7 +72,6 @@ func New(cfg Config) (*Node, error) {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		done:        make(chan struct{}),
-		jobs:        make(chan func()),
 		live:        make(map[NodeID]*Session),
 		all:         make(map[*Session]struct{}),
 		listeners:   make(map[net.Listener]struct{}),
@@ -199,71 +197,6 @@ func (n *Node) goTracked(f func()) bool {
 		f()
 	}()
 	return true
-}
-
-// workerIdle is the janitor's period: each period it retires half of the
-// workers that are idle at that moment.
-const workerIdle = 2 * time.Second
-
-// goWorker runs f on an idle worker goroutine if one is waiting, or on a
-// new one that then stays in the pool. Request handlers run here: a fresh
-// goroutine per request would start on a small stack and regrow it on every
-// request (reflection-heavy handlers copy their stack each time), and
-// goTracked's lock is shared by every request of the node. It reports
-// false, and does not run f, once the node is closed.
-func (n *Node) goWorker(f func()) bool {
-	select {
-	case <-n.done:
-		return false
-	case n.jobs <- f:
-		return true
-	default:
-	}
-	n.janitorOnce.Do(func() { n.goTracked(n.janitor) })
-	return n.goTracked(func() {
-		f()
-		n.idleWorker()
-	})
-}
-
-// idleWorker serves jobs until it is handed nil (retired by the janitor)
-// or the node closes. Its wait has no timer, which keeps the hand-off
-// cheap.
-func (n *Node) idleWorker() {
-	for {
-		n.idleWorkers.Add(1)
-		select {
-		case f := <-n.jobs:
-			n.idleWorkers.Add(-1)
-			if f == nil {
-				return
-			}
-			f()
-		case <-n.done:
-			n.idleWorkers.Add(-1)
-			return
-		}
-	}
-}
-
-// janitor retires half of the idle workers every workerIdle, so a burst's
-// workers are gone within a few periods of it.
-func (n *Node) janitor() {
-	t := time.NewTicker(workerIdle)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.done:
-			return
-		case <-t.C:
-			for range (n.idleWorkers.Load() + 1) / 2 {
-				select {
-				case n.jobs <- nil:
-				default:
-				}
-			}
-		}
-	}
 }
 
 // Dial connects to addr over TCP (TLS when Config.ClientTLS is set), runs
@@ -601,6 +534,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	close(n.done)
+	n.workers.close()
 	for ln := range n.listeners {
 		ln.Close()
 	}

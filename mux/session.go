@@ -47,7 +47,7 @@ type Session struct {
 	nextID atomic.Uint64
 
 	mu         sync.Mutex
-	pending    map[uint64]chan result
+	pending    map[uint64]pendingReq
 	inflight   map[uint64]*reqCtx
 	streamsOut int
 	streamsIn  int
@@ -69,7 +69,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 	s := &Session{
 		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
 		peerRole: role, version: version, initiator: initiator, nonce: nonce,
-		pending:  make(map[uint64]chan result),
+		pending:  make(map[uint64]pendingReq),
 		inflight: make(map[uint64]*reqCtx),
 		done:     make(chan struct{}),
 		idle:     make(chan struct{}, 1),
@@ -190,7 +190,10 @@ func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, 
 // it passes first, the request is abandoned as if ctx had ended and the
 // error is context.DeadlineExceeded. It costs no context and no timer
 // allocation, which is why callers that apply a default timeout to every
-// request use it.
+// request use it. A timeout of a second or more is enforced by the node's
+// sweeper, which checks pending requests every 10 ms (such a timeout
+// fires up to that much late) and costs the request no timer at all;
+// shorter ones get a pooled timer.
 func (s *Session) RequestTimeout(ctx context.Context, l Lane, payload []byte, timeout time.Duration) ([]byte, error) {
 	return s.request(ctx, l, payload, timeout)
 }
@@ -218,6 +221,11 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 	s = s.current()
 	id := s.nextID.Add(1)
 	ch := resultChans.Get().(chan result)
+	p := pendingReq{ch: ch, lane: l}
+	coarse := timeout >= coarseTimeout
+	if coarse {
+		p.deadline = nanotime() + int64(timeout)
+	}
 	s.mu.Lock()
 	if s.closeErr != nil {
 		err := s.closeErr
@@ -225,8 +233,11 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		resultChans.Put(ch)
 		return nil, connectionLost(err)
 	}
-	s.pending[id] = ch
+	s.pending[id] = p
 	s.mu.Unlock()
+	if coarse {
+		s.node.sweepPending()
+	}
 	ln := s.lanes[l]
 	if err := ln.send(ctx, frameRequest, id, payload); err != nil {
 		if s.dropPending(id) {
@@ -235,7 +246,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		return nil, err
 	}
 	var expired <-chan time.Time
-	if timeout > 0 {
+	if timeout > 0 && !coarse {
 		t := timers.Get().(*time.Timer)
 		t.Reset(timeout)
 		defer func() {
@@ -244,12 +255,19 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		}()
 		expired = t.C
 	}
+	done := ctx.Done()
+	if done == nil && expired == nil {
+		// The common case (a coarse timeout, or none): one receive.
+		r := <-ch
+		resultChans.Put(ch) // drained: nobody else sends to it
+		return r.payload, r.err
+	}
 	var err error
 	select {
 	case r := <-ch:
 		resultChans.Put(ch) // drained: nobody else sends to it
 		return r.payload, r.err
-	case <-ctx.Done():
+	case <-done:
 		err = ctx.Err()
 	case <-expired:
 		err = context.DeadlineExceeded
@@ -298,12 +316,12 @@ func (s *Session) Send(ctx context.Context, l Lane, payload []byte) error {
 // complete delivers an answer to its pending request, if still pending.
 func (s *Session) complete(id uint64, r result) {
 	s.mu.Lock()
-	ch, ok := s.pending[id]
+	p, ok := s.pending[id]
 	delete(s.pending, id)
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	if ok {
-		ch <- r
+		p.ch <- r
 	}
 }
 
@@ -402,7 +420,7 @@ func (s *Session) fail(err error) {
 	}
 	s.closeErr = err
 	pending := s.pending
-	s.pending = make(map[uint64]chan result)
+	s.pending = make(map[uint64]pendingReq)
 	for _, rc := range s.inflight {
 		rc.cancel()
 	}
@@ -415,8 +433,8 @@ func (s *Session) fail(err error) {
 	s.yc.Close()
 	s.conn.Close()
 	s.ys.Close()
-	for _, ch := range pending {
-		ch <- result{err: lost}
+	for _, p := range pending {
+		p.ch <- result{err: lost}
 	}
 	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
 		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)

@@ -153,6 +153,44 @@ func TestDeadlineCancelsRemoteHandler(t *testing.T) {
 			return err
 		})
 	})
+	t.Run("RequestTimeout swept", func(t *testing.T) {
+		deadlineCancelsRemoteHandler(t, func(sa *Session) error {
+			start := time.Now()
+			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), coarseTimeout)
+			if el := time.Since(start); el < coarseTimeout || el > coarseTimeout+500*time.Millisecond {
+				t.Errorf("a %v timeout fired after %v", coarseTimeout, el)
+			}
+			return err
+		})
+	})
+}
+
+// The sweeper that enforces long request timeouts runs only while such a
+// request is pending: answered requests do not keep it alive.
+func TestSweeperStopsWhenNothingIsWatched(t *testing.T) {
+	release := make(chan struct{})
+	a, _, sa, _ := connect(t, viaTCP, testConfig(1), testConfig(2), func(a, b *Node) {
+		b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			<-release
+			return p, nil
+		})
+	})
+	answered := make(chan error, 1)
+	go func() {
+		_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("x"), time.Hour)
+		answered <- err
+	}()
+	eventually(t, 5*time.Second, "the sweeper to start", func() bool { return a.sweeping.Load() })
+	// It keeps running while the request is pending.
+	time.Sleep(5 * sweepEvery) // an absence check: it must not stop meanwhile
+	if !a.sweeping.Load() {
+		t.Fatal("the sweeper stopped while a watched request was pending")
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.sweeping.Load() })
 }
 
 func deadlineCancelsRemoteHandler(t *testing.T, request func(*Session) error) {
