@@ -172,16 +172,6 @@ func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *w
 	return err
 }
 
-// Has reports whether (k, key) has an activation on this host (live or
-// starting; one that is ending may still be reported).
-func (h *Host) Has(k *Kind, key string) bool {
-	sh := h.shardFor(key)
-	sh.mu.RLock()
-	a := sh.m[actID{k, key}]
-	sh.mu.RUnlock()
-	return a != nil
-}
-
 // errNotActive answers a peek whose activation ended first.
 var errNotActive = errors.New("casty: not active")
 
@@ -293,6 +283,12 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 			return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		if a = sh.m[id]; a == nil {
+			if e.admit != nil {
+				if err := e.admit.AdmitNew(k, key); err != nil {
+					sh.mu.Unlock()
+					return nil, false, err
+				}
+			}
 			a = h.newActivation(k, key)
 			sh.m[id] = a
 		}

@@ -148,3 +148,50 @@ func TestTimeoutErrorMatches(t *testing.T) {
 		t.Fatal("not a net.Error-style timeout")
 	}
 }
+
+// AdmitNew's check runs only when the envelope would create the
+// activation: refused, nothing is created and the envelope fails with the
+// check's error; once the activation exists, the check is not asked.
+func TestAdmitNewGuardsOnlyActivation(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), "test.admit", wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	add := k.MethodByName("Add")
+	refuse := errors.New("not mine")
+	asked := 0
+	call := func(here bool, check func() error) (int, error) {
+		e := &cAdd{d: 1}
+		e.Init(e, add)
+		e.AdmitNew(admitFunc(func(*Kind, string) error { asked++; return check() }))
+		ask := h.Ask
+		if here {
+			ask = h.AskHere
+		}
+		err := ask(context.Background(), k, "x", &e.Envelope)
+		return e.r, err
+	}
+	for _, here := range []bool{false, true} {
+		if _, err := call(here, func() error { return refuse }); !errors.Is(err, refuse) {
+			t.Fatalf("refused activation (here %v): %v", here, err)
+		}
+	}
+	if h.Len() != 0 || asked != 2 {
+		t.Fatalf("after refusals: %d activations, check asked %d times", h.Len(), asked)
+	}
+	if n, err := call(true, func() error { return nil }); err != nil || n != 1 {
+		t.Fatalf("admitted: %d %v", n, err)
+	}
+	if n, err := call(false, func() error { return refuse }); err != nil || n != 2 || asked != 3 {
+		t.Fatalf("active key: %d %v, check asked %d times (want 3: not again)", n, err, asked)
+	}
+}
+
+type admitFunc func(*Kind, string) error
+
+func (f admitFunc) AdmitNew(k *Kind, key string) error { return f(k, key) }

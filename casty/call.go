@@ -182,60 +182,68 @@ type servQR[T, Q, R any] struct {
 	m func(*T, context.Context, Q) (R, error)
 }
 
-func (s servQR[T, Q, R]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp {
-	e := &callQR[T, Q, R]{m: s.m}
-	if len(arg) > 0 {
-		if err := wire.Unmarshal(arg, &e.q); err != nil {
-			return argResp(k, m, err)
+func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
+	e := &struct {
+		callQR[T, Q, R]
+		chk pointCheck
+	}{callQR: callQR[T, Q, R]{m: s.m}}
+	if len(rc.arg) > 0 {
+		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
+			return argResp(rc.k, rc.m, err)
 		}
 	}
-	e.Init(e, m)
-	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
-		return callResp{Err: encodeError(err)}
+	e.Init(e, rc.m)
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.chk); !ok {
+		return resp
 	}
-	return resultResp(k, m, e.r)
+	return resultResp(rc.k, rc.m, e.r)
 }
 
 type servR[T, R any] struct {
 	m func(*T, context.Context) (R, error)
 }
 
-func (s servR[T, R]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, _ []byte) callResp {
-	e := &callR[T, R]{m: s.m}
-	e.Init(e, m)
-	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
-		return callResp{Err: encodeError(err)}
+func (s servR[T, R]) serve(ctx context.Context, rc remoteCall) callResp {
+	e := &struct {
+		callR[T, R]
+		chk pointCheck
+	}{callR: callR[T, R]{m: s.m}}
+	e.Init(e, rc.m)
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.chk); !ok {
+		return resp
 	}
-	return resultResp(k, m, e.r)
+	return resultResp(rc.k, rc.m, e.r)
 }
 
 type servQ[T, Q any] struct {
 	m func(*T, context.Context, Q) error
 }
 
-func (s servQ[T, Q]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp {
-	e := &doQ[T, Q]{m: s.m}
-	if len(arg) > 0 {
-		if err := wire.Unmarshal(arg, &e.q); err != nil {
-			return argResp(k, m, err)
+func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
+	e := &struct {
+		doQ[T, Q]
+		chk pointCheck
+	}{doQ: doQ[T, Q]{m: s.m}}
+	if len(rc.arg) > 0 {
+		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
+			return argResp(rc.k, rc.m, err)
 		}
 	}
-	e.Init(e, m)
-	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
-		return callResp{Err: encodeError(err)}
-	}
-	return callResp{}
+	e.Init(e, rc.m)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.chk)
+	return resp
 }
 
 type serv0[T any] struct {
 	m func(*T, context.Context) error
 }
 
-func (s serv0[T]) serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, _ []byte) callResp {
-	e := &do0[T]{m: s.m}
-	e.Init(e, m)
-	if err := h.AskHere(ctx, k, key, &e.Envelope); err != nil {
-		return callResp{Err: encodeError(err)}
-	}
-	return callResp{}
+func (s serv0[T]) serve(ctx context.Context, rc remoteCall) callResp {
+	e := &struct {
+		do0[T]
+		chk pointCheck
+	}{do0: do0[T]{m: s.m}}
+	e.Init(e, rc.m)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.chk)
+	return resp
 }

@@ -176,6 +176,7 @@ func (we *wireError) decode() error {
 // remoteInvoke runs a call that arrived from another node, by reflection.
 type remoteInvoke struct {
 	actor.Envelope
+	chk    pointCheck
 	meth   *actor.Method
 	arg    reflect.Value
 	result reflect.Value
@@ -248,7 +249,59 @@ func argResp(k *actor.Kind, m *actor.Method, err error) callResp {
 // uses them (actor.Method.Typed), the argument and result types being
 // known there.
 type typedUnary interface {
-	serve(ctx context.Context, h *actor.Host, k *actor.Kind, m *actor.Method, key string, arg []byte) callResp
+	serve(ctx context.Context, rc remoteCall) callResp
+}
+
+// remoteCall is a call from another node, admitted for a handler of k.
+// It is passed by value: nothing of the request escapes to the heap.
+type remoteCall struct {
+	cl     *cluster
+	k      *actor.Kind
+	m      *actor.Method
+	key    string
+	arg    []byte
+	point  uint64
+	placed bool
+}
+
+func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remoteCall {
+	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, point: req.point, placed: req.placed}
+}
+
+// ask runs e, whose envelope struct holds chk, on this node's host. It
+// reports false with the answer when the call failed.
+func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, chk *pointCheck) (callResp, bool) {
+	if rc.placed {
+		chk.point = rc.point
+		e.AdmitNew(chk)
+	}
+	err := rc.cl.sys.host.AskHere(ctx, rc.k, rc.key, e)
+	switch {
+	case err == nil:
+		return callResp{}, true
+	case errors.Is(err, errMisplaced):
+		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
+	}
+	return callResp{Err: encodeError(err)}, false
+}
+
+// errMisplaced refuses a call whose ring point is not its key's.
+var errMisplaced = errors.New("casty: the ring point does not match the key")
+
+// pointCheck verifies, when a call from another node is about to activate
+// its key, that the ring point the caller sent (and admit trusted) is the
+// key's: a key is hashed once per activation, not once per call.
+type pointCheck struct{ point uint64 }
+
+func (c *pointCheck) AdmitNew(k *actor.Kind, key string) error {
+	if ring.Point(k.Name, key) != c.point {
+		return errMisplaced
+	}
+	return nil
+}
+
+func (cl *cluster) wrongOwner(kind, key string) callResp {
+	return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
 }
 
 // typedBox is what Method.Typed holds (an atomic.Value wants one concrete
@@ -289,7 +342,7 @@ func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 		return nil, &r
 	}
 	if !k.Service && (!cl.owns(k, req) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
-		r := errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, req.Kind, req.Key))
+		r := cl.wrongOwner(req.Kind, req.Key)
 		return nil, &r
 	}
 	return k, nil
@@ -326,7 +379,7 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 			return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s has no handler %q on node %s", req.Kind, req.Method, cl.addr))
 		}
 		if t, ok := meth.Typed.Load().(typedBox); ok && t.inv != nil {
-			return t.inv.serve(ctx, cl.sys.host, k, meth, req.Key, req.Arg)
+			return t.inv.serve(ctx, cl.remoteCall(k, meth, req))
 		}
 		inv := &remoteInvoke{meth: meth}
 		if meth.Arg != nil {
@@ -339,8 +392,8 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 			inv.arg = p.Elem()
 		}
 		inv.Init(inv, meth)
-		if err := cl.sys.host.AskHere(ctx, k, req.Key, &inv.Envelope); err != nil {
-			return callResp{Err: encodeError(err)}
+		if resp, ok := cl.remoteCall(k, meth, req).ask(ctx, &inv.Envelope, &inv.chk); !ok {
+			return resp
 		}
 		if meth.Result != nil {
 			return resultResp(k, meth, inv.result.Interface())
@@ -350,16 +403,16 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 	return errResp(codeUnknown, fmt.Sprintf("casty: unknown operation %d", req.Op))
 }
 
-// owns reports whether this node owns req's key on its current ring. The
-// caller's ring point is trusted for keys active here (they were verified
-// when they activated); a key that would activate is hashed again, so a
-// wrong point can never place an actor on a node that does not own it.
+// owns reports whether this node owns req's key on its current ring. A
+// call's ring point, sent by the caller, is taken as is here; a call that
+// would activate its key checks it against the key first (pointCheck), so
+// a wrong point never places an actor on a node that does not own it.
 func (cl *cluster) owns(k *actor.Kind, req *callReq) bool {
 	if cl.lite {
 		return false
 	}
 	point := req.point
-	if !req.placed || !cl.sys.host.Has(k, req.Key) {
+	if !req.placed {
 		point = ring.Point(k.Name, req.Key)
 	}
 	owner, ok := cl.view.Load().ring.Owner(point)
