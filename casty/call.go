@@ -185,7 +185,7 @@ type servQR[T, Q, R any] struct {
 func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		callQR[T, Q, R]
-		chk pointCheck
+		x served
 	}{callQR: callQR[T, Q, R]{m: s.m}}
 	if len(rc.arg) > 0 {
 		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
@@ -193,7 +193,7 @@ func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
 		}
 	}
 	e.Init(e, rc.m)
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.chk); !ok {
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x); !ok {
 		return resp
 	}
 	return resultResp(rc.k, rc.m, e.r)
@@ -206,10 +206,10 @@ type servR[T, R any] struct {
 func (s servR[T, R]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		callR[T, R]
-		chk pointCheck
+		x served
 	}{callR: callR[T, R]{m: s.m}}
 	e.Init(e, rc.m)
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.chk); !ok {
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x); !ok {
 		return resp
 	}
 	return resultResp(rc.k, rc.m, e.r)
@@ -222,7 +222,7 @@ type servQ[T, Q any] struct {
 func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		doQ[T, Q]
-		chk pointCheck
+		x served
 	}{doQ: doQ[T, Q]{m: s.m}}
 	if len(rc.arg) > 0 {
 		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
@@ -230,7 +230,7 @@ func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 		}
 	}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.chk)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x)
 	return resp
 }
 
@@ -241,9 +241,9 @@ type serv0[T any] struct {
 func (s serv0[T]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		do0[T]
-		chk pointCheck
+		x served
 	}{do0: do0[T]{m: s.m}}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.chk)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x)
 	return resp
 }

@@ -595,3 +595,34 @@ func TestClusterRemoteCallsThroughReflection(t *testing.T) {
 		t.Fatalf("Refuse: %v", err)
 	}
 }
+
+// Clock reports what its handler's context says about the deadline.
+type Clock struct{}
+
+func (c *Clock) Left(ctx context.Context) (time.Duration, error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return -1, nil
+	}
+	return time.Until(d), nil
+}
+
+var Clocks = casty.Actor[Clock](casty.Name("test.Clock"))
+
+// A handler on another node sees the caller's deadline: the one of its
+// ctx, or CallTimeout when the caller's ctx has none.
+func TestClusterRemoteHandlerSeesTheCallersDeadline(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ref := Clocks.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Clocks.Name()))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	left, err := casty.Call0(ctx, ref, (*Clock).Left)
+	if err != nil || left <= 0 || left > 3*time.Second {
+		t.Fatalf("with a 3 s ctx: %v left, %v", left, err)
+	}
+	callTimeout := nodes[0].Config().CallTimeout
+	left, err = casty.Call0(context.Background(), ref, (*Clock).Left)
+	if err != nil || left <= 0 || left > callTimeout {
+		t.Fatalf("without a deadline: %v left, %v (CallTimeout %v)", left, err, callTimeout)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
-	"github.com/casty-go/casty/ring"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -150,7 +149,7 @@ func (k *Kind[T]) Ref(sys *System, key string) Ref[T] {
 	r := Ref[T]{sys: sys, kind: k.k, key: key}
 	if sys != nil && sys.cl != nil {
 		// Hash the key onto the ring once per Ref, not once per call.
-		r.point, r.placed = ring.Point(k.k.Name, key), true
+		r.point, r.placed = pointOf(k.k, key), true
 	}
 	return r
 }

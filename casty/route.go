@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/casty-go/casty/actor"
@@ -176,7 +177,7 @@ func (we *wireError) decode() error {
 // remoteInvoke runs a call that arrived from another node, by reflection.
 type remoteInvoke struct {
 	actor.Envelope
-	chk    pointCheck
+	x      served
 	meth   *actor.Method
 	arg    reflect.Value
 	result reflect.Value
@@ -255,25 +256,43 @@ type typedUnary interface {
 // remoteCall is a call from another node, admitted for a handler of k.
 // It is passed by value: nothing of the request escapes to the heap.
 type remoteCall struct {
-	cl     *cluster
-	k      *actor.Kind
-	m      *actor.Method
-	key    string
-	arg    []byte
-	point  uint64
-	placed bool
+	cl       *cluster
+	k        *actor.Kind
+	m        *actor.Method
+	key      string
+	arg      []byte
+	point    uint64
+	placed   bool
+	deadline int64 // unix ns; 0 for none
+	chain    []string
 }
 
 func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remoteCall {
-	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, point: req.point, placed: req.placed}
+	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, point: req.point, placed: req.placed,
+		deadline: req.Deadline, chain: req.Chain}
 }
 
-// ask runs e, whose envelope struct holds chk, on this node's host. It
+// served is what serving a remote call needs beside its envelope, kept in
+// the struct the invoker allocates for the envelope anyway: the handler's
+// context with the caller's deadline, and the ring point to check.
+type served struct {
+	ctx   deadlineCtx
+	point uint64
+}
+
+// ask runs e, whose envelope struct holds x, on this node's host. It
 // reports false with the answer when the call failed.
-func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, chk *pointCheck) (callResp, bool) {
+func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *served) (callResp, bool) {
+	if rc.deadline != 0 {
+		// The caller's mux cancels this request's ctx when its own deadline
+		// passes; handlers still see that deadline, without a timer here.
+		x.ctx = deadlineCtx{Context: ctx, d: time.Unix(0, rc.deadline)}
+		ctx = &x.ctx
+	}
+	ctx = actor.WithChain(ctx, rc.chain)
 	if rc.placed {
-		chk.point = rc.point
-		e.AdmitNew(chk)
+		x.point = rc.point
+		e.AdmitNew(x)
 	}
 	err := rc.cl.sys.host.AskHere(ctx, rc.k, rc.key, e)
 	switch {
@@ -288,13 +307,11 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, chk *pointCheck
 // errMisplaced refuses a call whose ring point is not its key's.
 var errMisplaced = errors.New("casty: the ring point does not match the key")
 
-// pointCheck verifies, when a call from another node is about to activate
+// AdmitNew verifies, when a call from another node is about to activate
 // its key, that the ring point the caller sent (and admit trusted) is the
 // key's: a key is hashed once per activation, not once per call.
-type pointCheck struct{ point uint64 }
-
-func (c *pointCheck) AdmitNew(k *actor.Kind, key string) error {
-	if ring.Point(k.Name, key) != c.point {
+func (x *served) AdmitNew(k *actor.Kind, key string) error {
+	if ring.Point(k.Name, key) != x.point {
 		return errMisplaced
 	}
 	return nil
@@ -353,14 +370,12 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 	if refused != nil {
 		return *refused
 	}
-	if req.Deadline != 0 {
-		// The caller's mux cancels this request's ctx when its own deadline
-		// passes; handlers still see that deadline, without a timer here.
-		ctx = deadlineCtx{Context: ctx, d: time.Unix(0, req.Deadline)}
-	}
-	ctx = actor.WithChain(ctx, req.Chain)
 	switch req.Op {
 	case opStateOf:
+		if req.Deadline != 0 {
+			ctx = deadlineCtx{Context: ctx, d: time.Unix(0, req.Deadline)}
+		}
+		ctx = actor.WithChain(ctx, req.Chain)
 		var b []byte
 		ok, err := cl.sys.host.Peek(ctx, k, req.Key, func(state any) (err error) {
 			b, err = wire.Marshal(state)
@@ -392,7 +407,7 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 			inv.arg = p.Elem()
 		}
 		inv.Init(inv, meth)
-		if resp, ok := cl.remoteCall(k, meth, req).ask(ctx, &inv.Envelope, &inv.chk); !ok {
+		if resp, ok := cl.remoteCall(k, meth, req).ask(ctx, &inv.Envelope, &inv.x); !ok {
 			return resp
 		}
 		if meth.Result != nil {
@@ -460,6 +475,12 @@ func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error)
 	return dest{id: owner, addr: v.addrs[owner]}, nil
 }
 
+// reqBufs holds request envelopes for reuse: mux copies a request into
+// the connection's queue before Request returns.
+var reqBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+const maxPooledReq = 64 << 10
+
 // routeAttempts is how many owners a call tries when rings disagree.
 const routeAttempts = 2
 
@@ -472,7 +493,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		ctx = context.Background()
 	}
 	if !at.known && !k.Service {
-		at = placement{point: ring.Point(k.Name, key), known: true}
+		at = placement{point: pointOf(k, key), known: true}
 	}
 	// The common case first, with nothing allocated: this node owns the key.
 	if d, err := cl.target(k, key, at); err != nil || d.local {
@@ -488,12 +509,19 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		deadline = time.Now().Add(timeout)
 	}
 	var payload []byte
+	buf := reqBufs.Get().(*[]byte)
+	defer func() {
+		if cap(payload) <= maxPooledReq {
+			*buf = payload[:0]
+		}
+		reqBufs.Put(buf)
+	}()
 	local, err := cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
 			req.Deadline = deadline.UnixNano()
 			req.point, req.placed = at.point, at.known
-			payload = appendCallReqHead(make([]byte, 0, callReqSize(&req, 24)), &req)
+			payload = appendCallReqHead((*buf)[:0], &req)
 			if encode != nil {
 				if payload, err = encode(payload); err != nil {
 					return nil, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)

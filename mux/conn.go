@@ -259,7 +259,7 @@ func appendRecord(out []byte, ch byte, b []byte) []byte {
 // drainAsync hands the remaining rounds to a worker, so the sender that
 // happened to become the writer is not held hostage by a backlog.
 func (w *connWriter) drainAsync() {
-	if !w.s.node.goWorker(w.drain) {
+	if !w.s.node.goWorker(taskFunc(w.drain)) {
 		w.abort(ErrClosed)
 	}
 }
@@ -395,7 +395,7 @@ func parseEnvelopes(b []byte, maxMessage int, fn func(envelope) error) (int, err
 type reader struct {
 	rr    *recordReader
 	lanes [numLanes][]byte
-	jobs  []func()
+	jobs  []task
 }
 
 // readLoop reads the connection until it ends: lane envelopes are
@@ -435,18 +435,18 @@ func (s *Session) readLoop() {
 			last := rd.jobs[n-1]
 			for i, job := range rd.jobs[:n-1] {
 				if !s.node.goWorker(job) {
-					job() // the node is closing: the handler sees a dead session
+					job.run() // the node is closing: the handler sees a dead session
 				}
 				rd.jobs[i] = nil
 			}
 			rd.jobs[n-1] = nil
 			rd.jobs = rd.jobs[:0]
-			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(s.readLoop) {
-				last()
+			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(taskFunc(s.readLoop)) {
+				last.run()
 				return
 			}
 			if !s.node.goWorker(last) {
-				last()
+				last.run()
 			}
 		}
 		if err != nil {

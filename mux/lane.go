@@ -32,7 +32,7 @@ func (l *lane) send(ctx context.Context, typ uint8, id uint64, payload []byte) e
 // dispatch handles one envelope read from the lane; a request's job is
 // appended to *jobs for the reader to run. An error is a protocol
 // violation.
-func (l *lane) dispatch(env envelope, jobs *[]func()) error {
+func (l *lane) dispatch(env envelope, jobs *[]task) error {
 	s := l.s
 	payload := env.payload
 	if env.flags&flagCompressed != 0 {

@@ -7,10 +7,10 @@ import (
 )
 
 // reqCtx is a request handler's context: cancelled when the requester
-// gives up, the connection closes or the handler returns. It costs one
-// allocation; its Done channel is made only if someone asks for it, and
-// it implements AfterFunc so contexts derived from it need no watcher
-// goroutine.
+// gives up, the connection closes or the handler returns. It lives in the
+// request's job (inbound), with no allocation of its own; its Done channel
+// is made only if someone asks for it, and it implements AfterFunc so
+// contexts derived from it need no watcher goroutine.
 type reqCtx struct {
 	mu    sync.Mutex
 	done  chan struct{}

@@ -328,11 +328,11 @@ func (s *Session) complete(id uint64, r result) {
 // prepareRequest registers one request as in flight and returns the job
 // that runs the lane's handler and sends its answer (nil if the session is
 // closing). The reader decides where the job runs (see readLoop).
-func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (func(), error) {
+func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (task, error) {
 	// Not derived from a session context: registering 64 concurrent
 	// children with one parent contends on its lock. fail cancels every
 	// inflight context instead.
-	ctx := &reqCtx{}
+	r := &inbound{s: s, ln: ln, id: id, payload: payload}
 	s.mu.Lock()
 	if s.closeErr != nil {
 		s.mu.Unlock()
@@ -342,34 +342,47 @@ func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (func(), e
 		s.mu.Unlock()
 		return nil, protocolError("duplicate request id %d", id)
 	}
-	s.inflight[id] = ctx
+	s.inflight[id] = &r.ctx
 	s.mu.Unlock()
-	return func() {
-		resp, err := s.callHandler(ctx, ln.id, payload)
-		s.mu.Lock()
-		_, stillWanted := s.inflight[id]
-		delete(s.inflight, id)
-		s.signalIdleLocked()
-		s.mu.Unlock()
-		ctx.cancel()
-		if !stillWanted {
-			return // the requester cancelled; nobody reads the answer
+	return r, nil
+}
+
+// inbound is a request being served: the job that runs the lane's handler
+// and sends its answer, with the handler's context in the same allocation.
+type inbound struct {
+	ctx     reqCtx
+	s       *Session
+	ln      *lane
+	id      uint64
+	payload []byte
+}
+
+func (r *inbound) run() {
+	s, ln, id := r.s, r.ln, r.id
+	resp, err := s.callHandler(&r.ctx, ln.id, r.payload)
+	s.mu.Lock()
+	_, stillWanted := s.inflight[id]
+	delete(s.inflight, id)
+	s.signalIdleLocked()
+	s.mu.Unlock()
+	r.ctx.cancel()
+	if !stillWanted {
+		return // the requester cancelled; nobody reads the answer
+	}
+	max := s.node.cfg.MaxMessage
+	if err == nil && len(resp) > max {
+		err = &RemoteError{Code: CodeResponseTooLarge,
+			Message: fmt.Sprintf("response of %d bytes exceeds %d", len(resp), max)}
+	}
+	if err != nil {
+		var re *RemoteError
+		if !errors.As(err, &re) {
+			re = &RemoteError{Code: CodeApplication, Message: err.Error()}
 		}
-		max := s.node.cfg.MaxMessage
-		if err == nil && len(resp) > max {
-			err = &RemoteError{Code: CodeResponseTooLarge,
-				Message: fmt.Sprintf("response of %d bytes exceeds %d", len(resp), max)}
-		}
-		if err != nil {
-			var re *RemoteError
-			if !errors.As(err, &re) {
-				re = &RemoteError{Code: CodeApplication, Message: err.Error()}
-			}
-			_ = ln.send(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max))
-			return
-		}
-		_ = ln.send(nil, frameResponse, id, resp)
-	}, nil
+		_ = ln.send(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max))
+		return
+	}
+	_ = ln.send(nil, frameResponse, id, resp)
 }
 
 func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp []byte, err error) {

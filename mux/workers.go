@@ -26,13 +26,22 @@ type workerPool struct {
 }
 
 type worker struct {
-	job chan func() // capacity 1; nil retires the worker
+	job chan task // capacity 1; nil retires the worker
 }
+
+// task is a unit of work for a worker: a request being served (inbound)
+// or a function (taskFunc).
+type task interface{ run() }
+
+// taskFunc is a function as a task.
+type taskFunc func()
+
+func (f taskFunc) run() { f() }
 
 // goWorker runs f on an idle worker goroutine if one is waiting, or on a
 // new one that then stays in the pool. It reports false, and does not run
 // f, once the node is closed.
-func (n *Node) goWorker(f func()) bool {
+func (n *Node) goWorker(f task) bool {
 	p := &n.workers
 	p.mu.Lock()
 	if p.closed {
@@ -54,8 +63,8 @@ func (n *Node) goWorker(f func()) bool {
 		n.goTracked(n.janitor)
 	}
 	return n.goTracked(func() {
-		f()
-		n.idleWorker(&worker{job: make(chan func(), 1)})
+		f.run()
+		n.idleWorker(&worker{job: make(chan task, 1)})
 	})
 }
 
@@ -75,7 +84,7 @@ func (n *Node) idleWorker(w *worker) {
 		if f == nil {
 			return
 		}
-		f()
+		f.run()
 	}
 }
 

@@ -16,7 +16,7 @@ func TestWorkerPoolReusesRetiresAndCloses(t *testing.T) {
 	started.Add(burst)
 	release.Add(1)
 	for range burst {
-		if !n.goWorker(func() { started.Done(); release.Wait() }) {
+		if !n.goWorker(taskFunc(func() { started.Done(); release.Wait() })) {
 			t.Fatal("goWorker refused on an open node")
 		}
 	}
@@ -30,7 +30,7 @@ func TestWorkerPoolReusesRetiresAndCloses(t *testing.T) {
 	oldest := n.workers.idle[0]
 	n.workers.mu.Unlock()
 	done := make(chan struct{})
-	n.goWorker(func() { close(done) })
+	n.goWorker(taskFunc(func() { close(done) }))
 	<-done
 	eventually(t, 5*time.Second, "the worker to return", func() bool { return n.workers.idleCount() == burst })
 	n.workers.mu.Lock()
@@ -52,7 +52,7 @@ func TestWorkerPoolReusesRetiresAndCloses(t *testing.T) {
 	}
 
 	n.Close() // waits for every worker goroutine (goleak checks the rest)
-	if n.goWorker(func() { t.Error("a job ran after Close") }) {
+	if n.goWorker(taskFunc(func() { t.Error("a job ran after Close") })) {
 		t.Fatal("goWorker accepted a job after Close")
 	}
 	if got := n.workers.idleCount(); got != 0 {
