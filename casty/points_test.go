@@ -2,9 +2,9 @@ package casty
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/ring"
@@ -14,7 +14,7 @@ import (
 // kind's entry for the key, or is bypassed for long keys.
 func TestPointOfMatchesRingPoint(t *testing.T) {
 	a, b := &actor.Kind{Name: "test.points.a"}, &actor.Kind{Name: "test.points.b"}
-	keys := []string{"", "x", "room-42", strings.Repeat("k", pointMaxKey), strings.Repeat("k", pointMaxKey+1)}
+	keys := []string{"", "x", "room-42", strings.Repeat("k", 64), strings.Repeat("k", 100000)}
 	for i := range 3 * pointSlots { // more keys than slots: collisions evict
 		keys = append(keys, fmt.Sprint("key-", i))
 	}
@@ -27,20 +27,31 @@ func TestPointOfMatchesRingPoint(t *testing.T) {
 			}
 		}
 	}
-	// A cached key does not pin the string it was sliced from.
-	big := strings.Repeat("z", 1<<20)
-	pointOf(a, big[:8])
-	var e *pointEntry
-	for i := range points {
-		if x := points[i].Load(); x != nil && x.kind == a && x.key == big[:8] {
-			e = x
+}
+
+// A slot torn by a concurrent writer (its point from one key, its check
+// from another) is a miss, not a wrong point.
+func TestPointOfRejectsTornSlots(t *testing.T) {
+	k := &actor.Kind{Name: "test.points.torn"}
+	h := func(key string) uint64 {
+		return maphash.String(pointSeed, key) ^ maphash.String(pointSeed, k.Name)*0x9e3779b97f4a7c15
+	}
+	// Two keys that share a slot.
+	a, b := "a", ""
+	for i := 0; b == ""; i++ {
+		if c := fmt.Sprint("b", i); h(c)&(pointSlots-1) == h(a)&(pointSlots-1) {
+			b = c
 		}
 	}
-	if e == nil {
-		t.Fatal("the key was not cached")
+	pa, pb := ring.Point(k.Name, a), ring.Point(k.Name, b)
+	slot := &points[h(a)&(pointSlots-1)]
+	slot.p.Store(pb) // b's point with a's check: torn
+	slot.check.Store(h(a) ^ pa)
+	if got := pointOf(k, a); got != pa {
+		t.Fatalf("torn slot: pointOf(a) = %x, want %x", got, pa)
 	}
-	if unsafe.StringData(e.key) == unsafe.StringData(big) {
-		t.Fatal("the cache holds a slice of the caller's string")
+	if got := pointOf(k, b); got != pb {
+		t.Fatalf("pointOf(b) after a = %x, want %x", got, pb)
 	}
 }
 
