@@ -127,25 +127,10 @@ func clusterParallel(b *testing.B, nodes []*casty.System, callers, keys int) {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	per := b.N/callers + 1
-	var wg sync.WaitGroup
-	for w := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			from := nodes[w%len(nodes)]
-			i := w * 31
-			for range per {
-				i = (i + 1) % keys
-				if _, err := casty.Call(ctx, Counters.Ref(from, "p"+strconv.Itoa(i)), (*Counter).Add, 1); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	runCallers(b, callers, keys, 31, func(w, i int) error {
+		_, err := casty.Call(ctx, Counters.Ref(nodes[w%len(nodes)], "p"+strconv.Itoa(i)), (*Counter).Add, 1)
+		return err
+	})
 }
 
 // yamuxPair returns a client and server yamux session over loopback TCP.
@@ -297,26 +282,14 @@ func muxMesh(b *testing.B, nodes, callers, keys int) {
 			}
 		}
 	}
-	b.ResetTimer()
-	per := b.N/callers + 1
-	var wg sync.WaitGroup
-	for w := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			from := w % nodes
-			msg := make([]byte, 64)
-			i := w * 31
-			for range per {
-				i = (i + 1) % keys
-				if owner := (i * 2654435761 >> 7) % nodes; owner == from {
-					echo(ctx, nil, msg)
-				} else if _, err := sessions[from][owner].RequestTimeout(ctx, mux.LaneMessage, msg, 5*time.Second); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	msg := make([]byte, 64)
+	runCallers(b, callers, keys, 31, func(w, i int) error {
+		from, owner := w%nodes, (i*2654435761>>7)%nodes
+		if owner == from {
+			_, err := echo(ctx, nil, msg)
+			return err
+		}
+		_, err := sessions[from][owner].RequestTimeout(ctx, mux.LaneMessage, msg, 5*time.Second)
+		return err
+	})
 }

@@ -161,24 +161,10 @@ func parallelCalls(b *testing.B, callers, keys int) {
 		}
 	}
 	b.ReportAllocs()
-	b.ResetTimer()
-	per := b.N/callers + 1
-	var wg sync.WaitGroup
-	for w := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			i := w * 157
-			for range per {
-				i = (i + 1) % len(refs)
-				if _, err := casty.Call(ctx, refs[i], (*Counter).Add, 1); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	runCallers(b, callers, len(refs), 157, func(_, i int) error {
+		_, err := casty.Call(ctx, refs[i], (*Counter).Add, 1)
+		return err
+	})
 }
 
 // idleMemory activates n one-int actors and returns the heap bytes each
@@ -410,4 +396,28 @@ func median(xs []float64) float64 {
 	} else {
 		return (s[n/2-1] + s[n/2]) / 2
 	}
+}
+
+// runCallers times callers goroutines that make b.N calls between them:
+// caller w walks the keys 0..keys-1 from w*stride on, one call(w, key) per
+// step, and stops at its first error.
+func runCallers(b *testing.B, callers, keys, stride int, call func(w, key int) error) {
+	b.ResetTimer()
+	per := b.N/callers + 1
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := w * stride
+			for range per {
+				i = (i + 1) % keys
+				if err := call(w, i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
