@@ -159,9 +159,9 @@ func (a *Activation) empty() bool { return a.head == len(a.queue) }
 // empty; it is started again by the next push. For services it dispatches
 // up to Concurrency messages onto their own goroutines.
 func (a *Activation) run() {
-	a.host.busy.Add(1)
+	draining.Add(1)
 	a.drain()
-	a.host.busy.Add(-1)
+	draining.Add(-1)
 }
 
 func (a *Activation) drain() {
@@ -232,8 +232,8 @@ func (a *Activation) drain() {
 // Host.AskHere), then hands the mailbox on: to a worker when messages
 // queued meanwhile or a deactivation is due, else back to idle.
 func (a *Activation) runHere(e *Envelope) {
-	a.host.busy.Add(1)
-	defer a.host.busy.Add(-1)
+	draining.Add(1)
+	defer draining.Add(-1)
 	if !a.started {
 		if err := a.activate(); err != nil {
 			a.failActivation(e, err)

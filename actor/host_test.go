@@ -195,3 +195,37 @@ func TestAdmitNewGuardsOnlyActivation(t *testing.T) {
 type admitFunc func(*Kind, string) error
 
 func (f admitFunc) AdmitNew(k *Kind, key string) error { return f(k, key) }
+
+// Waiters spin only while the process's waiting callers and draining
+// mailboxes fit in its Ps; with one P, while at most one mailbox drains.
+func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	defer h.procs.Store(h.procs.Load())
+	set := func(d, a int32) {
+		draining.Store(d)
+		awaiting.Store(a)
+	}
+	defer set(0, 0)
+	for _, c := range []struct {
+		procs, draining, awaiting int32
+		spin                      bool
+	}{
+		{2, 1, 1, true},   // a lone caller and its actor
+		{2, 0, 1, true},   // the mailbox is not started yet
+		{2, 2, 1, false},  // one more than the Ps
+		{2, 3, 20, false}, // 64 callers
+		{4, 2, 2, true},
+		{1, 1, 20, true}, // one P: a yield is cheaper than a park
+		{1, 2, 1, false},
+	} {
+		h.procs.Store(c.procs)
+		set(c.draining, c.awaiting)
+		if got := h.spin() > 0; got != c.spin {
+			t.Errorf("procs %d, draining %d, awaiting %d: spin %v, want %v", c.procs, c.draining, c.awaiting, got, c.spin)
+		}
+	}
+}
