@@ -50,12 +50,21 @@ func cluster() {
 		fmt.Sprintf("raw yamux ping-pong %.1f µs (%.1f k/s)", perOp(yfloor)/1e3, 1e6/perOp(yfloor)),
 		fmt.Sprintf("%.2f× the floor's rate", perOp(yfloor)/perOp(seq)), "goal ≥ 0.8×")
 
-	par := best(func(bb *testing.B) { clusterParallel(bb, nodes, 64, 1000) }, 3)
+	par := best(func(bb *testing.B) { clusterParallel(bb, nodes, 64, 1000, anyOwner) }, 3)
 	add("64 callers over 1,000 keys, 3 members",
-		fmt.Sprintf("%.0f k calls/s", 1e6/perOp(par)),
-		fmt.Sprintf("mux alone in the same shape (3 nodes, 64 callers, echo handler): %.0f k/s; raw yamux, 64 pipelined requesters, no batching: %.0f k/s",
-			1e6/perOp(mesh), 1e6/perOp(ypipe)),
+		fmt.Sprintf("%.0f k calls/s, %s", 1e6/perOp(par), cpus(par)),
+		fmt.Sprintf("mux alone in the same shape (3 nodes, 64 callers, echo handler): %.0f k/s, %s; raw yamux, 64 pipelined requesters, no batching: %.0f k/s",
+			1e6/perOp(mesh), cpus(mesh), 1e6/perOp(ypipe)),
 		fmt.Sprintf("%.2f× mux alone, %.2f× raw yamux", perOp(mesh)/perOp(par), perOp(ypipe)/perOp(par)), "goal ≥ 250 k/s")
+
+	// Where the time goes: the same callers on the keys their own member
+	// owns only (no network), then on the others' keys only.
+	here := best(func(bb *testing.B) { clusterParallel(bb, nodes, 64, 1000, ownedHere) }, 3)
+	remote := best(func(bb *testing.B) { clusterParallel(bb, nodes, 64, 1000, ownedRemote) }, 3)
+	add("64 callers, 3 members, split: keys owned by the caller's member only / by another member only",
+		fmt.Sprintf("%.0f k / %.0f k calls/s (%s / %s)", 1e6/perOp(here), 1e6/perOp(remote), cpus(here), cpus(remote)),
+		fmt.Sprintf("the mixed figure above, if each call cost what it costs alone: %.0f k/s", 1e6/(perOp(here)/3+2*perOp(remote)/3)),
+		"-", "diagnostic: a third of the mixed calls are local")
 
 	localOwned := best(func(bb *testing.B) {
 		ref := Counters.Ref(a, localKey)
@@ -120,15 +129,37 @@ func keyOwned(via *casty.System, addr string) string {
 	}
 }
 
-func clusterParallel(b *testing.B, nodes []*casty.System, callers, keys int) {
+// keyOwnership selects, for each caller's member, which of its keys it calls.
+type keyOwnership int
+
+const (
+	anyOwner    keyOwnership = iota
+	ownedHere                // keys the calling member owns
+	ownedRemote              // keys another member owns
+)
+
+// clusterParallel: callers spread over the members call keys p0..p<keys>
+// (of which, with want, only those owned as it says).
+func clusterParallel(b *testing.B, nodes []*casty.System, callers, keys int, want keyOwnership) {
 	ctx := context.Background()
-	for i := range keys { // activate every key before timing
-		if _, err := casty.Call(ctx, Counters.Ref(nodes[0], "p"+strconv.Itoa(i)), (*Counter).Add, 0); err != nil {
-			b.Fatal(err)
+	mine := make([][]string, len(nodes)) // per member, the keys its callers call
+	for i := range keys {
+		k := "p" + strconv.Itoa(i)
+		if _, err := casty.Call(ctx, Counters.Ref(nodes[0], k), (*Counter).Add, 0); err != nil {
+			b.Fatal(err) // activate every key before timing
+		}
+		for n, s := range nodes {
+			m, _ := s.OwnerOf(Counters.Name(), k)
+			if here := m.Addr == s.Addr(); want == anyOwner || here == (want == ownedHere) {
+				mine[n] = append(mine[n], k)
+			}
 		}
 	}
-	runCallers(b, callers, keys, 31, func(w, i int) error {
-		_, err := casty.Call(ctx, Counters.Ref(nodes[w%len(nodes)], "p"+strconv.Itoa(i)), (*Counter).Add, 1)
+	// Walk the first member's share length on every member, so the three
+	// selections cost the same bookkeeping.
+	runCallers(b, callers, len(mine[0]), 31, func(w, i int) error {
+		ks := mine[w%len(nodes)]
+		_, err := casty.Call(ctx, Counters.Ref(nodes[w%len(nodes)], ks[i%len(ks)]), (*Counter).Add, 1)
 		return err
 	})
 }

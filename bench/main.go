@@ -134,7 +134,7 @@ func local(activations int) {
 		r := best(func(b *testing.B) { parallelCalls(b, 64, 10_000) }, 3)
 		runtime.GOMAXPROCS(prev)
 		add(fmt.Sprintf("64 callers over 10,000 keys, GOMAXPROCS %d", procs),
-			fmt.Sprintf("%.2f M calls/s", 1e3/perOp(r)),
+			fmt.Sprintf("%.2f M calls/s, %s", 1e3/perOp(r), cpus(r)),
 			fmt.Sprintf("%.0f ns raw channel round trip (%.2f M/s)", perOp(fl), 1e3/perOp(fl)),
 			fmt.Sprintf("%.2f× the floor's rate", perOp(fl)/perOp(r)), "")
 	}
@@ -400,9 +400,12 @@ func median(xs []float64) float64 {
 
 // runCallers times callers goroutines that make b.N calls between them:
 // caller w walks the keys 0..keys-1 from w*stride on, one call(w, key) per
-// step, and stops at its first error.
+// step, and stops at its first error. It reports the CPUs the process kept
+// busy meanwhile (user + system time over wall time) as the "CPUs" metric.
 func runCallers(b *testing.B, callers, keys, stride int, call func(w, key int) error) {
 	b.ResetTimer()
+	cpu0, t0 := processCPU(), time.Now()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Since(t0)), "CPUs") }()
 	per := b.N/callers + 1
 	var wg sync.WaitGroup
 	for w := range callers {
@@ -421,3 +424,6 @@ func runCallers(b *testing.B, callers, keys, stride int, call func(w, key int) e
 	}
 	wg.Wait()
 }
+
+// cpus formats the CPUs metric of a runCallers result.
+func cpus(r testing.BenchmarkResult) string { return fmt.Sprintf("%.2f CPUs busy", r.Extra["CPUs"]) }
