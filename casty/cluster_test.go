@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +94,15 @@ func (w *Where) Hit(ctx context.Context) (string, error) {
 }
 
 var Wheres = casty.Actor[Where](casty.Name("test.Where"))
+
+// Locator is a service that reports the node it runs on.
+type Locator struct{}
+
+func (*Locator) Where(ctx context.Context) (string, error) {
+	return casty.Self(ctx).System().Addr(), nil
+}
+
+var Locators = casty.Service[Locator](casty.Name("test.Locator"))
 
 func TestClusterSameKeyOneActivation(t *testing.T) {
 	nodes := startCluster(t, 3)
@@ -272,9 +283,64 @@ func TestClusterLiteMemberRoutesAndOwnsNothing(t *testing.T) {
 	if lite.Active() != 0 {
 		t.Fatalf("the lite member hosts %d activations", lite.Active())
 	}
-	// Services from a lite member are balanced across members.
-	if _, err := casty.Call(ctx, Checkouts.Ref(lite), (*Checkout).Buy, "none"); err != nil {
+	// A member serves its own service calls, with no hop; a lite member,
+	// which hosts nothing, spreads its calls over the members.
+	for _, m := range nodes {
+		for range 4 {
+			if at, err := casty.Call0(ctx, Locators.Ref(m), (*Locator).Where); err != nil || at != m.Addr() {
+				t.Fatalf("service call on member %s ran on %q: %v", m.Addr(), at, err)
+			}
+		}
+	}
+	served := map[string]int{}
+	for range 20 {
+		at, err := casty.Call0(ctx, Locators.Ref(lite), (*Locator).Where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served[at]++
+	}
+	if served[nodes[0].Addr()] < 5 || served[nodes[1].Addr()] < 5 {
+		t.Fatalf("a lite member's 20 service calls ran on %v, want both members", served)
+	}
+}
+
+// TestClusterAdvertisedAddressIsWhatOthersDial: a node started with
+// Advertise is known to the others by that address, and they reach it
+// through it.
+func TestClusterAdvertisedAddressIsWhatOthersDial(t *testing.T) {
+	first := startNode(t, nil)
+	// The node listens on 127.0.0.1 and advertises "localhost": the same
+	// socket under a name only Advertise can give it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	adv := net.JoinHostPort("localhost", strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	second, err := casty.Start(ctx, ln.Addr().String(), casty.WithConfig(fastCluster()),
+		casty.Seeds(first.Addr()), casty.Advertise(adv), quiet())
+	if err != nil {
+		t.Fatal(err) // the port was taken meanwhile: rare, and says so
+	}
+	defer closeSys(t, second)
+	if second.Addr() != adv {
+		t.Fatalf("Addr() = %q, want the advertised %q", second.Addr(), adv)
+	}
+	waitFor(t, 10*time.Second, "the first node to list the advertised address", func() bool {
+		for _, m := range first.Members() {
+			if m.Addr == adv {
+				return true
+			}
+		}
+		return false
+	})
+	key := keyOn(t, second, first, Wheres.Name())
+	if out, err := casty.Call0(ctx, Wheres.Ref(first, key), (*Where).Hit); err != nil || !strings.HasPrefix(out, adv+"#") {
+		t.Fatalf("call to a key the advertised node owns: %q %v", out, err)
 	}
 }
 
