@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/wire"
 )
 
 // quiet discards a test node's logs (set CASTY_TEST_LOGS=1 to see them).
@@ -305,6 +307,75 @@ func TestClusterLiteMemberRoutesAndOwnsNothing(t *testing.T) {
 	}
 }
 
+// A lite member keeps its ring current: a member that joins after it
+// connected is on its ring, and its keys are routed to it in one hop.
+func TestClusterLiteMemberFollowsJoins(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lite, err := casty.Connect(ctx, []string{nodes[0].Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, lite)
+	waitFor(t, 10*time.Second, "the lite member to see both members", func() bool { return len(lite.Members()) == 2 })
+	joiner := startNode(t, []string{nodes[1].Addr()})
+	waitConverged(t, append(nodes, joiner), 3)
+	waitFor(t, 10*time.Second, "the lite member to see the joiner", func() bool { return len(lite.Members()) == 3 })
+	key := keyOn(t, joiner, lite, Wheres.Name())
+	if m, _ := nodes[0].OwnerOf(Wheres.Name(), key); m.Addr != joiner.Addr() {
+		t.Fatalf("the lite member's ring and a member's disagree on %s: %s", key, m.Addr)
+	}
+	if out, err := casty.Call0(ctx, Wheres.Ref(lite, key), (*Where).Hit); err != nil || !strings.HasPrefix(out, joiner.Addr()+"#") {
+		t.Fatalf("call through the lite member to the joiner's key: %q %v", out, err)
+	}
+}
+
+// Tally is an argument that counts its encodings.
+type Tally struct{ N int }
+
+var tallyEncodes atomic.Int32
+
+func (t Tally) MarshalMsgpack() ([]byte, error) {
+	tallyEncodes.Add(1)
+	return wire.Marshal(t.N)
+}
+
+func (t *Tally) UnmarshalMsgpack(b []byte) error { return wire.Unmarshal(b, &t.N) }
+
+type Tallier struct{ Sum int }
+
+func (a *Tallier) Add(_ context.Context, t Tally) (int, error) {
+	a.Sum += t.N
+	return a.Sum, nil
+}
+
+var Talliers = casty.Actor[Tallier](casty.Name("test.Tallier"))
+
+// A call to a key the calling node owns runs there without being encoded;
+// one to another node's key is encoded once.
+func TestClusterLocallyOwnedCallsAreNotSerialized(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	local := keyOn(t, nodes[0], nodes[0], Talliers.Name())
+	remote := keyOn(t, nodes[1], nodes[0], Talliers.Name())
+	before := tallyEncodes.Load()
+	for i := range 10 {
+		if sum, err := casty.Call(ctx, Talliers.Ref(nodes[0], local), (*Tallier).Add, Tally{1}); err != nil || sum != i+1 {
+			t.Fatalf("local call %d: %d %v", i, sum, err)
+		}
+	}
+	if n := tallyEncodes.Load() - before; n != 0 {
+		t.Fatalf("10 calls to a locally owned key encoded their argument %d times", n)
+	}
+	if sum, err := casty.Call(ctx, Talliers.Ref(nodes[0], remote), (*Tallier).Add, Tally{5}); err != nil || sum != 5 {
+		t.Fatalf("remote call: %d %v", sum, err)
+	}
+	if n := tallyEncodes.Load() - before; n != 1 {
+		t.Fatalf("a call to another node's key encoded its argument %d times, want 1", n)
+	}
+}
+
 // TestClusterAdvertisedAddressIsWhatOthersDial: a node started with
 // Advertise is known to the others by that address, and they reach it
 // through it.
@@ -387,6 +458,28 @@ func TestClusterJoinFailureNamesSeeds(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") {
 		t.Fatalf("join through dead seeds: %v", err)
 	}
+}
+
+// The same seed list on every node, its own address included: the first
+// node ignores itself and starts the cluster, the next joins through it.
+func TestClusterSeedEqualToItselfIsIgnored(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := fastCluster()
+	cfg.JoinTimeout = 300 * time.Millisecond
+	first, err := casty.Start(ctx, addr, casty.WithConfig(cfg), casty.Seeds(addr), quiet())
+	if err != nil {
+		t.Fatalf("a node whose only seed is itself: %v", err)
+	}
+	defer closeSys(t, first)
+	second := startNode(t, []string{addr})
+	waitConverged(t, []*casty.System{first, second}, 2)
 }
 
 func TestClusterJoinMovesOwnership(t *testing.T) {
