@@ -92,6 +92,12 @@ func TestClusterMutualTLS(t *testing.T) {
 		closeSys(t, sys)
 		t.Fatal("a node with a foreign certificate joined")
 	}
+	// Nor can a lite member that would only call.
+	if sys, err := casty.Connect(jctx, []string{nodes[0].Addr()}, casty.WithConfig(cfg),
+		casty.WithTLS(rogue.issue(t, "caller")), quiet()); err == nil {
+		closeSys(t, sys)
+		t.Fatal("a lite member with a foreign certificate connected")
+	}
 	// Nor can a plaintext node.
 	if sys, err := casty.Start(jctx, "127.0.0.1:0", casty.WithConfig(cfg), casty.Seeds(nodes[0].Addr()), quiet()); err == nil {
 		closeSys(t, sys)
