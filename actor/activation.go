@@ -269,8 +269,15 @@ func (a *Activation) serve(e *Envelope) {
 	}
 	x.serving[e] = cancel
 	a.mu.Unlock()
-	e.hctx.Context = ctx
-	a.process(e)
+	if a.host.closing.Load() {
+		// A call queued behind Concurrency that starts once Close began:
+		// Close's sweep of the calls in flight may have run before it
+		// registered, so it fails itself rather than run.
+		e.finish(errClosedBeforeServed)
+	} else {
+		e.hctx.Context = ctx
+		a.process(e)
+	}
 	cancel()
 	a.mu.Lock()
 	delete(x.serving, e)
@@ -286,6 +293,10 @@ func (a *Activation) serve(e *Envelope) {
 		a.run()
 	}
 }
+
+// errClosedBeforeServed fails the service calls still queued when the host
+// closes.
+var errClosedBeforeServed = fmt.Errorf("%w: system closed before the service call ran", ErrActorUnavailable)
 
 // cancelServing fails every in-flight service call with err and cancels
 // its handler (host shutdown).

@@ -563,8 +563,13 @@ func (h *Host) abandonDrain(why string) error {
 		sh.mu.RLock()
 		for _, a := range sh.m {
 			a.mu.Lock()
-			if a.current != nil {
+			if a.current != nil && !a.kind.Service {
 				stuck = append(stuck, a.String()+"."+a.current.Name)
+			}
+			if a.x != nil {
+				for e := range a.x.serving { // service calls in flight
+					stuck = append(stuck, a.String()+"."+e.method.Name)
+				}
 			}
 			orphans = append(orphans, a.queue[a.head:]...)
 			a.queue, a.head = a.queue[:0], 0

@@ -115,23 +115,26 @@ func TestServiceConcurrencyBoundAndSerialActors(t *testing.T) {
 
 func TestServiceCallsCancelledOnClose(t *testing.T) {
 	sys := casty.Local()
-	errs := make(chan error, 3)
-	for range 3 {
+	// Concurrency 4: four calls run, two wait for a slot.
+	const calls = 6
+	errs := make(chan error, calls)
+	for range calls {
 		go func() { errs <- casty.Do0(context.Background(), Checkouts.Ref(sys), (*Checkout).Hang) }()
 	}
-	waitFor(t, 5*time.Second, "three calls in flight", func() bool { return hanging.Load() == 3 })
+	waitFor(t, 5*time.Second, "four calls in flight", func() bool { return hanging.Load() == 4 })
 	start := time.Now()
 	if err := sys.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	for range calls {
 		if err := <-errs; !errors.Is(err, casty.ErrActorUnavailable) {
-			t.Fatalf("in-flight service call on Close: %v", err)
+			t.Fatalf("service call on Close: %v", err)
 		}
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("Close took %v", el)
 	}
+	waitFor(t, 5*time.Second, "every handler to return", func() bool { return hanging.Load() == 0 })
 }
 
 // A busy service never idles out: its calls outlast the idle timeout.
