@@ -2,6 +2,7 @@ package pager
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -256,5 +257,60 @@ func TestRestoreRejectsMisfitPages(t *testing.T) {
 	}
 	if err := tr.Restore(&st, stamp(1), []Page{{Key: "Gone", Data: []byte{1}}}); err != nil {
 		t.Errorf("a page of a removed field must be ignored: %v", err)
+	}
+}
+
+// A map-holding integral field is compared by decoding its committed page
+// (its bytes vary with map order); the comparison must tell 0.0 from -0.0,
+// inside the map and behind an interface, or the sign change is lost. An
+// unchanged map of floats still ships nothing.
+func TestMapOfFloatsSignChangeIsNotMissed(t *testing.T) {
+	type floats struct {
+		M map[string]float64
+		A map[string]any
+	}
+	s, err := NewSchema(reflect.TypeFor[floats]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.NewTracker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := floats{M: map[string]float64{"a": 0, "b": 1, "c": 2}, A: map[string]any{"a": 0.0, "b": "x", "c": 2.5}}
+	step := int64(1)
+	prepare := func() *Pending {
+		t.Helper()
+		p, err := tr.Prepare(&st, stamp(step))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step++
+		return p
+	}
+	if err := tr.Commit(prepare()); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		p := prepare()
+		if !p.Delta.Empty() {
+			t.Fatalf("unchanged maps shipped %v", keysOf(p.Delta))
+		}
+		if err := tr.Commit(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	negZero := math.Copysign(0, -1)
+	st.M["a"] = negZero
+	p := prepare()
+	if got := keysOf(p.Delta); !slices.Equal(got, []string{"M"}) {
+		t.Fatalf("0.0 -> -0.0 in a map shipped %v, want [M]", got)
+	}
+	if err := tr.Commit(p); err != nil {
+		t.Fatal(err)
+	}
+	st.A["a"] = negZero
+	if got := keysOf(prepare().Delta); !slices.Equal(got, []string{"A"}) {
+		t.Fatalf("0.0 -> -0.0 behind an interface shipped %v, want [A]", got)
 	}
 }
