@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Regime is how a state field is paged, chosen statically from its type.
@@ -129,6 +131,9 @@ func classify(f *field) error {
 		if why := unencodable(kt); why != "" {
 			return &SchemaError{Field: f.goName, Reason: fmt.Sprintf("TrackedMap key type %s cannot be encoded (%s)", kt, why)}
 		}
+		if why := ambiguousKey(kt); why != "" {
+			return &SchemaError{Field: f.goName, Reason: fmt.Sprintf("TrackedMap key type %s does not encode one to one (%s): two keys could share a page; use strings, integers, bools, or arrays and structs of them with exported fields only", kt, why)}
+		}
 		f.detail = fmt.Sprintf("1 page per entry (%s/<key>)", f.key)
 		return nil
 	case t.Kind() == reflect.Pointer && t.Elem().Implements(trackedType):
@@ -235,6 +240,46 @@ func unencodableSeen(t reflect.Type, seen map[reflect.Type]bool) string {
 			}
 			if why := unencodableSeen(sf.Type, seen); why != "" {
 				return fmt.Sprintf("field %s: %s", sf.Name, why)
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	msgpackMarshaler     = reflect.TypeFor[msgpack.Marshaler]()
+	msgpackCustomEncoder = reflect.TypeFor[msgpack.CustomEncoder]()
+)
+
+// ambiguousKey says why two distinct map keys of type t could encode to the
+// same bytes — and so share a page, one entry silently replacing the other
+// — or "" when they cannot. Unexported fields are not encoded; an
+// interface encodes int(1) and int8(1) alike; a pointer encodes what it
+// points to, not its identity; every NaN is a distinct key with the same
+// encoding; a type with its own encoding cannot be checked.
+func ambiguousKey(t reflect.Type) string {
+	for _, c := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if c.Implements(msgpackMarshaler) || c.Implements(msgpackCustomEncoder) {
+			return t.String() + " encodes itself"
+		}
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return "an interface"
+	case reflect.Pointer:
+		return "a pointer"
+	case reflect.Float32, reflect.Float64:
+		return "a float: every NaN is its own key"
+	case reflect.Array:
+		return ambiguousKey(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() || sf.Tag.Get("msgpack") == "-" {
+				return "field " + sf.Name + " is not encoded"
+			}
+			if why := ambiguousKey(sf.Type); why != "" {
+				return "field " + sf.Name + ": " + why
 			}
 		}
 	}

@@ -23,6 +23,12 @@ import (
 // without a mutator seeing it, so the schema refuses it (*SchemaError naming
 // the field); such a map belongs in an integral field.
 //
+// Each entry's page is keyed by its key's encoding, so the key type K must
+// encode one to one: strings, integers, bools, and arrays and structs of
+// those with exported fields only. Interfaces, pointers, floats (every NaN
+// is a key of its own), structs with unexported fields and types with their
+// own msgpack encoding are refused, since two keys could share a page.
+//
 // Replacing the whole field (st.Stock = pager.TrackedMap[string, int]{} or
 // another map) is detected by identity and re-arms tracking: the next commit
 // pages the new map in full and drops the old entries. A TrackedMap value

@@ -1,8 +1,10 @@
 package pager
 
 import (
+	"errors"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -95,4 +97,42 @@ func newTrackerFor[T any](t *testing.T) *Tracker {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// A TrackedMap's key becomes its entry's page key through its encoding, so
+// a key type whose distinct values can encode alike is refused: one entry
+// would silently replace another on every replica.
+func TestTrackedMapRefusesKeysThatDoNotEncodeOneToOne(t *testing.T) {
+	type hidden struct {
+		A int
+		b int
+	}
+	type nested struct{ In hidden }
+	type plain struct {
+		A int
+		B string
+		C [2]bool
+	}
+	refused := map[string]reflect.Type{
+		"unexported field": reflect.TypeFor[struct{ M TrackedMap[hidden, int] }](),
+		"nested":           reflect.TypeFor[struct{ M TrackedMap[nested, int] }](),
+		"interface":        reflect.TypeFor[struct{ M TrackedMap[any, int] }](),
+		"pointer":          reflect.TypeFor[struct{ M TrackedMap[*int, int] }](),
+		"float":            reflect.TypeFor[struct{ M TrackedMap[float64, int] }](),
+	}
+	for name, typ := range refused {
+		_, err := NewSchema(typ)
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Field != "M" || !strings.Contains(se.Reason, "one to one") {
+			t.Errorf("%s key: %v, want a SchemaError on M", name, err)
+		}
+	}
+	type ok struct {
+		S TrackedMap[sku, int]
+		I TrackedMap[int64, int]
+		P TrackedMap[plain, int]
+	}
+	if _, err := NewSchema(reflect.TypeFor[ok]()); err != nil {
+		t.Fatalf("keys that encode one to one: %v", err)
+	}
 }
