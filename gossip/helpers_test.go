@@ -17,12 +17,13 @@ type testNet struct {
 	order  []string
 	q      []Send
 	down   map[string]bool // crashed: messages vanish, senders see LinkDown
+	cut    map[string]bool // partitioned: messages to and from vanish silently
 	events map[string][]Event
 	sent   []Send
 }
 
 func newTestNet(t *testing.T) *testNet {
-	return &testNet{t: t, now: testEpoch, nodes: map[string]*Node{}, down: map[string]bool{}, events: map[string][]Event{}}
+	return &testNet{t: t, now: testEpoch, nodes: map[string]*Node{}, down: map[string]bool{}, cut: map[string]bool{}, events: map[string][]Event{}}
 }
 
 func testCfg() *Config {
@@ -57,6 +58,9 @@ func (tn *testNet) run() {
 		s := tn.q[0]
 		tn.q = tn.q[1:]
 		from := s.Msg.From.Addr
+		if tn.cut[from] || tn.cut[s.To.Addr] {
+			continue
+		}
 		n, ok := tn.nodes[s.To.Addr]
 		if !ok || tn.down[s.To.Addr] {
 			if src, ok := tn.nodes[from]; ok && !tn.down[from] {

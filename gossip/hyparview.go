@@ -190,6 +190,17 @@ outer:
 	return cand[n.rng.IntN(len(cand))], true
 }
 
+// rejoin is join for a node that finds itself isolated: it first bumps its
+// incarnation and broadcasts its record, which goes out on the first link
+// that opens: its ALIVE record then outranks whatever the others concluded
+// about it meanwhile (a suspicion, or DEAD at the old incarnation), with no
+// refutation round.
+func (n *Node) rejoin() {
+	n.bumpIncarnation(n.self.Incarnation)
+	n.broadcast(n.self) // held until a link opens (Node.unsent)
+	n.join()
+}
+
 // join sends JOIN to a random known address: a seed, or (rejoin) any
 // remembered member.
 func (n *Node) join() {
@@ -361,7 +372,7 @@ func (n *Node) promote() {
 		c, ok := n.promotionCandidate()
 		if !ok {
 			if empty && !n.joining {
-				n.join()
+				n.rejoin()
 			}
 			return
 		}

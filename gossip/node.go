@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -411,6 +412,9 @@ func (n *Node) drop(m *Message, why string) {
 // has been one at the sender; from: who told us) and emits the events of the change. It returns
 // whether the table changed. Records about this node go to refutation.
 func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
+	if !n.plausible(rec, from) {
+		return false
+	}
 	if rec.ID == n.self.ID {
 		n.aboutSelf(rec, from)
 		return false
@@ -470,8 +474,7 @@ func (n *Node) aboutSelf(rec Member, from Peer) {
 		return
 	}
 	n.log.Info("gossip: refuting", "record", rec.String())
-	n.self.Incarnation = rec.Incarnation + 1
-	n.table.put(n.self, n.now)
+	n.bumpIncarnation(rec.Incarnation)
 	n.broadcast(n.self)
 	if rec.Status == Dead {
 		if from.Addr != "" && !n.isActive(from.ID) {
@@ -482,14 +485,51 @@ func (n *Node) aboutSelf(rec Member, from Peer) {
 	}
 }
 
+// maxIncarnationJump bounds how far one record may move a known node's
+// incarnation. Only a node raises its own incarnation, by one above the
+// highest it has heard, so honest records never jump far; a forged one
+// that did could push a node to the top of the range, where it could no
+// longer outbid a suspicion (and would wrap to 0 if it tried).
+const maxIncarnationJump = 1 << 16
+
+// plausible reports whether rec may be an honest record, logging why not:
+// its incarnation must be below the top of the range and not far above
+// what this node knows of that member (itself included).
+func (n *Node) plausible(rec Member, from Peer) bool {
+	why := ""
+	known, ok := n.self, rec.ID == n.self.ID
+	if !ok {
+		known, ok = n.table.Get(rec.ID)
+	}
+	switch {
+	case rec.Incarnation == math.MaxUint64:
+		why = "incarnation at the top of the range"
+	case ok && rec.Incarnation > known.Incarnation && rec.Incarnation-known.Incarnation > maxIncarnationJump:
+		why = fmt.Sprintf("incarnation jumps from %d", known.Incarnation)
+	default:
+		return true
+	}
+	n.log.Warn("gossip: dropping an implausible record", "record", rec.String(), "from", from.Addr, "why", why)
+	return false
+}
+
+// bumpIncarnation sets the node's incarnation above over and records it in
+// its own table.
+func (n *Node) bumpIncarnation(over uint64) {
+	if over == math.MaxUint64 {
+		return // unreachable: implausible drops such records
+	}
+	n.self.Incarnation = over + 1
+	n.table.put(n.self, n.now)
+}
+
 // Reannounce bumps the node's incarnation and broadcasts its ALIVE record:
 // a way to push a fresh record (for example after an address change) and
 // the probe the simulator uses to measure broadcast cost.
 func (n *Node) Reannounce(now time.Time) Output {
 	n.begin(now)
 	if !n.leaving {
-		n.self.Incarnation++
-		n.table.put(n.self, n.now)
+		n.bumpIncarnation(n.self.Incarnation)
 		n.broadcast(n.self)
 	}
 	return n.finish()

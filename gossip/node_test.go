@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -53,6 +54,41 @@ func TestRefutationBumpsIncarnationAndBroadcastsAlive(t *testing.T) {
 	tn.advance(DefaultConfig().SuspicionTimeout + time.Second)
 	if got := tn.status("a0:1", "a01:1"); got != Alive {
 		t.Fatalf("refuted node became %v", got)
+	}
+}
+
+// A forged suspicion at an incarnation no honest node could have reached —
+// the top of the range, or far above what is known — is dropped: it would
+// leave its victim unable to outbid it (and wrap its incarnation to 0 if
+// it tried). A suspicion a little ahead is refuted as usual.
+func TestImplausibleIncarnationsAreDropped(t *testing.T) {
+	tn := cluster(t, 3)
+	victim := tn.nodes["a01:1"]
+	accuser := tn.nodes["a0:1"]
+	from := tn.nodes["a02:1"].Self().Peer()
+	for _, inc := range []uint64{math.MaxUint64, maxIncarnationJump + 1} {
+		forged := victim.Self()
+		forged.Status, forged.Incarnation = Suspect, inc
+		for _, n := range []*Node{accuser, victim} {
+			if out := n.Step(tn.now, &Message{Kind: KindGossip, From: from, Members: []Member{forged}}); len(out.Sends) != 0 || len(out.Events) != 0 {
+				t.Fatalf("incarnation %d reached %v: %+v", inc, n.Self(), out)
+			}
+		}
+	}
+	tn.advance(DefaultConfig().SuspicionTimeout + time.Second)
+	for _, o := range tn.order {
+		if m, _ := tn.nodes[o].Member(victim.Self().ID); m.Status != Alive || m.Incarnation != 0 {
+			t.Fatalf("%s sees the victim as %v after implausible records, want ALIVE#0", o, m)
+		}
+	}
+	forged := victim.Self()
+	forged.Status, forged.Incarnation = Suspect, 5
+	tn.out("a0:1", accuser.Step(tn.now, &Message{Kind: KindGossip, From: from, Members: []Member{forged}}))
+	tn.run()
+	for _, o := range tn.order {
+		if m, _ := tn.nodes[o].Member(victim.Self().ID); m.Status != Alive || m.Incarnation != 6 {
+			t.Fatalf("%s sees the victim as %v, want ALIVE#6", o, m)
+		}
 	}
 }
 
@@ -205,21 +241,22 @@ func TestDeclaredDeadNodeRejoinsWithHigherIncarnation(t *testing.T) {
 	for _, p := range victim.Active() {
 		victim.LinkDown(tn.now, p.Addr, LinkLost)
 	}
-	dead := victim.Self()
+	dead := victim.Self() // isolated, it may have bumped its incarnation already
 	dead.Status = Dead
 	for _, a := range tn.order[:3] {
 		tn.nodes[a].apply(dead, 0, Peer{})
 	}
 	out := victim.Step(tn.now, &Message{Kind: KindSync, From: tn.nodes["a0:1"].Self().Peer(), Members: []Member{dead}})
-	if victim.Self().Incarnation != 1 {
-		t.Fatalf("incarnation %d, want 1", victim.Self().Incarnation)
+	want := dead.Incarnation + 1
+	if victim.Self().Incarnation != want {
+		t.Fatalf("incarnation %d, want %d", victim.Self().Incarnation, want)
 	}
 	tn.out("a03:1", out)
 	tn.run()
 	tn.advance(3 * time.Second)
 	for _, a := range tn.order {
 		m, _ := tn.nodes[a].Member(victim.Self().ID)
-		if m.Status != Alive || m.Incarnation != 1 {
+		if m.Status != Alive || m.Incarnation != want {
 			t.Fatalf("%s sees the rejoined node as %v", a, m)
 		}
 	}
@@ -245,5 +282,29 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := NewNode(Peer{Addr: "x:1"}, nil); err == nil {
 		t.Fatal("zero node id accepted")
+	}
+}
+
+// A node that finds itself isolated — its links lost, nobody left to ask —
+// rejoins under a higher incarnation, once per isolation, so it is ALIVE at
+// it everywhere as soon as it is heard again.
+func TestIsolatedNodeRejoinsWithHigherIncarnation(t *testing.T) {
+	tn := cluster(t, 4)
+	victim := tn.nodes["a03:1"]
+	tn.cut["a03:1"] = true
+	for _, p := range victim.Active() {
+		tn.out("a03:1", victim.LinkDown(tn.now, p.Addr, LinkLost))
+	}
+	tn.advance(40 * time.Second)
+	if got := victim.Self().Incarnation; got != 1 {
+		t.Fatalf("isolated node's incarnation %d, want 1 (bumped once, before rejoining)", got)
+	}
+	tn.cut["a03:1"] = false
+	tn.advance(15 * time.Second)
+	for _, a := range tn.order {
+		m, _ := tn.nodes[a].Member(victim.Self().ID)
+		if m.Status != Alive || m.Incarnation != 1 {
+			t.Fatalf("%s sees the rejoined node as %v", a, m)
+		}
 	}
 }

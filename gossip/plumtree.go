@@ -129,6 +129,9 @@ func (n *Node) stale(id MsgID) bool {
 
 func (n *Node) onGossip(m *Message) {
 	rec := m.Members[0]
+	if !n.plausible(rec, m.From) {
+		return // neither applied nor forwarded
+	}
 	id := idOf(rec)
 	from := m.From.ID
 	if _, dup := n.seen[id]; dup {
