@@ -104,7 +104,7 @@ func (h *hub) observersOf(cache *atomic.Pointer[observers], kind, key string) *o
 
 func (h *hub) publish(o *observers, ev Event) {
 	if h.interceptor != nil {
-		h.intercept(ev)
+		h.intercept(stripPayload(ev)) // payloads are for the spies that ask
 	}
 	for _, sp := range o.spies {
 		sp.Offer(ev)

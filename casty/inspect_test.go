@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,39 @@ func TestInterceptorSeesLifecycleInOrder(t *testing.T) {
 		if info.Seq != seq {
 			t.Fatalf("event %d has seq %d, want %d (contiguous per activation)", i, info.Seq, seq)
 		}
+	}
+}
+
+// An interceptor's events carry no payloads, even while a spy that asks for
+// them is armed on the same actor.
+func TestInterceptorNeverSeesPayloads(t *testing.T) {
+	rec := &recorder{}
+	sys := newSys(t, casty.WithInterceptor(rec.add))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := sys.Spy(ctx, casty.SpyFilter{Kind: Orders.Name(), Payloads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := casty.Call(ctx, Orders.Ref(sys, "payloads"), (*Order).Add, 7); err != nil {
+		t.Fatal(err)
+	}
+	var spied []string
+	for ev := range events {
+		spied = append(spied, describe(ev))
+		if _, ok := ev.(casty.Completed); ok {
+			break
+		}
+	}
+	if want := []string{"activated", "received Add 7", "completed Add changed=true 7"}; !slices.Equal(spied, want) {
+		t.Fatalf("spy with payloads saw %q, want %q", spied, want)
+	}
+	var seen []string
+	for _, ev := range rec.snapshot() {
+		seen = append(seen, describe(ev))
+	}
+	if want := []string{"activated", "received Add <nil>", "completed Add changed=true <nil>"}; !slices.Equal(seen, want) {
+		t.Fatalf("interceptor saw %q, want %q", seen, want)
 	}
 }
 
