@@ -371,7 +371,7 @@ func remoteUpload[E, R any](ctx context.Context, fc *frameConn, elems iter.Seq2[
 	stop := context.AfterFunc(ctx, func() { fc.st.Close() })
 	defer stop()
 	werr := make(chan error, 1)
-	go func() { werr <- writeElems(ctx, fc, elems) }()
+	go func() { werr <- writeElems(ctx, fc, guarded(elems)) }()
 	kind, b, err := fc.read()
 	fc.st.Close()
 	<-werr
@@ -404,7 +404,7 @@ func remoteDuplex[E, F any](ctx context.Context, fc *frameConn, elems iter.Seq2[
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			writeElems(ctx, fc, elems)
+			writeElems(ctx, fc, guarded(elems))
 		}()
 		readElems(ctx, fc, yield)
 		cancel()

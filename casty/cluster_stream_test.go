@@ -139,3 +139,24 @@ func TestClusterOwnerDeathMidStream(t *testing.T) {
 		t.Fatalf("after %d elements the owner died; the loop saw %v", n, final)
 	}
 }
+
+// Uploads and duplexes to another node run the caller's input on a
+// goroutine of casty's: a panic there comes back as an error.
+func TestClusterStreamInputPanicIsAnError(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	ref := Logs.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Logs.Name()))
+	if _, err := casty.Upload(ctx, ref, (*Log).Ingest, panicky(3)); err == nil || !strings.Contains(err.Error(), "caller bug") {
+		t.Fatalf("upload with a panicking input: %v", err)
+	}
+	var final error
+	for _, err := range casty.Duplex(ctx, ref, (*Log).Lengths, panicky(3)) {
+		if err != nil {
+			final = err
+			break
+		}
+	}
+	if final == nil || !strings.Contains(final.Error(), "caller bug") {
+		t.Fatalf("duplex with a panicking input: %v", final)
+	}
+}

@@ -3,6 +3,7 @@ package casty
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"reflect"
 
@@ -103,6 +104,41 @@ func feed[E any](ctx context.Context, seq iter.Seq2[E, error], in chan<- item[E]
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// guarded wraps a caller's input sequence (Upload, Duplex), which casty
+// iterates on a goroutine of its own for a Duplex or an upload to another
+// node: a panic in the caller's code there would crash the process, so it
+// ends the sequence with an error instead, which the handler sees and the
+// caller gets back — the same for every stream shape and placement.
+// A panic in the loop body — casty's own code — is not the caller's: it
+// goes on.
+func guarded[E any](seq iter.Seq2[E, error]) iter.Seq2[E, error] {
+	if seq == nil {
+		return nil
+	}
+	return func(yield func(E, error) bool) {
+		inBody, stopped := false, false
+		defer func() {
+			if r := recover(); r != nil {
+				if inBody {
+					panic(r)
+				}
+				if !stopped {
+					var zero E
+					yield(zero, fmt.Errorf("casty: the caller's input sequence panicked: %v", r))
+				}
+			}
+		}()
+		for v, err := range seq {
+			inBody = true
+			stopped = !yield(v, err)
+			inBody = false
+			if stopped {
+				return
+			}
 		}
 	}
 }
@@ -233,7 +269,7 @@ func Upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 		close(handlerDone)
 	}()
-	feed(ctx, elems, e.in, handlerDone)
+	feed(ctx, guarded(elems), e.in, handlerDone)
 	if err := <-done; err != nil {
 		return zero, err
 	}
@@ -295,7 +331,7 @@ func Duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		}()
 		go func() {
 			defer close(fed)
-			feed(ctx, elems, e.in, handlerDone)
+			feed(ctx, guarded(elems), e.in, handlerDone)
 		}()
 		consume(yield, e.out, done, cancel)
 		cancel()

@@ -250,3 +250,33 @@ func TestStreamingShapesAreChecked(t *testing.T) {
 func iterPull[E any](s iter.Seq2[E, error]) (func() (E, error, bool), func()) {
 	return iter.Pull2(s)
 }
+
+// panicky yields n elements, then panics: a bug in the caller's code.
+func panicky(n int) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for range n {
+			if !yield("line", nil) {
+				return
+			}
+		}
+		panic("caller bug")
+	}
+}
+
+// A Duplex runs the caller's input on a goroutine of casty's: a panic there
+// must come back as an error, not crash the process.
+func TestDuplexInputPanicIsAnError(t *testing.T) {
+	sys := newSys(t)
+	var got []int
+	var final error
+	for n, err := range casty.Duplex(context.Background(), Logs.Ref(sys, "panicky"), (*Log).Lengths, panicky(3)) {
+		if err != nil {
+			final = err
+			break
+		}
+		got = append(got, n)
+	}
+	if len(got) != 3 || final == nil || !strings.Contains(final.Error(), "caller's input sequence panicked: caller bug") {
+		t.Fatalf("got %v, then %v", got, final)
+	}
+}
