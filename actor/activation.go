@@ -319,11 +319,15 @@ func (a *Activation) cancelServing(err error) {
 
 func (a *Activation) activate() error {
 	a.started = true
-	for _, inject := range a.host.injectors[a.kind] {
-		inject(a.state)
-	}
-	var err error
-	if a.kind.HasActivate {
+	// Injectors are the embedder's code (casty.Inject): a panic in one fails
+	// the activation like a failing Activate hook, never the process.
+	err := a.host.guard(func() error {
+		for _, inject := range a.host.injectors[a.kind] {
+			inject(a.state)
+		}
+		return nil
+	})
+	if err == nil && a.kind.HasActivate {
 		ctx := &handlerCtx{Context: context.Background(), act: a}
 		err = a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
 	}

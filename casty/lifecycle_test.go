@@ -339,4 +339,10 @@ func TestInjectRunsBeforeActivate(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Method != "Activate" {
 		t.Fatalf("no injection: %v", err)
 	}
+	// An injector that panics fails the activation, not the process.
+	sys3 := newSys(t, casty.Inject(Sessions, func(*Session) { panic("no database today") }))
+	_, err = casty.Call0(context.Background(), Sessions.Ref(sys3, "u1"), (*Session).DB)
+	if !errors.As(err, &fe) || fe.Method != "Activate" || !strings.Contains(err.Error(), "no database today") {
+		t.Fatalf("panicking injector: %v", err)
+	}
 }
