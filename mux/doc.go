@@ -32,8 +32,9 @@
 //     The peer's RequestHandler (Node.HandleRequests) runs in its own
 //     goroutine; its error comes back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
-//     peer's MessageHandler (Node.HandleMessages), which runs on the
-//     connection's reader: it must return quickly.
+//     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
+//     so a slow handler (state fan-out) holds up only its own lane, within
+//     a bounded backlog.
 //
 // Small envelopes queued together leave in one write (write combining).
 // Session.OpenStream opens an ephemeral stream (a net.Conn) for bulk data

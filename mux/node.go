@@ -26,11 +26,12 @@ import (
 type RequestHandler func(ctx context.Context, from *Session, payload []byte) ([]byte, error)
 
 // MessageHandler receives a one-way message. Messages of one lane of one
-// session are delivered one at a time, in the order they were sent, on the
-// connection's reader goroutine: the handler must not block for long (hand
-// work off to a queue), or it stalls the whole connection to that peer; in
-// particular it must not wait for a Request on the same session, whose
-// answer this very goroutine would have to read.
+// session are delivered one at a time, in the order they were sent, on a
+// worker goroutine of that lane: a slow handler delays only its own lane's
+// messages, never calls and answers on the others. Received messages wait
+// for it up to 4 × Config.MaxMessage bytes per lane; beyond that the
+// connection's reader waits too, which slows the peer's sends (and every
+// lane) until the handler catches up.
 type MessageHandler func(from *Session, payload []byte)
 
 // StreamHandler serves an ephemeral stream opened by the peer. It runs in

@@ -43,8 +43,9 @@ type Session struct {
 	initiator NodeID
 	nonce     uint64
 
-	lanes  [numLanes]*lane
-	nextID atomic.Uint64
+	lanes   [numLanes]*lane
+	inboxes [numLanes]inbox // one-way messages waiting for their handler
+	nextID  atomic.Uint64
 
 	mu         sync.Mutex
 	pending    map[uint64]pendingReq
@@ -79,6 +80,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 	}
 	for l := range Lane(numLanes) {
 		s.lanes[l] = &lane{s: s, id: l}
+		s.inboxes[l].space.L = &s.inboxes[l].mu
 	}
 	s.w = newConnWriter(s, conn)
 	s.yc = newYconn(s)
@@ -399,19 +401,6 @@ func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp
 	return (*hp)(ctx, s, payload)
 }
 
-func (s *Session) deliverMessage(l Lane, payload []byte) {
-	hp := s.node.msgHandlers[l].Load()
-	if hp == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.node.log.Error("mux: message handler panicked", "lane", l.String(), "panic", p)
-		}
-	}()
-	(*hp)(s, payload)
-}
-
 // cancelInflight cancels the handler of a request the peer gave up on.
 func (s *Session) cancelInflight(id uint64) {
 	s.mu.Lock()
@@ -439,6 +428,7 @@ func (s *Session) fail(err error) {
 	}
 	s.mu.Unlock()
 	close(s.done)
+	s.wakeInboxes()
 	lost := connectionLost(err)
 	// Writer, yamux's conn and the socket first: yamux's Close waits for
 	// its send loop, which may be waiting in the writer.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,49 @@ func TestOneWayMessagesArriveInOrder(t *testing.T) {
 			if s != fmt.Sprint(i) {
 				t.Fatalf("message %d is %q", i, s)
 			}
+		}
+	})
+}
+
+// A slow message handler on one lane (state fan-out on the replication
+// lane) holds up only that lane: calls on the message lane are answered
+// meanwhile, and the lane's own messages still arrive in order.
+func TestSlowMessageHandlerHoldsUpOnlyItsLane(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var got []string
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleMessages(LaneReplication, func(_ *Session, p []byte) {
+				<-release
+				mu.Lock()
+				got = append(got, string(p))
+				mu.Unlock()
+			})
+			b.HandleRequests(LaneMessage, func(_ context.Context, _ *Session, p []byte) ([]byte, error) { return p, nil })
+		})
+		defer close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for i := range 3 {
+			if err := sa.Send(ctx, LaneReplication, []byte(fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The replication handler is stuck; a call must still be answered.
+		if out, err := sa.Request(ctx, LaneMessage, []byte("ping")); err != nil || string(out) != "ping" {
+			t.Fatalf("call while the replication handler is stuck: %q %v", out, err)
+		}
+		release <- struct{}{}
+		release <- struct{}{}
+		release <- struct{}{}
+		eventually(t, 5*time.Second, "the replication messages", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == 3
+		})
+		if !slices.Equal(got, []string{"0", "1", "2"}) {
+			t.Fatalf("replication messages %v, want in order", got)
 		}
 	})
 }
