@@ -45,9 +45,11 @@ func AppendMarshal(dst []byte, v any) ([]byte, error) {
 }
 
 // Unmarshal decodes one msgpack value from b into v, a non-nil pointer.
-// The input is scanned first (see Check), so a hostile length prefix cannot
-// make it allocate more than a small multiple of len(b). Unknown map keys
-// are ignored and missing ones leave the destination's fields unchanged.
+// The input is scanned first (see Check), so a length prefix cannot claim
+// more elements than b has bytes: decoding allocates at most about len(b)
+// times the size of the largest element type reachable from v (SPEC.md
+// says more). Unknown map keys are ignored and missing ones leave the
+// destination's fields unchanged.
 func Unmarshal(b []byte, v any) error {
 	if err := Check(b); err != nil {
 		return err
