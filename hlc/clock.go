@@ -26,7 +26,8 @@ type Config struct {
 	// timestamp may be for Observe to accept it, so that one node with a
 	// wildly wrong clock cannot drag every clock it talks to into the
 	// future. Resolution: milliseconds. Default 0: no limit (Observe
-	// accepts every remote stamp). Negative is an error.
+	// accepts every remote stamp). Negative, or between 0 and 1 ms (which
+	// the millisecond resolution would turn into no limit), is an error.
 	MaxDrift time.Duration
 }
 
@@ -37,13 +38,17 @@ func DefaultConfig() Config {
 }
 
 // Validate reports whether c can build a Clock: ErrNoPhysicalClock when
-// Physical is nil, ErrBadConfig (wrapped) for a negative MaxDrift.
+// Physical is nil, ErrBadConfig (wrapped) for a negative MaxDrift or one
+// below the clock's 1 ms resolution.
 func (c Config) Validate() error {
 	if c.Physical == nil {
 		return ErrNoPhysicalClock
 	}
 	if c.MaxDrift < 0 {
 		return fmt.Errorf("%w: MaxDrift %v is negative", ErrBadConfig, c.MaxDrift)
+	}
+	if c.MaxDrift > 0 && c.MaxDrift < time.Millisecond {
+		return fmt.Errorf("%w: MaxDrift %v is below the clock's 1 ms resolution (0 means no limit)", ErrBadConfig, c.MaxDrift)
 	}
 	return nil
 }

@@ -37,6 +37,14 @@ func TestConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("negative MaxDrift: %v, want ErrBadConfig", err)
 	}
+	cfg.MaxDrift = 999 * time.Microsecond // would round to 0: no limit
+	if err := cfg.Validate(); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("MaxDrift below 1 ms: %v, want ErrBadConfig", err)
+	}
+	cfg.MaxDrift = time.Millisecond
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("MaxDrift 1 ms: %v", err)
+	}
 }
 
 func TestTimestampOrder(t *testing.T) {
