@@ -271,13 +271,16 @@ func TestSpyLagAccountsForEveryDrop(t *testing.T) {
 	}
 	total := 1 + 2*calls
 	seen, dropped := 0, 0
-	var lastSeq uint64
+	var firstSeq, lastSeq uint64
 	for ev := range events {
 		if l, ok := ev.(casty.Lag); ok {
 			dropped += l.Dropped
 			continue
 		}
 		seen++
+		if seen == 1 {
+			firstSeq = ev.Info().Seq
+		}
 		if s := ev.Info().Seq; s <= lastSeq {
 			t.Fatalf("seq went back: %d after %d", s, lastSeq)
 		}
@@ -288,6 +291,10 @@ func TestSpyLagAccountsForEveryDrop(t *testing.T) {
 	}
 	if dropped == 0 || seen+dropped != total || dropped != total-1024 {
 		t.Fatalf("seen %d + dropped %d != %d emitted (buffer 1024)", seen, dropped, total)
+	}
+	// The oldest were dropped: what is left is the newest 1024, in order.
+	if firstSeq != uint64(total-1023) || lastSeq != uint64(total) {
+		t.Fatalf("kept seqs %d..%d, want the newest %d..%d", firstSeq, lastSeq, total-1023, total)
 	}
 }
 
