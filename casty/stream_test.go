@@ -280,3 +280,41 @@ func TestDuplexInputPanicIsAnError(t *testing.T) {
 		t.Fatalf("got %v, then %v", got, final)
 	}
 }
+
+// Trickler yields one element, then waits for its ctx before the next.
+type Trickler struct{}
+
+var tricklerCancelled atomic.Int32
+
+func (*Trickler) Trickle(ctx context.Context, _ int) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		if !yield(1, nil) {
+			return
+		}
+		<-ctx.Done() // between two yields: only the ctx can end this
+		tricklerCancelled.Add(1)
+	}
+}
+
+var Tricklers = casty.Actor[Trickler](casty.Name("test.Trickler"))
+
+// Breaking out of a stream's loop cancels the handler's ctx, so a handler
+// waiting between two elements ends too, and the actor is free again.
+func TestBreakCancelsAHandlerWaitingBetweenElements(t *testing.T) {
+	sys := newSys(t)
+	ctx := context.Background()
+	ref := Tricklers.Ref(sys, "t")
+	for v, err := range casty.Stream(ctx, ref, (*Trickler).Trickle, 0) {
+		if err != nil || v != 1 {
+			t.Fatalf("first element: %d %v", v, err)
+		}
+		break
+	}
+	waitFor(t, 5*time.Second, "the handler's ctx to be cancelled", func() bool { return tricklerCancelled.Load() == 1 })
+	for v, err := range casty.Stream(ctx, ref, (*Trickler).Trickle, 0) {
+		if err != nil || v != 1 {
+			t.Fatalf("the actor after the break: %d %v", v, err)
+		}
+		break
+	}
+}
