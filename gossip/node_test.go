@@ -55,6 +55,10 @@ func TestRefutationBumpsIncarnationAndBroadcastsAlive(t *testing.T) {
 	if got := tn.status("a0:1", "a01:1"); got != Alive {
 		t.Fatalf("refuted node became %v", got)
 	}
+	// The accuser saw the suspicion, then the refutation: one ALIVE event.
+	if s, a := tn.count("a0:1", EventSuspect, "a01:1"), tn.count("a0:1", EventAlive, "a01:1"); s != 1 || a != 1 {
+		t.Fatalf("accuser emitted %d SUSPECT and %d ALIVE events, want 1 and 1", s, a)
+	}
 }
 
 // A forged suspicion at an incarnation no honest node could have reached —
@@ -305,6 +309,40 @@ func TestIsolatedNodeRejoinsWithHigherIncarnation(t *testing.T) {
 		m, _ := tn.nodes[a].Member(victim.Self().ID)
 		if m.Status != Alive || m.Incarnation != 1 {
 			t.Fatalf("%s sees the rejoined node as %v", a, m)
+		}
+	}
+}
+
+// Plumtree: a record received a second time from an eager neighbour prunes
+// that link — PRUNE goes back and the neighbour becomes lazy — while the
+// first copy is applied and forwarded.
+func TestDuplicateFromAnEagerPeerPrunesTheLink(t *testing.T) {
+	tn := cluster(t, 4)
+	n := tn.nodes["a0:1"]
+	eager := n.Eager()
+	if len(eager) == 0 {
+		t.Fatal("no eager neighbour")
+	}
+	from := eager[0]
+	rec := tn.nodes["a02:1"].Self()
+	rec.Incarnation++ // news: a record the table does not hold yet
+	msg := &Message{Kind: KindGossip, From: from, Members: []Member{rec}}
+	if out := n.Step(tn.now, msg); len(out.Sends) == 0 {
+		t.Fatal("the first copy was not forwarded")
+	}
+	out := n.Step(tn.now, msg)
+	pruned := false
+	for _, s := range out.Sends {
+		if s.Msg.Kind == KindPrune && s.To.ID == from.ID {
+			pruned = true
+		}
+	}
+	if !pruned {
+		t.Fatalf("the duplicate sent %+v, want a PRUNE to %v", out.Sends, from)
+	}
+	for _, p := range n.Eager() {
+		if p.ID == from.ID {
+			t.Fatalf("%v is still eager after the duplicate", from)
 		}
 	}
 }

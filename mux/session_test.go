@@ -356,6 +356,7 @@ func TestCompressionOnlyAboveThresholdAndWhenSmaller(t *testing.T) {
 			random := make([]byte, 64<<10)
 			rand.NewChaCha8([32]byte{1}).Read(random)
 			wBig, wSmall, wRandom := measure(compressible), measure(small), measure(random)
+			wAt := measure(bytes.Repeat([]byte("a"), 4096)) // exactly the threshold
 			if codecs == nil {
 				if wBig < 1<<20 {
 					t.Fatalf("no codec but %d bytes on the wire for 1 MiB", wBig)
@@ -367,6 +368,9 @@ func TestCompressionOnlyAboveThresholdAndWhenSmaller(t *testing.T) {
 			}
 			if wSmall < 4095 {
 				t.Fatalf("payload below the threshold was compressed (%d bytes)", wSmall)
+			}
+			if wAt >= 4096 {
+				t.Fatalf("a compressible payload at the threshold was not compressed (%d bytes)", wAt)
 			}
 			if wRandom < 64<<10 {
 				t.Fatalf("incompressible payload shrank to %d?", wRandom)
