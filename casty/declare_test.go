@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/casty-go/casty/casty"
 )
@@ -61,6 +62,22 @@ func TestDeclarationPanicsNameTheProblem(t *testing.T) {
 	})
 	mustPanic(t, "replicas must be at least 1", func() {
 		casty.Actor[Plain](casty.Name("test.P2"), casty.Replicas(0))
+	})
+	mustPanic(t, "read quorum 4 exceeds replicas 3", func() {
+		casty.Actor[Plain](casty.Name("test.P4"), casty.Replicas(3), casty.Read(casty.Quorum(4)))
+	})
+	mustPanic(t, "invalid write quorum 0", func() {
+		casty.Actor[Plain](casty.Name("test.P5"), casty.Write(casty.Quorum(0)))
+	})
+	mustPanic(t, "invalid read quorum -3", func() {
+		casty.Actor[Plain](casty.Name("test.P6"), casty.Read(casty.Quorum(-3)))
+	})
+	mustPanic(t, "negative idle timeout", func() {
+		casty.Actor[Plain](casty.Name("test.P7"), casty.IdleTimeout(-time.Second))
+	})
+	mustPanic(t, "concurrency must be at least 1", func() {
+		type Idle struct{}
+		casty.Service[Idle](casty.Name("test.S0"), casty.Concurrency(0))
 	})
 	mustPanic(t, "Concurrency is a service option", func() {
 		casty.Actor[Plain](casty.Name("test.P3"), casty.Concurrency(4))
