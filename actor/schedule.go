@@ -68,27 +68,33 @@ func ScheduleFor(ctx context.Context, id uintptr, name string, after, every time
 
 // Emit queues run as the very next message of the activation ctx belongs
 // to, after the current handler; emits of one handler keep their order. It
-// is dropped if the activation ends first.
-func Emit(ctx context.Context, name string, run func(context.Context, any) error) error {
+// is dropped if the activation ends first, or if the returned schedule is
+// cancelled before it runs.
+func Emit(ctx context.Context, name string, run func(context.Context, any) error) *Schedule {
 	a := From(ctx)
 	if a == nil {
-		return errNotInHandler
+		return Canceled(errNotInHandler)
 	}
 	if a.kind.Service {
-		return errors.New("casty: services are stateless and cannot emit")
+		return Canceled(errors.New("casty: services are stateless and cannot emit"))
 	}
+	m := &Method{Name: name}
 	e := &tickEnv{run: run}
-	e.Init(e, &Method{Name: name})
+	e.Init(e, m)
 	e.ctl = ctlTick
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.status != statusActive {
-		return nil
+		return &Schedule{done: true} // the activation is ending: dropped
 	}
+	// A one-shot schedule of id 0 (never in the schedules map): Cancel
+	// before it runs drops it, afterTick retires it once it ran.
+	sch := &Schedule{a: a, method: m, run: run}
+	e.sched = sch
 	e.hctx.Context = a.lifeCtx()
 	x := a.extras()
 	x.emits = append(x.emits, &e.Envelope)
-	return nil
+	return sch
 }
 
 // flushEmits puts what the handler emitted at the head of the mailbox.

@@ -72,11 +72,14 @@ func After[T any](ctx context.Context, d time.Duration, fn func(*T, context.Cont
 
 // Emit queues fn as the very next message to the current actor, after the
 // running handler (the "send to self" of the actor model): it has its own
-// commit and its own failure. It is dropped if the activation ends first.
-func Emit[T any](ctx context.Context, fn func(*T, context.Context) error) error {
+// commit and its own failure. It is dropped if the activation ends first,
+// or if the returned schedule is cancelled before fn runs. Like Every and
+// After, outside a handler (or for a service) it returns an inert schedule
+// whose Err says why.
+func Emit[T any](ctx context.Context, fn func(*T, context.Context) error) *Schedule {
 	_, name, run, err := tickFunc(ctx, fn)
 	if err != nil {
-		return err
+		return actor.Canceled(err)
 	}
 	return actor.Emit(ctx, name, run)
 }

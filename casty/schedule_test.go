@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,10 +71,10 @@ func (m *Monitor) Get(ctx context.Context) (Monitor, error) { return *m, nil }
 func (m *Monitor) Sequence(ctx context.Context, g *gateCh) error {
 	m.Order = append(m.Order, "handler")
 	<-g.ch
-	if err := casty.Emit(ctx, (*Monitor).emitA); err != nil {
+	if err := casty.Emit(ctx, (*Monitor).emitA).Err(); err != nil {
 		return err
 	}
-	return casty.Emit(ctx, (*Monitor).emitB)
+	return casty.Emit(ctx, (*Monitor).emitB).Err()
 }
 
 func (m *Monitor) emitA(ctx context.Context) error { m.Order = append(m.Order, "emitA"); return nil }
@@ -86,7 +87,21 @@ func (m *Monitor) Append(ctx context.Context, tag string) error {
 
 func (m *Monitor) EmitThenStop(ctx context.Context) error {
 	casty.Self(ctx).Deactivate()
-	return casty.Emit(ctx, (*Monitor).emitA)
+	return casty.Emit(ctx, (*Monitor).emitA).Err()
+}
+
+// EmitThenCancel emits twice and cancels the first: only emitB runs.
+func (m *Monitor) EmitThenCancel(ctx context.Context) error {
+	a := casty.Emit(ctx, (*Monitor).emitA)
+	if err := casty.Emit(ctx, (*Monitor).emitB).Err(); err != nil {
+		return err
+	}
+	if !a.Active() {
+		return errors.New("an emitted message is not active before it runs")
+	}
+	a.Cancel()
+	a.Cancel() // idempotent
+	return a.Err()
 }
 
 func (m *Monitor) TickCallsSelf(ctx context.Context) error {
@@ -239,6 +254,19 @@ func TestEmitRunsNextInOrder(t *testing.T) {
 	}
 }
 
+func TestCancelledEmitNeverRuns(t *testing.T) {
+	ctx := context.Background()
+	sys := newSys(t)
+	ref := Monitors.Ref(sys, "emit-cancel")
+	if err := casty.Do0(ctx, ref, (*Monitor).EmitThenCancel); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := casty.Call0(ctx, ref, (*Monitor).Get) // queued behind the emits
+	if !slices.Equal(m.Order, []string{"emitB"}) {
+		t.Fatalf("order %v, want only emitB", m.Order)
+	}
+}
+
 func TestEmitDroppedWhenActivationCloses(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)
@@ -305,7 +333,7 @@ func TestScheduleOutsideHandlerIsInert(t *testing.T) {
 		t.Fatalf("schedule outside a handler: err %v active %v", s.Err(), s.Active())
 	}
 	s.Cancel()
-	if err := casty.Emit(context.Background(), (*Monitor).check); err == nil {
-		t.Fatal("emit outside a handler accepted")
+	if e := casty.Emit(context.Background(), (*Monitor).check); e.Err() == nil || e.Active() {
+		t.Fatalf("emit outside a handler: err %v active %v", e.Err(), e.Active())
 	}
 }
