@@ -785,3 +785,45 @@ func TestClusterRemoteHandlerSeesTheCallersDeadline(t *testing.T) {
 		t.Fatalf("without a deadline: %v left, %v (CallTimeout %v)", left, err, callTimeout)
 	}
 }
+
+// Bulk takes and makes blobs, counting the handlers that ran.
+type Bulk struct{ Runs int }
+
+func (b *Bulk) Put(_ context.Context, p []byte) (int, error) { b.Runs++; return len(p), nil }
+func (b *Bulk) Make(_ context.Context, n int) ([]byte, error) {
+	b.Runs++
+	return make([]byte, n), nil
+}
+
+var Bulks = casty.Actor[Bulk](casty.Name("test.Bulk"))
+
+// A call whose argument or result is over MaxMessage fails saying so: the
+// argument before anything is sent, the result as the handler's outcome
+// (it ran). Neither breaks the connection; calls within a node have no limit.
+func TestClusterOversizedCallsSaySo(t *testing.T) {
+	cfg := fastCluster()
+	cfg.MaxMessage, cfg.MaxFrame = 64<<10, 16<<10
+	nodes := startCluster(t, 2, casty.WithConfig(cfg))
+	ctx := context.Background()
+	ref := Bulks.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Bulks.Name()))
+
+	_, err := casty.Call(ctx, ref, (*Bulk).Put, make([]byte, 100<<10))
+	if err == nil || errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Fatalf("oversized argument: %v", err)
+	}
+	_, err = casty.Call(ctx, ref, (*Bulk).Make, 100<<10)
+	var fe *casty.ActorFailedError
+	if !errors.As(err, &fe) || fe.Kind != Bulks.Name() || fe.Method != "Make" || !strings.Contains(fe.Message, "the handler ran") {
+		t.Fatalf("oversized result: %#v", err)
+	}
+	if n, err := casty.Call(ctx, ref, (*Bulk).Put, make([]byte, 1<<10)); err != nil || n != 1<<10 {
+		t.Fatalf("a small call after the oversized ones: %d %v", n, err)
+	}
+	if st, ok, err := Bulks.StateOf(ctx, nodes[0], ref.Key()); err != nil || !ok || st.Runs != 2 {
+		t.Fatalf("handlers run: %+v %v %v, want 2 (Make ran, the oversized Put did not)", st, ok, err)
+	}
+	local := Bulks.Ref(nodes[0], keyOn(t, nodes[0], nodes[0], Bulks.Name()))
+	if n, err := casty.Call(ctx, local, (*Bulk).Put, make([]byte, 100<<10)); err != nil || n != 100<<10 {
+		t.Fatalf("oversized argument to a locally owned key: %d %v", n, err)
+	}
+}

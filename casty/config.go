@@ -9,8 +9,9 @@ import (
 
 // Config holds every timeout, size and interval Casty uses. A zero field
 // means its default; DefaultConfig lists them all. Local mode uses the
-// actor knobs; the transport, membership and replication knobs take effect
-// in cluster mode and are validated everywhere so one Config serves both.
+// actor knobs; the transport and membership knobs take effect in cluster
+// mode, the replication ones once replication exists (package doc); all
+// are validated everywhere so one Config serves both.
 type Config struct {
 	// Actors.
 
@@ -37,8 +38,12 @@ type Config struct {
 
 	// MaxFrame is the largest mux frame in bytes. Default 256 KiB.
 	MaxFrame int
-	// MaxMessage is the largest message in bytes; larger data takes its own
-	// stream. Default 4 MiB.
+	// MaxMessage is the largest message in bytes. Default 4 MiB. A call to
+	// another node whose argument or result encodes larger fails with an
+	// error saying so (the argument before anything is sent; the result
+	// after the handler ran, as an *ActorFailedError): send and return large
+	// data through Upload and Stream, whose elements each fit in it. Calls
+	// within one node are not encoded and have no limit.
 	MaxMessage int
 	// StreamWindow is the per-stream credit window in bytes. Default 256 KiB.
 	StreamWindow int

@@ -98,6 +98,18 @@
 // Write and Read are validated but not acted on (also in a one-node
 // cluster, which will fence replicated writes once replication lands).
 //
+// # Where this differs from DESIGN.md
+//
+//   - Explain[T]() returns (Explanation, error), not the explanation alone:
+//     a state type the pager cannot page (a TrackedMap of a mutable value,
+//     or of a key that does not encode one to one) is an error to report,
+//     not a panic, since Explain is also a tool for inspecting types.
+//   - A message over Config.MaxMessage does not switch to a bulk stream of
+//     its own: a call to another node whose argument or result encodes
+//     larger fails with an error saying so (before sending the argument;
+//     after the handler ran for the result). Large data goes through
+//     Upload and Stream, which carry it element by element.
+//
 // # Closing
 //
 // Close stops accepting calls, lets queued and running messages finish and

@@ -219,7 +219,14 @@ func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) (
 		return nil, err
 	}
 	resp := cl.serveReq(ctx, &req)
-	return resp.envelope(), nil
+	b := resp.envelope()
+	if max := cl.sys.cfg.MaxMessage; len(b) > max {
+		// mux would refuse it, and the caller could not tell that the
+		// handler ran: say so, as the handler's outcome.
+		b = appendCallResp(nil, &callResp{Err: &wireError{Code: codeFailed, Kind: req.Kind, Key: req.Key, Method: req.Method,
+			Message: fmt.Sprintf("casty: the result encodes to %d bytes, over Config.MaxMessage (%d); the handler ran and its effects stand: return large data through Stream", len(b), max)}})
+	}
+	return b, nil
 }
 
 // envelope returns r's wire form: the result is already encoded into it
@@ -530,6 +537,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				if payload, err = encode(payload); err != nil {
 					return nil, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
 				}
+			}
+			if max := cl.sys.cfg.MaxMessage; len(payload) > max {
+				return nil, fmt.Errorf("casty: %s/%s.%s: the call encodes to %d bytes, over Config.MaxMessage (%d); nothing was sent: send large data through Upload", k.Name, key, req.Method, len(payload), max)
 			}
 		}
 		if !hasDeadline {
