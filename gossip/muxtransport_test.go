@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,7 +13,7 @@ import (
 	"github.com/casty-go/casty/mux"
 )
 
-// socketNode is one agent over a real mux transport on 127.0.0.1.
+// socketNode is one agent over a real mux transport on a loopback address.
 type socketNode struct {
 	agent  *Agent
 	tr     *MuxTransport
@@ -111,7 +112,10 @@ func startSocketCluster(t *testing.T, n int) []*socketNode {
 		if i > 0 {
 			seeds = []string{nodes[0].tr.Addr()}
 		}
-		nodes = append(nodes, startSocketNode(t, NodeID{0xaa, byte(i + 1)}, seeds...))
+		// Each node on an address of its own, 127.0.0.2 on (all of 127/8
+		// is loopback on Linux): peers are told apart by address, not port.
+		addr := fmt.Sprintf("127.0.0.%d:0", i+2)
+		nodes = append(nodes, startSocketNodeAt(t, addr, NodeID{0xaa, byte(i + 1)}, seeds...))
 	}
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
