@@ -65,36 +65,9 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 	var children []*exec.Cmd
 	var ids []NodeID
 	for i := range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.v")
-		cmd.Env = append(os.Environ(), "GOSSIP_HELPER_SEED="+nodes[0].tr.Addr(),
-			fmt.Sprintf("GOSSIP_HELPER_ID=%d", i+1), fmt.Sprintf("GOSSIP_HELPER_ADDR=127.0.0.%d:0", 9+i))
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		addr := ""
-		for addr == "" && sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-				addr = a
-			} else if strings.HasPrefix(sc.Text(), "ERROR") {
-				t.Fatal(sc.Text())
-			}
-		}
-		if addr == "" {
-			t.Fatalf("child %d printed no address", i)
-		}
-		go io.Copy(io.Discard, out)
+		cmd, id := startChildMember(t, nodes[0].tr.Addr(), i+1, fmt.Sprintf("127.0.0.%d:0", 9+i))
 		children = append(children, cmd)
-		ids = append(ids, NodeID{0xbb, byte(i + 1)})
+		ids = append(ids, id)
 	}
 	everyone := append([]NodeID(nil), ids...)
 	for _, s := range nodes {
@@ -109,4 +82,81 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 		}
 	}
 	survivorsSeeDeadOnce(t, 20*time.Second, nodes, ids)
+}
+
+// startChildMember runs TestHelperMember in a process of its own: an agent
+// with id {0xbb, n} on addr, joining through seed. It returns once the child
+// printed its address; the child is killed when the test ends.
+func startChildMember(t *testing.T, seed string, n int, addr string) (*exec.Cmd, NodeID) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.v")
+	cmd.Env = append(os.Environ(), "GOSSIP_HELPER_SEED="+seed,
+		fmt.Sprintf("GOSSIP_HELPER_ID=%d", n), "GOSSIP_HELPER_ADDR="+addr)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	got := ""
+	for got == "" && sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+			got = a
+		} else if strings.HasPrefix(sc.Text(), "ERROR") {
+			t.Fatal(sc.Text())
+		}
+	}
+	if got == "" {
+		t.Fatalf("child %d printed no address", n)
+	}
+	go io.Copy(io.Discard, out)
+	return cmd, NodeID{0xbb, byte(n)}
+}
+
+// A member frozen with SIGSTOP keeps its connections open but answers no
+// keepalive: its neighbours' failed keepalives raise the suspicion, which
+// becomes DEAD. Thawed with SIGCONT, it learns it was declared dead and
+// rejoins at a higher incarnation: ALIVE everywhere again.
+func TestSocketSIGSTOPFailsKeepalivesThenRefutes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process; skipped with -short")
+	}
+	var nodes []*socketNode
+	for i := range 3 {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{nodes[0].tr.Addr()}
+		}
+		nodes = append(nodes, startSocketNodeAt(t, fmt.Sprintf("127.0.0.%d:0", 20+i), NodeID{0xaa, byte(i + 1)}, seeds...))
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, s := range nodes {
+			wg.Go(s.close)
+		}
+		wg.Wait()
+	})
+	child, id := startChildMember(t, nodes[0].tr.Addr(), 7, "127.0.0.23:0")
+	eventually(t, 20*time.Second, "the child to be ALIVE everywhere", func() bool {
+		return allSee(nodes, []NodeID{id}, isStatus(Alive))
+	})
+	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the frozen child to be DEAD everywhere", func() bool {
+		return allSee(nodes, []NodeID{id}, isStatus(Dead))
+	})
+	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the thawed child to be ALIVE at a higher incarnation", func() bool {
+		return allSee(nodes, []NodeID{id}, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 })
+	})
 }
