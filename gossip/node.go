@@ -262,6 +262,7 @@ func (n *Node) Leaving() bool { return n.leaving }
 func (n *Node) Step(now time.Time, m *Message) Output {
 	n.begin(now)
 	if m == nil {
+		n.log.Warn("gossip: dropping a nil message")
 		return n.finish()
 	}
 	if n.leaving && m.Kind != KindGraft {

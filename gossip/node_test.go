@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"bytes"
+	"log/slog"
 	"math"
 	"testing"
 	"time"
@@ -222,10 +224,16 @@ func TestBadInputIsDropped(t *testing.T) {
 		{Kind: KindGossip, From: stranger},
 		{Kind: KindSync, From: stranger, Members: []Member{{ID: NodeID{202}, Addr: "q:1"}}, Ages: []uint32{1, 2}},
 	}
+	var logged bytes.Buffer
+	n.log = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, m := range inputs {
+		before := logged.Len()
 		out := n.Step(tn.now, m)
 		if len(out.Events) != 0 || len(out.Sends) != 0 {
 			t.Fatalf("bad input %+v produced output %+v", m, out)
+		}
+		if logged.Len() == before {
+			t.Errorf("bad input %+v was dropped without a log line", m)
 		}
 	}
 	if n.Digest() != before {
