@@ -211,14 +211,30 @@ func TestTypesAndNamesSurviveRoundTrip(t *testing.T) {
 	h.commit(t, st)
 	checkReplicas(t, h, st)
 
-	// An in-place write into the boolean bitmap and an int32 value.
+	// In-place writes into an int32 value, the boolean bitmap and a
+	// string's bytes: no buffer is replaced, each must still ship.
 	ids, _ := st.Readings.ColumnByName("id")
 	ids.(*array.Int32).Int32Values()[9] = 900
+	ok, _ := st.Readings.ColumnByName("ok")
+	bits := ok.Data().Buffers()[1].Bytes()
+	bits[(ok.Data().Offset()+20)/8] ^= 1 << ((ok.Data().Offset() + 20) % 8) // row 20: block 2
+	names, _ := st.Readings.ColumnByName("name/with slash")
+	sa := names.(*array.String)
+	if sa.Value(30) != "n30" {
+		t.Fatalf("row 30 holds %q", sa.Value(30))
+	}
+	sa.Data().Buffers()[2].Bytes()[sa.ValueOffset(30)] = 'N' // "n30" -> "N30", block 3
 	d, _ := h.commit(t, st)
-	if got := pageKeys(d); !slices.Equal(got, []string{"Readings/id/1"}) {
-		t.Fatalf("pages %v", got)
+	if got := pageKeys(d); len(got) != 3 || !slices.Contains(got, "Readings/id/1") {
+		t.Fatalf("pages %v, want one block of each of the three columns written in place", got)
 	}
 	checkReplicas(t, h, st)
+	got := h.restore(t, 0)
+	gok, _ := got.Readings.ColumnByName("ok")
+	gnames, _ := got.Readings.ColumnByName("name/with slash")
+	if gok.(*array.Boolean).Value(20) != (20%3 != 0) || gnames.(*array.String).Value(30) != "N30" {
+		t.Fatalf("replica: ok[20]=%v name[30]=%q", gok.(*array.Boolean).Value(20), gnames.(*array.String).Value(30))
+	}
 }
 
 func TestZeroTableHasNoPages(t *testing.T) {
