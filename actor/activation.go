@@ -160,8 +160,8 @@ func (a *Activation) empty() bool { return a.head == len(a.queue) }
 // up to Concurrency messages onto their own goroutines.
 func (a *Activation) run() {
 	draining.Add(1)
+	defer draining.Add(-1)
 	a.drain()
-	draining.Add(-1)
 }
 
 func (a *Activation) drain() {
