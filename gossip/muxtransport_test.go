@@ -104,7 +104,11 @@ func (s *socketNode) close() {
 	<-s.done
 }
 
-func startSocketCluster(t *testing.T, n int) []*socketNode {
+// startSocketNodes starts n agents, each on an address of its own from
+// 127.0.0.<host> on (all of 127/8 is loopback on Linux: peers are told
+// apart by address, not port), the others joining through the first; they
+// are closed when the test ends.
+func startSocketNodes(t *testing.T, n, host int) []*socketNode {
 	t.Helper()
 	var nodes []*socketNode
 	for i := range n {
@@ -112,9 +116,7 @@ func startSocketCluster(t *testing.T, n int) []*socketNode {
 		if i > 0 {
 			seeds = []string{nodes[0].tr.Addr()}
 		}
-		// Each node on an address of its own, 127.0.0.2 on (all of 127/8
-		// is loopback on Linux): peers are told apart by address, not port.
-		addr := fmt.Sprintf("127.0.0.%d:0", i+2)
+		addr := fmt.Sprintf("127.0.0.%d:0", host+i)
 		nodes = append(nodes, startSocketNodeAt(t, addr, NodeID{0xaa, byte(i + 1)}, seeds...))
 	}
 	t.Cleanup(func() {
@@ -124,6 +126,12 @@ func startSocketCluster(t *testing.T, n int) []*socketNode {
 		}
 		wg.Wait()
 	})
+	return nodes
+}
+
+func startSocketCluster(t *testing.T, n int) []*socketNode {
+	t.Helper()
+	nodes := startSocketNodes(t, n, 2)
 	eventually(t, 15*time.Second, "10 socket nodes converge", func() bool {
 		for _, o := range nodes {
 			for _, s := range nodes {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,21 +46,7 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}
-	var nodes []*socketNode
-	for i := range 7 {
-		var seeds []string
-		if i > 0 {
-			seeds = []string{nodes[0].tr.Addr()}
-		}
-		nodes = append(nodes, startSocketNodeAt(t, fmt.Sprintf("127.0.0.%d:0", 2+i), NodeID{0xaa, byte(i + 1)}, seeds...))
-	}
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, s := range nodes {
-			wg.Go(s.close)
-		}
-		wg.Wait()
-	})
+	nodes := startSocketNodes(t, 7, 2)
 	var children []*exec.Cmd
 	var ids []NodeID
 	for i := range 3 {
@@ -128,21 +113,7 @@ func TestSocketSIGSTOPFailsKeepalivesThenRefutes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process; skipped with -short")
 	}
-	var nodes []*socketNode
-	for i := range 3 {
-		var seeds []string
-		if i > 0 {
-			seeds = []string{nodes[0].tr.Addr()}
-		}
-		nodes = append(nodes, startSocketNodeAt(t, fmt.Sprintf("127.0.0.%d:0", 20+i), NodeID{0xaa, byte(i + 1)}, seeds...))
-	}
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, s := range nodes {
-			wg.Go(s.close)
-		}
-		wg.Wait()
-	})
+	nodes := startSocketNodes(t, 3, 20)
 	child, id := startChildMember(t, nodes[0].tr.Addr(), 7, "127.0.0.23:0")
 	eventually(t, 20*time.Second, "the child to be ALIVE everywhere", func() bool {
 		return allSee(nodes, []NodeID{id}, isStatus(Alive))
