@@ -2,8 +2,10 @@ package gossip
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -351,6 +353,98 @@ func TestDuplicateFromAnEagerPeerPrunesTheLink(t *testing.T) {
 	for _, p := range n.Eager() {
 		if p.ID == from.ID {
 			t.Fatalf("%v is still eager after the duplicate", from)
+		}
+	}
+}
+
+// HyParView NEIGHBOR: with a full active view, a low-priority request is
+// refused (the asker goes to the passive view); a high-priority one — from
+// a node whose active view is empty — is accepted, evicting a neighbour
+// (told with DISCONNECT, kept as passive) so the view stays at its size.
+func TestNeighborPriorityWithAFullActiveView(t *testing.T) {
+	cfg := testCfg()
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "n:1"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testEpoch
+	n.Start(now)
+	for i := range cfg.ActiveViewSize {
+		p := Peer{ID: NodeID{10, byte(i)}, Addr: fmt.Sprintf("p%d:1", i)}
+		n.Step(now, &Message{Kind: KindNeighbor, From: p})
+	}
+	if got := len(n.Active()); got != cfg.ActiveViewSize {
+		t.Fatalf("active view %d after %d requests, want full", got, cfg.ActiveViewSize)
+	}
+	reply := func(out Output, to NodeID) (*Message, bool) {
+		for _, s := range out.Sends {
+			if s.To.ID == to && s.Msg.Kind == KindNeighborReply {
+				return s.Msg, true
+			}
+		}
+		return nil, false
+	}
+	low := Peer{ID: NodeID{20}, Addr: "low:1"}
+	r, ok := reply(n.Step(now, &Message{Kind: KindNeighbor, From: low}), low.ID)
+	if !ok || r.Flag || slices.ContainsFunc(n.Active(), func(p Peer) bool { return p.ID == low.ID }) ||
+		!slices.ContainsFunc(n.Passive(), func(p Peer) bool { return p.ID == low.ID }) {
+		t.Fatalf("low priority into a full view: reply %+v, active %v, passive %v", r, n.Active(), n.Passive())
+	}
+	high := Peer{ID: NodeID{21}, Addr: "high:1"}
+	out := n.Step(now, &Message{Kind: KindNeighbor, From: high, Flag: true})
+	r, ok = reply(out, high.ID)
+	if !ok || !r.Flag || !slices.ContainsFunc(n.Active(), func(p Peer) bool { return p.ID == high.ID }) {
+		t.Fatalf("high priority into a full view: reply %+v, active %v", r, n.Active())
+	}
+	if got := len(n.Active()); got != cfg.ActiveViewSize {
+		t.Fatalf("active view %d after the eviction, want %d", got, cfg.ActiveViewSize)
+	}
+	var evicted *Peer
+	for _, s := range out.Sends {
+		if s.Msg.Kind == KindDisconnect {
+			evicted = &s.To
+		}
+	}
+	if evicted == nil || !slices.ContainsFunc(n.Passive(), func(p Peer) bool { return p.ID == evicted.ID }) {
+		t.Fatalf("no DISCONNECT to an evicted neighbour kept as passive: sends %+v, passive %v", out.Sends, n.Passive())
+	}
+}
+
+// The passive view never grows past its size, however many peers are
+// offered to it.
+func TestPassiveViewIsCapped(t *testing.T) {
+	cfg := testCfg()
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "n:1"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start(testEpoch)
+	for i := range 3 * cfg.PassiveViewSize {
+		n.addPassive(Peer{ID: NodeID{30, byte(i)}, Addr: fmt.Sprintf("q%d:1", i)})
+		if got := len(n.Passive()); got > cfg.PassiveViewSize {
+			t.Fatalf("passive view %d after %d peers, cap %d", got, i+1, cfg.PassiveViewSize)
+		}
+	}
+	if got := len(n.Passive()); got != cfg.PassiveViewSize {
+		t.Fatalf("passive view %d, want full at %d", got, cfg.PassiveViewSize)
+	}
+}
+
+// Anti-entropy runs periodically, not only on new links: a record one node
+// holds and another missed (no broadcast reached it) is repaired within
+// AntiEntropyInterval, with no link opening meanwhile.
+func TestPeriodicAntiEntropyRepairsAMissedRecord(t *testing.T) {
+	tn := cluster(t, 3)
+	missed := Member{ID: NodeID{99}, Addr: "gone:1", Role: RoleMember, Status: Left, Incarnation: 3}
+	holder := tn.nodes["a02:1"]
+	holder.table.put(missed, tn.now) // as if its broadcast reached only a02
+	if _, ok := tn.nodes["a0:1"].Member(missed.ID); ok {
+		t.Fatal("a0 knows the record already")
+	}
+	tn.advance(DefaultConfig().AntiEntropyInterval + 2*time.Second)
+	for _, a := range tn.order {
+		if m, ok := tn.nodes[a].Member(missed.ID); !ok || m != missed {
+			t.Fatalf("%s after an anti-entropy period: %v %v, want %v", a, m, ok, missed)
 		}
 	}
 }
