@@ -584,3 +584,16 @@ func TestTLSMismatchIsExplained(t *testing.T) {
 		t.Fatalf("plaintext dialler: %v", err)
 	}
 }
+
+// A client announces its role in the handshake: the member it dials sees
+// RoleClient, and the client sees the member's RoleMember.
+func TestRolesCrossTheHandshake(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		ca, cb := testConfig(1), testConfig(2)
+		ca.Role, cb.Role = RoleClient, RoleMember
+		_, _, sa, sb := connect(t, ct, ca, cb, nil)
+		if sb.PeerRole() != RoleClient || sa.PeerRole() != RoleMember {
+			t.Fatalf("member sees %v, client sees %v", sb.PeerRole(), sa.PeerRole())
+		}
+	})
+}
