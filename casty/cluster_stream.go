@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,9 +84,26 @@ func (f *frameConn) read() (byte, []byte, error) {
 	if n > uint64(f.max) {
 		return 0, nil, fmt.Errorf("casty: stream frame of %d bytes exceeds the %d-byte message cap", n, f.max)
 	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(f.r, b)
+	b, err := readN(f.r, int(n))
 	return kind, b, err
+}
+
+// readN reads exactly n bytes, growing its buffer as they arrive instead
+// of trusting the length up front: a peer that announces a large frame and
+// sends little costs what it sent, not what it announced.
+func readN(r io.Reader, n int) ([]byte, error) {
+	const chunk = 64 << 10
+	b := make([]byte, 0, min(n, chunk))
+	for len(b) < n {
+		k := min(n-len(b), chunk)
+		b = slices.Grow(b, k)
+		m, err := io.ReadFull(r, b[len(b):len(b)+k])
+		b = b[:len(b)+m]
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // ---- server side ----

@@ -1,6 +1,9 @@
 package casty
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"testing"
@@ -85,5 +88,31 @@ func FuzzCallEnvelope(f *testing.F) {
 		}
 		var p callResp
 		_ = decodeCallResp(b, &p)
+	})
+}
+
+// FuzzStreamFrames reads arbitrary bytes as a stream's frames, as the
+// other side of a stream would send them: never a panic, every frame
+// within the cap, and no buffer larger than what was received.
+func FuzzStreamFrames(f *testing.F) {
+	frame := func(kind byte, payload []byte) []byte {
+		return append(binary.AppendUvarint([]byte{kind}, uint64(len(payload))), payload...)
+	}
+	f.Add(append(frame(frameStatus, nil), frame(frameElem, []byte{0x01})...))
+	f.Add(frame(frameElem, make([]byte, 300)))
+	f.Add([]byte{frameElem, 0xff, 0xff, 0x3f}) // claims 1 MiB, sends nothing
+	f.Add([]byte{frameEnd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const max = 1 << 20
+		fc := &frameConn{r: bufio.NewReader(bytes.NewReader(b)), max: max}
+		for {
+			_, p, err := fc.read()
+			if len(p) > max || cap(p) > len(b)+64<<10 {
+				t.Fatalf("frame of %d bytes (cap %d) from %d bytes of input", len(p), cap(p), len(b))
+			}
+			if err != nil {
+				return
+			}
+		}
 	})
 }
