@@ -48,6 +48,7 @@ func TestExamples(t *testing.T) {
 		{"07_service", []string{
 			"stock of sku-1: 10",
 			"elapsed under 1s: true",
+			"all 12 in flight at once: true",
 			"sold 10, refused 2, stock left 0",
 			"oversold: false",
 		}},

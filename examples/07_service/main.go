@@ -134,6 +134,7 @@ func main() {
 	}
 	fmt.Printf("all %d purchases done in %.1f s (peak %d in flight)\n", buyers, elapsed.Seconds(), peak.Load())
 	fmt.Printf("elapsed under 1s: %v\n", elapsed < time.Second)
+	fmt.Printf("all %d in flight at once: %v\n", buyers, peak.Load() == buyers)
 	fmt.Printf("sold %d, refused %d, stock left %d\n", sold.Load(), refused.Load(), left)
 	fmt.Printf("oversold: %v\n", int(sold.Load())+left != stock)
 }
