@@ -318,3 +318,37 @@ func TestBreakCancelsAHandlerWaitingBetweenElements(t *testing.T) {
 		break
 	}
 }
+
+// A streaming handler is one message: one Received, one Completed after
+// its last element (a single commit, whatever the stream's length), and a
+// Completed whose Duration covers the handler.
+func TestStreamingHandlerCommitsOnce(t *testing.T) {
+	rec := &recorder{}
+	sys := newSys(t, casty.WithInterceptor(rec.add))
+	ctx := context.Background()
+	ref := Logs.Ref(sys, "commit-once")
+	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2([]string{"a", "b", "c"})); err != nil || n != 3 {
+		t.Fatalf("upload: %d %v", n, err)
+	}
+	for _, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	for _, ev := range rec.snapshot() {
+		switch e := ev.(type) {
+		case casty.Received:
+			seen = append(seen, "received "+e.Method)
+		case casty.Completed:
+			seen = append(seen, fmt.Sprintf("completed %s changed=%v", e.Method, e.Changed))
+			if e.Duration <= 0 {
+				t.Errorf("%s completed with duration %v", e.Method, e.Duration)
+			}
+		}
+	}
+	want := []string{"received Ingest", "completed Ingest changed=true", "received Tail", "completed Tail changed=false"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("events %q, want %q", seen, want)
+	}
+}
