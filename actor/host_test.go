@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -227,5 +228,91 @@ func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
 		if got := h.spin() > 0; got != c.spin {
 			t.Errorf("procs %d, draining %d, awaiting %d: spin %v, want %v", c.procs, c.draining, c.awaiting, got, c.spin)
 		}
+	}
+}
+
+// cWait runs Add(1) once started is signalled and release is closed.
+type cWait struct {
+	Envelope
+	started chan<- struct{}
+	release <-chan struct{}
+}
+
+func (e *cWait) Invoke(ctx context.Context, state any) error {
+	if e.started != nil {
+		e.started <- struct{}{}
+	}
+	<-e.release
+	_, err := state.(*counter).Add(ctx, 1)
+	return err
+}
+
+// Peek (StateOf) reads between two messages: it waits for the running
+// handler, never for the messages queued behind it.
+func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), "test.peek", wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	add := k.MethodByName("Add")
+	first, queued := make(chan struct{}), make(chan struct{})
+	started := make(chan struct{}, 1)
+	running := &cWait{started: started, release: first}
+	running.Init(running, add)
+	asked := make(chan error, 1)
+	go func() { asked <- h.Ask(ctx, k, "p", &running.Envelope) }()
+	<-started
+	for range 3 { // queued behind the running handler, each blocked until released
+		e := &cWait{release: queued}
+		e.Init(e, add)
+		if err := h.Tell(ctx, k, "p", &e.Envelope); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peeked := make(chan int, 1)
+	go func() {
+		h.Peek(ctx, k, "p", func(state any) error { peeked <- state.(*counter).N; return nil })
+	}()
+	// Release the running handler only once the peek is in the mailbox
+	// (ahead of the three): otherwise the first queued message could start
+	// before it, and a peek does wait for a running handler.
+	sh := h.shardFor("p")
+	sh.mu.RLock()
+	a := sh.m[actID{k, "p"}]
+	sh.mu.RUnlock()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		a.mu.Lock()
+		n := len(a.queue) - a.head
+		a.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mailbox holds %d messages, want the peek and the three", n)
+		}
+		runtime.Gosched()
+	}
+	close(first)
+	select {
+	case n := <-peeked:
+		if n != 1 {
+			t.Fatalf("peek saw N=%d, want 1 (the running handler's write, none of the queued)", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("peek waited for the queued messages")
+	}
+	if err := <-asked; err != nil {
+		t.Fatal(err)
+	}
+	close(queued)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := h.Close(cctx); err != nil {
+		t.Fatal(err)
 	}
 }
