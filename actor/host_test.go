@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,6 +311,81 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(queued)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := h.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cArm arms a one-shot tick of run after d and hands back its schedule.
+type cArm struct {
+	Envelope
+	d   time.Duration
+	run func(context.Context, any) error
+	got chan<- *Schedule
+}
+
+func (e *cArm) Invoke(ctx context.Context, _ any) error {
+	e.got <- ScheduleFor(ctx, 1, "tick", e.d, 0, e.run)
+	return nil
+}
+
+// A tick that fired while a handler ran waits in the mailbox; cancelling
+// its schedule then drops it: it never runs.
+func TestCancelDropsATickAlreadyQueued(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), "test.tick", wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	add := k.MethodByName("Add")
+	var ran atomic.Int32
+	got := make(chan *Schedule, 1)
+	arm := &cArm{d: time.Millisecond, run: func(context.Context, any) error { ran.Add(1); return nil }, got: got}
+	arm.Init(arm, add)
+	if err := h.Ask(ctx, k, "t", &arm.Envelope); err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	busy := &cWait{started: started, release: release}
+	busy.Init(busy, add)
+	asked := make(chan error, 1)
+	go func() { asked <- h.Ask(ctx, k, "t", &busy.Envelope) }()
+	<-started
+	sh := h.shardFor("t")
+	sh.mu.RLock()
+	a := sh.m[actID{k, "t"}]
+	sh.mu.RUnlock()
+	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+		a.mu.Lock()
+		n := len(a.queue) - a.head
+		a.mu.Unlock()
+		if n == 1 {
+			break // the tick fired and waits behind the busy handler
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tick never reached the mailbox")
+		}
+	}
+	s.Cancel()
+	close(release)
+	if err := <-asked; err != nil {
+		t.Fatal(err)
+	}
+	e := &cAdd{d: 0} // a call after the tick's place in the mailbox
+	e.Init(e, add)
+	if err := h.Ask(ctx, k, "t", &e.Envelope); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the cancelled tick ran %d times", n)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := h.Close(cctx); err != nil {
