@@ -193,6 +193,28 @@ func TestSchedulingAgainReplaces(t *testing.T) {
 	p.sched.Cancel()
 }
 
+// After, too, is replaced by scheduling the same function again: two
+// one-shots armed back to back fire once.
+func TestAfterAgainReplaces(t *testing.T) {
+	ctx := context.Background()
+	sys := newSys(t)
+	newProbe("after-twice", 0)
+	ref := Monitors.Ref(sys, "after-twice")
+	for range 2 {
+		if err := casty.Do(ctx, ref, (*Monitor).AlertIn, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the one-shot", func() bool {
+		m, _ := casty.Call0(ctx, ref, (*Monitor).Get)
+		return m.Alerts >= 1
+	})
+	time.Sleep(300 * time.Millisecond) // absence check: the replaced one must not fire
+	if m, _ := casty.Call0(ctx, ref, (*Monitor).Get); m.Alerts != 1 {
+		t.Fatalf("two After of the same function fired %d times, want 1", m.Alerts)
+	}
+}
+
 func TestSchedulesDieWithActivationAndNeverKeepItAlive(t *testing.T) {
 	var deactivations atomic.Int32
 	sys := newSys(t, casty.WithInterceptor(func(ev casty.Event) {
