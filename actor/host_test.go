@@ -318,16 +318,20 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 	}
 }
 
-// cArm arms a one-shot tick of run after d and hands back its schedule.
+// cArm arms a one-shot tick of run after d, hands back its schedule and
+// then stays busy until release is closed: the tick fires meanwhile and
+// has to wait in the mailbox.
 type cArm struct {
 	Envelope
-	d   time.Duration
-	run func(context.Context, any) error
-	got chan<- *Schedule
+	d       time.Duration
+	run     func(context.Context, any) error
+	got     chan<- *Schedule
+	release <-chan struct{}
 }
 
 func (e *cArm) Invoke(ctx context.Context, _ any) error {
 	e.got <- ScheduleFor(ctx, 1, "tick", e.d, 0, e.run)
+	<-e.release
 	return nil
 }
 
@@ -346,18 +350,12 @@ func TestCancelDropsATickAlreadyQueued(t *testing.T) {
 	add := k.MethodByName("Add")
 	var ran atomic.Int32
 	got := make(chan *Schedule, 1)
-	arm := &cArm{d: time.Millisecond, run: func(context.Context, any) error { ran.Add(1); return nil }, got: got}
+	release := make(chan struct{})
+	arm := &cArm{d: time.Millisecond, run: func(context.Context, any) error { ran.Add(1); return nil }, got: got, release: release}
 	arm.Init(arm, add)
-	if err := h.Ask(ctx, k, "t", &arm.Envelope); err != nil {
-		t.Fatal(err)
-	}
-	s := <-got
-	release, started := make(chan struct{}), make(chan struct{}, 1)
-	busy := &cWait{started: started, release: release}
-	busy.Init(busy, add)
 	asked := make(chan error, 1)
-	go func() { asked <- h.Ask(ctx, k, "t", &busy.Envelope) }()
-	<-started
+	go func() { asked <- h.Ask(ctx, k, "t", &arm.Envelope) }()
+	s := <-got
 	sh := h.shardFor("t")
 	sh.mu.RLock()
 	a := sh.m[actID{k, "t"}]
