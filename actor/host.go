@@ -329,11 +329,16 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 // waiting callers and draining mailboxes fit in the Ps — a lone caller and
 // its actor, the case spinning is for.
 func (h *Host) spin() int {
-	d, p := draining.Load(), h.procs.Load()
-	if p == 1 && d <= 1 || d+awaiting.Load() <= p {
+	if shouldSpin(draining.Load(), awaiting.Load(), h.procs.Load()) {
 		return spinRounds
 	}
 	return 0
+}
+
+// shouldSpin is spin's rule, given the draining mailboxes, the waiting
+// callers and the Ps.
+func shouldSpin(draining, awaiting, procs int32) bool {
+	return procs == 1 && draining <= 1 || draining+awaiting <= procs
 }
 
 // start runs a's mailbox on a goroutine of its own; it exits when the

@@ -201,17 +201,6 @@ func (f admitFunc) AdmitNew(k *Kind, key string) error { return f(k, key) }
 // Waiters spin only while the process's waiting callers and draining
 // mailboxes fit in its Ps; with one P, while at most one mailbox drains.
 func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
-	h, err := NewHost(Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	defer h.procs.Store(h.procs.Load())
-	set := func(d, a int32) {
-		draining.Store(d)
-		awaiting.Store(a)
-	}
-	defer set(0, 0)
 	for _, c := range []struct {
 		procs, draining, awaiting int32
 		spin                      bool
@@ -224,9 +213,7 @@ func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
 		{1, 1, 20, true}, // one P: a yield is cheaper than a park
 		{1, 2, 1, false},
 	} {
-		h.procs.Store(c.procs)
-		set(c.draining, c.awaiting)
-		if got := h.spin() > 0; got != c.spin {
+		if got := shouldSpin(c.draining, c.awaiting, c.procs); got != c.spin {
 			t.Errorf("procs %d, draining %d, awaiting %d: spin %v, want %v", c.procs, c.draining, c.awaiting, got, c.spin)
 		}
 	}
