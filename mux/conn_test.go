@@ -18,8 +18,10 @@ import (
 func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
 	forEachConn(t, func(t *testing.T, ct connType) {
 		entered := make(chan struct{}, 8)
+		var runs atomic.Int32
 		_, _, sa, sb := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
 			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				runs.Add(1)
 				entered <- struct{}{}
 				<-ctx.Done()
 				return nil, ctx.Err()
@@ -44,6 +46,11 @@ func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
 		<-sa.Done()
 		if _, err := sa.Request(context.Background(), LaneMessage, nil); !errors.Is(err, ErrConnectionLost) {
 			t.Fatalf("request on a dead session: %v", err)
+		}
+		// mux never retries a request: each handler ran once, the one sent
+		// on the dead session not at all.
+		if n := runs.Load(); n != 4 {
+			t.Fatalf("handlers ran %d times for 4 requests", n)
 		}
 	})
 }
@@ -125,24 +132,26 @@ func violate(t *testing.T, ct connType, raw []byte) {
 }
 
 func TestDuplicateRequestIDIsAViolation(t *testing.T) {
-	hold := make(chan struct{})
-	defer close(hold)
-	_, _, sa, sb := connect(t, viaPipe, testConfig(1), testConfig(2), func(a, b *Node) {
-		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
-			select {
-			case <-hold:
-			case <-ctx.Done():
-			}
-			return nil, nil
+	forEachConn(t, func(t *testing.T, ct connType) {
+		hold := make(chan struct{})
+		defer close(hold)
+		_, _, sa, sb := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				select {
+				case <-hold:
+				case <-ctx.Done():
+				}
+				return nil, nil
+			})
 		})
+		req := appendEnvelopeHeader(nil, frameRequest, 0, 77, 0)
+		rawEnvelope(t, sa, append(req, req...))
+		select {
+		case <-sb.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("duplicate id did not close the connection")
+		}
 	})
-	req := appendEnvelopeHeader(nil, frameRequest, 0, 77, 0)
-	rawEnvelope(t, sa, append(req, req...))
-	select {
-	case <-sb.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("duplicate id did not close the connection")
-	}
 }
 
 func TestHandshakeRejections(t *testing.T) {

@@ -108,46 +108,48 @@ func TestStalledStreamStallsOnlyItself(t *testing.T) {
 }
 
 func TestStreamLimits(t *testing.T) {
-	ca, cb := testConfig(1), testConfig(2)
-	ca.MaxStreams, cb.MaxStreams = 2, 1
-	var served atomic.Int32
-	hold := make(chan struct{})
-	_, _, sa, _ := connect(t, viaPipe, ca, cb, func(a, b *Node) {
-		b.HandleStreams(func(from *Session, st *Stream) {
-			served.Add(1)
-			<-hold
-			st.Close()
+	forEachConn(t, func(t *testing.T, ct connType) {
+		ca, cb := testConfig(1), testConfig(2)
+		ca.MaxStreams, cb.MaxStreams = 2, 1
+		var served atomic.Int32
+		hold := make(chan struct{})
+		_, _, sa, _ := connect(t, ct, ca, cb, func(a, b *Node) {
+			b.HandleStreams(func(from *Session, st *Stream) {
+				served.Add(1)
+				<-hold
+				st.Close()
+			})
 		})
-	})
-	s1, err := sa.OpenStream(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
-	s2, err := sa.OpenStream(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sa.OpenStream(context.Background(), nil); !errors.Is(err, ErrTooManyStreams) {
-		t.Fatalf("third stream: %v", err)
-	}
-	// The listener allows one inbound stream: the second is closed at once.
-	if _, err := io.ReadAll(s2); err != nil {
-		t.Fatalf("refused stream: %v", err)
-	}
-	if served.Load() != 1 {
-		t.Fatal("refused stream reached the handler")
-	}
-	s2.Close()
-	s3, err := sa.OpenStream(context.Background(), make([]byte, maxStreamHeader+1))
-	if err == nil {
+		s1, err := sa.OpenStream(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
+		s2, err := sa.OpenStream(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sa.OpenStream(context.Background(), nil); !errors.Is(err, ErrTooManyStreams) {
+			t.Fatalf("third stream: %v", err)
+		}
+		// The listener allows one inbound stream: the second is closed at once.
+		if _, err := io.ReadAll(s2); err != nil {
+			t.Fatalf("refused stream: %v", err)
+		}
+		if served.Load() != 1 {
+			t.Fatal("refused stream reached the handler")
+		}
+		s2.Close()
+		s3, err := sa.OpenStream(context.Background(), make([]byte, maxStreamHeader+1))
+		if err == nil {
+			s3.Close()
+			t.Fatal("oversized header accepted")
+		}
+		if s3, err = sa.OpenStream(context.Background(), nil); err != nil {
+			t.Fatalf("slot not released: %v", err)
+		}
+		close(hold)
+		s1.Close()
 		s3.Close()
-		t.Fatal("oversized header accepted")
-	}
-	if s3, err = sa.OpenStream(context.Background(), nil); err != nil {
-		t.Fatalf("slot not released: %v", err)
-	}
-	close(hold)
-	s1.Close()
-	s3.Close()
+	})
 }
