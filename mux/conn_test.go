@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -605,4 +606,45 @@ func TestRolesCrossTheHandshake(t *testing.T) {
 			t.Fatalf("member sees %v, client sees %v", sb.PeerRole(), sa.PeerRole())
 		}
 	})
+}
+
+// rawRecord writes b on s's connection as it is, around the record framing:
+// it takes the writer for good (the peer is about to drop the connection).
+func rawRecord(s *Session, b []byte) {
+	w := s.w
+	w.mu.Lock()
+	for w.writing {
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
+	}
+	w.writing = true
+	w.mu.Unlock()
+	_, _ = s.conn.Write(b)
+}
+
+// A record the protocol does not allow — an unknown channel, an empty one,
+// one longer than 1 MiB — closes the connection, on every transport.
+func TestRecordViolationsCloseTheConnection(t *testing.T) {
+	cases := map[string][]byte{
+		"unknown channel":   {9, 0, 0, 0, 1, 0},
+		"empty record":      {0, 0, 0, 0, 0},
+		"record over 1 MiB": {0, 0, 0x10, 0, 1},
+	}
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			forEachConn(t, func(t *testing.T, ct connType) {
+				_, _, sa, sb := connect(t, ct, testConfig(1), testConfig(2), nil)
+				rawRecord(sa, raw)
+				select {
+				case <-sb.Done():
+					if !errors.Is(sb.Err(), ErrProtocol) {
+						t.Fatalf("closed with %v, want a protocol violation", sb.Err())
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the violation did not close the connection")
+				}
+			})
+		})
+	}
 }
