@@ -235,10 +235,10 @@ func (e *cWait) Invoke(ctx context.Context, state any) error {
 	return err
 }
 
-// Peek (StateOf) reads between two messages: it waits for the running
-// handler, never for the messages queued behind it.
-func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
-	k, err := NewKind(reflect.TypeFor[counter](), "test.peek", wire.NewRegistry(), func() any { return new(counter) })
+// counterHost returns a host and a counter kind named name.
+func counterHost(t *testing.T, name string) (*Kind, *Host) {
+	t.Helper()
+	k, err := NewKind(reflect.TypeFor[counter](), name, wire.NewRegistry(), func() any { return new(counter) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +246,33 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k, h
+}
+
+// waitQueued waits until the mailbox of (k, key) holds n messages.
+func waitQueued(t *testing.T, h *Host, k *Kind, key string, n int) {
+	t.Helper()
+	sh := h.shardFor(key)
+	sh.mu.RLock()
+	a := sh.m[actID{k, key}]
+	sh.mu.RUnlock()
+	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+		a.mu.Lock()
+		got := len(a.queue) - a.head
+		a.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mailbox of %s holds %d messages, want %d", key, got, n)
+		}
+	}
+}
+
+// Peek (StateOf) reads between two messages: it waits for the running
+// handler, never for the messages queued behind it.
+func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
+	k, h := counterHost(t, "test.peek")
 	ctx := context.Background()
 	add := k.MethodByName("Add")
 	first, queued := make(chan struct{}), make(chan struct{})
@@ -269,22 +296,7 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 	// Release the running handler only once the peek is in the mailbox
 	// (ahead of the three): otherwise the first queued message could start
 	// before it, and a peek does wait for a running handler.
-	sh := h.shardFor("p")
-	sh.mu.RLock()
-	a := sh.m[actID{k, "p"}]
-	sh.mu.RUnlock()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		a.mu.Lock()
-		n := len(a.queue) - a.head
-		a.mu.Unlock()
-		if n == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mailbox holds %d messages, want the peek and the three", n)
-		}
-		runtime.Gosched()
-	}
+	waitQueued(t, h, k, "p", 4)
 	close(first)
 	select {
 	case n := <-peeked:
@@ -325,14 +337,7 @@ func (e *cArm) Invoke(ctx context.Context, _ any) error {
 // A tick that fired while a handler ran waits in the mailbox; cancelling
 // its schedule then drops it: it never runs.
 func TestCancelDropsATickAlreadyQueued(t *testing.T) {
-	k, err := NewKind(reflect.TypeFor[counter](), "test.tick", wire.NewRegistry(), func() any { return new(counter) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := NewHost(Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, h := counterHost(t, "test.tick")
 	ctx := context.Background()
 	add := k.MethodByName("Add")
 	var ran atomic.Int32
@@ -343,21 +348,7 @@ func TestCancelDropsATickAlreadyQueued(t *testing.T) {
 	asked := make(chan error, 1)
 	go func() { asked <- h.Ask(ctx, k, "t", &arm.Envelope) }()
 	s := <-got
-	sh := h.shardFor("t")
-	sh.mu.RLock()
-	a := sh.m[actID{k, "t"}]
-	sh.mu.RUnlock()
-	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
-		a.mu.Lock()
-		n := len(a.queue) - a.head
-		a.mu.Unlock()
-		if n == 1 {
-			break // the tick fired and waits behind the busy handler
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tick never reached the mailbox")
-		}
-	}
+	waitQueued(t, h, k, "t", 1) // the tick fired and waits behind the busy handler
 	s.Cancel()
 	close(release)
 	if err := <-asked; err != nil {
