@@ -364,35 +364,63 @@ type laneBuffer struct {
 }
 
 // parseEnvelopes decodes the complete envelopes at the start of b, calling
-// fn for each (its payload is a fresh copy), and returns how many bytes it
-// consumed. A header is validated as soon as it is complete, so a hostile
-// length is refused before anything waits for it. It is pure.
+// fn for each, and returns how many bytes it consumed. A header is
+// validated as soon as it is complete, so a hostile length is refused
+// before anything waits for it. It is pure.
+//
+// Payloads are copies (b is the reader's buffer, reused): the envelopes of
+// one call share a single copy when they total at most sharedCopyMax bytes
+// (one allocation for a batch of small envelopes, and a retained payload
+// keeps at most that much alive), each gets its own otherwise. A payload's
+// capacity ends with it, so appending to one never touches another.
 func parseEnvelopes(b []byte, maxMessage int, fn func(envelope) error) (int, error) {
-	used := 0
-	for len(b)-used >= envelopeHeaderSize {
-		typ, flags, id, n, err := parseEnvelopeHeader(b[used:used+envelopeHeaderSize], maxMessage)
+	complete, payloads := 0, 0
+	var bad error
+	for len(b)-complete >= envelopeHeaderSize {
+		_, _, _, n, err := parseEnvelopeHeader(b[complete:complete+envelopeHeaderSize], maxMessage)
 		if err != nil {
-			return used, err
-		}
-		if len(b)-used-envelopeHeaderSize < n {
+			bad = err
 			break
 		}
+		if len(b)-complete-envelopeHeaderSize < n {
+			break
+		}
+		complete += envelopeHeaderSize + n
+		payloads += n
+	}
+	var shared []byte
+	if payloads <= sharedCopyMax {
+		shared = make([]byte, 0, payloads)
+	}
+	used := 0
+	for used < complete {
+		typ, flags, id, n, _ := parseEnvelopeHeader(b[used:used+envelopeHeaderSize], maxMessage)
+		body := b[used+envelopeHeaderSize : used+envelopeHeaderSize+n]
 		var payload []byte
-		if n > 0 {
-			start := used + envelopeHeaderSize
-			payload = append([]byte(nil), b[start:start+n]...)
+		switch {
+		case n == 0:
+		case shared != nil:
+			at := len(shared)
+			shared = append(shared, body...)
+			payload = shared[at:len(shared):len(shared)]
+		default:
+			payload = append([]byte(nil), body...)
 		}
 		used += envelopeHeaderSize + n
 		if err := fn(envelope{typ: typ, flags: flags, id: id, payload: payload}); err != nil {
 			return used, err
 		}
 	}
-	return used, nil
+	return used, bad
 }
+
+// sharedCopyMax bounds the envelopes parseEnvelopes copies together.
+const sharedCopyMax = 8 << 10
 
 // reader is the state of a connection's reader, owned by whichever
 // goroutine is reading (see readLoop).
 type reader struct {
+	again task // readLoop as a task, for handing the reading on
 	rr    *recordReader
 	lanes [numLanes][]byte
 	jobs  []task
@@ -441,7 +469,7 @@ func (s *Session) readLoop() {
 			}
 			rd.jobs[n-1] = nil
 			rd.jobs = rd.jobs[:0]
-			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(taskFunc(s.readLoop)) {
+			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(rd.again) {
 				last.run()
 				return
 			}

@@ -648,3 +648,38 @@ func TestRecordViolationsCloseTheConnection(t *testing.T) {
 		})
 	}
 }
+
+// Payloads handed on by the reader are copies (its buffer is reused), and
+// the small ones of a batch share one: appending to one payload must not
+// write into the next, and a payload must not pin a large batch.
+func TestParsedPayloadsAreIndependent(t *testing.T) {
+	for _, size := range []int{5, sharedCopyMax/2 + 1} {
+		var in []byte
+		var want [][]byte
+		for i := range 3 {
+			p := bytes.Repeat([]byte{byte('a' + i)}, size)
+			want = append(want, p)
+			in = append(appendEnvelopeHeader(in, frameMessage, 0, 0, len(p)), p...)
+		}
+		var got [][]byte
+		used, err := parseEnvelopes(in, 1<<20, func(env envelope) error {
+			got = append(got, env.payload)
+			return nil
+		})
+		if err != nil || used != len(in) || len(got) != 3 {
+			t.Fatalf("size %d: used %d of %d, %d envelopes, err %v", size, used, len(in), len(got), err)
+		}
+		clear(in) // the reader reuses its buffer
+		for i := range got {
+			if cap(got[i]) >= 2*size {
+				t.Errorf("size %d: payload %d keeps %d bytes alive", size, i, cap(got[i]))
+			}
+			got[i] = append(got[i], "more"...)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i][:size], want[i]) {
+				t.Errorf("size %d: payload %d changed: %q", size, i, got[i][:min(size, 16)])
+			}
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 	}
 	s.w = newConnWriter(s, conn)
 	s.yc = newYconn(s)
-	s.rd = &reader{rr: newRecordReader(conn)}
+	s.rd = &reader{rr: newRecordReader(conn), again: taskFunc(s.readLoop)}
 	if outbound {
 		s.ys, _ = yamux.Client(s.yc, n.ycfg) // fails only on an invalid config, checked in New
 	} else {
