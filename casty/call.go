@@ -34,7 +34,7 @@ func decodeResult[R any](resp callResp, err error) (R, error) {
 		return r, err
 	}
 	if len(resp.Result) > 0 {
-		if err := wire.Unmarshal(resp.Result, &r); err != nil {
+		if err := wire.UnmarshalValue(resp.Result, &r); err != nil {
 			return r, fmt.Errorf("%w: decoding the result: %v", ErrActorUnavailable, err)
 		}
 	}
@@ -81,7 +81,7 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 	}
 	if cl := ref.sys.cl; cl != nil {
 		attachTyped(meth, func() typedUnary { return servQR[T, Q, R]{m} })
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendMarshal(dst, q) }); remote {
+		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -143,7 +143,7 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 	}
 	if cl := ref.sys.cl; cl != nil {
 		attachTyped(meth, func() typedUnary { return servQ[T, Q]{m} })
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendMarshal(dst, q) }); remote {
+		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
 			return err
 		}
 	}
@@ -188,7 +188,7 @@ func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
 		x served
 	}{callQR: callQR[T, Q, R]{m: s.m}}
 	if len(rc.arg) > 0 {
-		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
+		if err := wire.UnmarshalValue(rc.arg, &e.q); err != nil {
 			return argResp(rc.k, rc.m, err)
 		}
 	}
@@ -225,7 +225,7 @@ func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 		x served
 	}{doQ: doQ[T, Q]{m: s.m}}
 	if len(rc.arg) > 0 {
-		if err := wire.Unmarshal(rc.arg, &e.q); err != nil {
+		if err := wire.UnmarshalValue(rc.arg, &e.q); err != nil {
 			return argResp(rc.k, rc.m, err)
 		}
 	}

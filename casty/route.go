@@ -240,8 +240,8 @@ func (r *callResp) envelope() []byte {
 
 // resultResp is the answer carrying result, msgpack-encoded straight into
 // the response envelope.
-func resultResp(k *actor.Kind, m *actor.Method, result any) callResp {
-	b, err := wire.AppendMarshal(appendCallRespHead(make([]byte, 0, 32), &callResp{}), result)
+func resultResp[R any](k *actor.Kind, m *actor.Method, result R) callResp {
+	b, err := wire.AppendValue(appendCallRespHead(make([]byte, 0, 32), &callResp{}), result)
 	if err != nil {
 		return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", k.Name, m.Name, err))
 	}
