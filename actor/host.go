@@ -57,9 +57,10 @@ type Host struct {
 	stopJan  chan struct{}
 	janDone  chan struct{}
 
-	nudge chan struct{} // the smallest idle timeout went down
-	hub   hub
-	procs atomic.Int32 // GOMAXPROCS, refreshed by the janitor
+	nudge    chan struct{} // the smallest idle timeout went down
+	hub      hub
+	procs    atomic.Int32 // GOMAXPROCS, refreshed by the janitor
+	drainers drainers     // goroutines that run mailboxes (drainers.go)
 
 	// Owner is whatever the embedding layer wants Self(ctx).System() to
 	// return; the engine never looks at it.
@@ -343,7 +344,6 @@ func shouldSpin(draining, awaiting, procs int32) bool {
 
 // start runs a's mailbox on a goroutine of its own; it exits when the
 // mailbox is empty, so idle activations hold no goroutine.
-func (h *Host) start(a *Activation) { go a.run() }
 
 // newActivation creates an activation; the caller holds its shard's lock.
 func (h *Host) newActivation(k *Kind, key string) *Activation {
@@ -466,6 +466,7 @@ func (h *Host) janitor() {
 		case <-t.C:
 			h.procs.Store(int32(runtime.GOMAXPROCS(0)))
 			h.sweep()
+			h.drainers.retire((h.drainers.idleCount() + 1) / 2)
 			t.Reset(h.sweepInterval())
 		}
 	}
@@ -556,6 +557,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	close(h.stopJan)
 	<-h.janDone
+	h.drainers.close()
 	return err
 }
 
