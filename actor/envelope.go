@@ -94,11 +94,15 @@ func (e *Envelope) finish(err error) {
 
 // waiter is a pooled reply signal with its own reusable timer.
 type waiter struct {
-	ch chan struct{}
-	t  *time.Timer
+	ch      chan struct{}
+	t       *time.Timer
+	shard   uint32 // its watch shard (timeouts.go)
+	expired bool   // the sweeper timed the call out (set before it sends on ch)
 }
 
-var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan struct{}, 1)} }}
+var waiters = sync.Pool{New: func() any {
+	return &waiter{ch: make(chan struct{}, 1), shard: waiterShards.Add(1) % numWatchShards}
+}}
 
 func (w *waiter) arm(d time.Duration) <-chan time.Time {
 	if w.t == nil {

@@ -59,8 +59,10 @@ type Host struct {
 
 	nudge    chan struct{} // the smallest idle timeout went down
 	hub      hub
-	procs    atomic.Int32 // GOMAXPROCS, refreshed by the janitor
-	drainers drainers     // goroutines that run mailboxes (drainers.go)
+	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
+	drainers drainers                   // goroutines that run mailboxes (drainers.go)
+	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
+	sweeping atomic.Bool                // the timeout sweeper runs
 
 	// Owner is whatever the embedding layer wants Self(ctx).System() to
 	// return; the engine never looks at it.
@@ -153,28 +155,46 @@ func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *w
 		}
 	}
 	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok && !e.stream {
+	_, hasDeadline := ctx.Deadline()
+	bounded := !hasDeadline && !e.stream
+	coarse := bounded && h.cfg.CallTimeout >= coarseTimeout
+	switch {
+	case coarse:
+		h.watch(e, w, h.cfg.CallTimeout)
+	case bounded:
 		timeout = w.arm(h.cfg.CallTimeout)
 	}
 	var err error
-	select {
-	case <-w.ch:
+	if done := ctx.Done(); done == nil && timeout == nil {
+		<-w.ch // the common case: one receive
 		err = e.err
-	case <-ctx.Done():
-		err = h.ctxErr(ctx.Err(), k, key, e)
-		if !e.abandon() {
-			<-w.ch
+	} else {
+		select {
+		case <-w.ch:
 			err = e.err
+		case <-done:
+			err = h.ctxErr(ctx.Err(), k, key, e)
+			if !e.abandon() {
+				<-w.ch
+				err = e.err
+			}
+		case <-timeout:
+			err = &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
+			if !e.abandon() {
+				<-w.ch
+				err = e.err
+			}
 		}
-	case <-timeout:
-		err = &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
-		if !e.abandon() {
-			<-w.ch
-			err = e.err
-		}
+	}
+	if coarse {
+		h.unwatch(e, w)
 	}
 	if timeout != nil {
 		w.t.Stop()
+	}
+	if w.expired {
+		w.expired = false
+		err = &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
 	}
 	waiters.Put(w)
 	return err

@@ -430,3 +430,52 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A CallTimeout of a second or more is enforced by the host's sweeper
+// rather than a timer per call: the call still ends with *TimeoutError on
+// time (up to sweepEvery late), a cancellable ctx still cancels, and the
+// late reply of the timed-out handler goes nowhere.
+func TestCoarseCallTimeout(t *testing.T) {
+	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
+	block := &Method{Name: "Block"}
+	h, err := NewHost(Config{CallTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	release := make(chan struct{})
+	call := func(ctx context.Context, key string, ch chan struct{}) error {
+		e := &cBlock{ch: ch}
+		e.Init(e, block)
+		return h.Ask(ctx, k, key, &e.Envelope)
+	}
+	start := time.Now()
+	err = call(context.Background(), "stuck", release)
+	took := time.Since(start)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Key != "stuck" || te.Method != "Block" {
+		t.Fatalf("got %v, want a *TimeoutError for stuck.Block", err)
+	}
+	if took < time.Second || took > time.Second+500*time.Millisecond {
+		t.Fatalf("timed out after %v, want 1 s (+ up to a sweep)", took)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the call must be waiting, not refused up front
+		cancel()
+	}()
+	other := make(chan struct{})
+	defer close(other) // before Close, which waits for the handler
+	if err := call(ctx, "other", other); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+
+	close(release) // the stuck handler returns; its answer has no caller
+	open := make(chan struct{})
+	close(open)
+	if err := call(context.Background(), "stuck", open); err != nil {
+		t.Fatalf("after the timeout: %v", err)
+	}
+	waitFor(t, "the sweeper to stop", func() bool { return !h.sweeping.Load() })
+}

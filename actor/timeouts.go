@@ -1,0 +1,102 @@
+package actor
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Calls bounded by Config.CallTimeout (a ctx without a deadline) and
+// CallTimeout of a second or more are watched by one sweeper per host
+// instead of a timer per call: a timer costs every call that waits a trip
+// through the runtime's timer heap (a seventh of a contended local call)
+// and turns its wait into a select. The sweeper runs while such calls
+// wait and, every sweepEvery, fails those past their deadline exactly as
+// their timer would have: the envelope is abandoned and its caller gets a
+// *TimeoutError. A timeout fires up to sweepEvery late.
+const (
+	coarseTimeout  = time.Second
+	sweepEvery     = 10 * time.Millisecond
+	numWatchShards = 16
+)
+
+type watchShard struct {
+	mu sync.Mutex
+	m  map[*Envelope]watched
+}
+
+type watched struct {
+	w        *waiter
+	deadline int64 // h.now() units
+}
+
+// waiterShards spreads pooled waiters over the watch shards.
+var waiterShards atomic.Uint32
+
+// watch registers e, whose caller waits on w, to time out after d.
+func (h *Host) watch(e *Envelope, w *waiter, d time.Duration) {
+	sh := &h.watches[w.shard]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[*Envelope]watched)
+	}
+	sh.m[e] = watched{w: w, deadline: h.now() + int64(d)}
+	sh.mu.Unlock()
+	if !h.sweeping.Load() && h.sweeping.CompareAndSwap(false, true) {
+		go h.sweeper()
+	}
+}
+
+// unwatch forgets e once its caller stopped waiting.
+func (h *Host) unwatch(e *Envelope, w *waiter) {
+	sh := &h.watches[w.shard]
+	sh.mu.Lock()
+	delete(sh.m, e)
+	sh.mu.Unlock()
+}
+
+// sweeper expires watched calls until none is left, then exits.
+func (h *Host) sweeper() {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for range t.C {
+		if h.sweepWatched() > 0 {
+			continue
+		}
+		// Nothing left: stop, unless a call registered between the sweep
+		// and the flag (it saw the flag still set).
+		h.sweeping.Store(false)
+		if h.sweepWatched() == 0 || !h.sweeping.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// sweepWatched times out the watched calls past their deadline and
+// reports how many remain watched.
+func (h *Host) sweepWatched() (left int) {
+	now := h.now()
+	var gone []watched
+	var envs []*Envelope
+	for i := range h.watches {
+		sh := &h.watches[i]
+		sh.mu.Lock()
+		for e, x := range sh.m {
+			if now >= x.deadline {
+				delete(sh.m, e)
+				gone, envs = append(gone, x), append(envs, e)
+			}
+		}
+		left += len(sh.m)
+		sh.mu.Unlock()
+	}
+	for i, e := range envs {
+		// Only if the call is still unanswered: its caller then waits on
+		// w until this send, and the reply will not send.
+		if e.abandon() {
+			gone[i].w.expired = true
+			gone[i].w.ch <- struct{}{}
+		}
+	}
+	return left
+}
