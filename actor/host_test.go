@@ -379,7 +379,9 @@ type cBlock struct {
 	ch chan struct{}
 }
 
-func (e *cBlock) Invoke(ctx context.Context, state any) error { return state.(*blocker).Block(ctx, e.ch) }
+func (e *cBlock) Invoke(ctx context.Context, state any) error {
+	return state.(*blocker).Block(ctx, e.ch)
+}
 
 // Mailboxes run on pooled goroutines: a burst leaves its drainers idle for
 // the next calls, and the janitor retires them when nothing needs them.
