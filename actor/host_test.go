@@ -220,6 +220,25 @@ func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
 	}
 }
 
+// Callers waiting on another node count as waiters: with more of them
+// than Ps, local waiters stop spinning.
+func TestRemoteWaitsCountTowardSpinning(t *testing.T) {
+	_, h := counterHost(t, "test.spin")
+	defer h.Close(context.Background())
+	waitFor(t, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
+	procs := int(h.procs.Load())
+	for range procs + 1 {
+		WaitBegins()
+	}
+	busy := h.spin()
+	for range procs + 1 {
+		WaitEnds()
+	}
+	if busy != 0 || h.spin() == 0 {
+		t.Fatalf("spin rounds with %d remote waits: %d, after them: %d; want 0, then some", procs+1, busy, h.spin())
+	}
+}
+
 // cWait runs Add(1) once started is signalled and release is closed.
 type cWait struct {
 	Envelope

@@ -547,7 +547,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
 			}
 		}
+		actor.WaitBegins()
 		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
+		actor.WaitEnds()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, k, key, req.Method)
