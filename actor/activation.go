@@ -356,44 +356,66 @@ func (a *Activation) process(e *Envelope) {
 		a.touched = true // ticks and emits never keep an activation alive
 	}
 	e.hctx.act = a
-	hub := &a.host.hub
-	o := a.observers()
-	var start time.Time
-	var before []byte
-	if o.any {
-		ev := Received{EventInfo: a.info(), Method: e.method.Name}
-		if p, ok := e.inv.(Payloader); ok && o.payloads {
-			ev.Arg = p.Arg()
-		}
-		hub.publish(o, ev)
-		before = a.snapshot()
-		start = time.Now() // the handler's own time, not inspection's
-	}
-	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
-	if err == nil {
-		if a.failures.Load() != 0 {
-			a.failures.Store(0)
-		}
-		if o.any {
-			ev := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: time.Since(start)}
-			ev.Changed = !bytes.Equal(before, a.snapshot())
-			if p, ok := e.inv.(Payloader); ok && o.payloads {
-				ev.Result = p.Result()
-			}
-			hub.publish(o, ev)
-		}
-		a.flushEmits()
-		e.finish(nil)
-		a.afterTick(e)
+	// The common path keeps a small frame: a mailbox goroutine starts on a
+	// small stack, and the events built for observers (processObserved)
+	// and for failures would make it grow on every call.
+	if o := a.observers(); o.any {
+		a.processObserved(e, o)
 		return
 	}
-	var took time.Duration
-	if o.any {
-		took = time.Since(start)
+	if err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) }); err != nil {
+		a.failed(e, err, nil, 0)
+		return
 	}
+	a.succeeded(e)
+}
+
+// succeeded completes e after its handler returned nil.
+func (a *Activation) succeeded(e *Envelope) {
+	if a.failures.Load() != 0 {
+		a.failures.Store(0)
+	}
+	a.flushEmits()
+	e.finish(nil)
+	a.afterTick(e)
+}
+
+// processObserved is process while someone observes the activation: it
+// publishes Received, then Completed or Failed.
+//
+//go:noinline
+func (a *Activation) processObserved(e *Envelope, o *observers) {
+	hub := &a.host.hub
+	ev := Received{EventInfo: a.info(), Method: e.method.Name}
+	if p, ok := e.inv.(Payloader); ok && o.payloads {
+		ev.Arg = p.Arg()
+	}
+	hub.publish(o, ev)
+	before := a.snapshot()
+	start := time.Now() // the handler's own time, not inspection's
+	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
+	took := time.Since(start)
+	if err != nil {
+		a.failed(e, err, o, took)
+		return
+	}
+	done := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: took}
+	done.Changed = !bytes.Equal(before, a.snapshot())
+	if p, ok := e.inv.(Payloader); ok && o.payloads {
+		done.Result = p.Result()
+	}
+	hub.publish(o, done)
+	a.succeeded(e)
+}
+
+// failed completes e after its handler failed with err: supervision, the
+// Failed event when observed (o non-nil), and the caller's *FailedError.
+//
+//go:noinline
+func (a *Activation) failed(e *Envelope, err error, o *observers, took time.Duration) {
 	dir := a.host.supervise(a, err, Failure{Failures: int(a.failures.Add(1)), Method: e.method.Name})
-	if o.any {
-		hub.publish(o, Failed{EventInfo: a.info(), Method: e.method.Name, Duration: took, Err: err, Directive: dir})
+	if o != nil {
+		a.host.hub.publish(o, Failed{EventInfo: a.info(), Method: e.method.Name, Duration: took, Err: err, Directive: dir})
 	}
 	switch dir {
 	case Reset:
@@ -403,8 +425,7 @@ func (a *Activation) process(e *Envelope) {
 	}
 	a.flushEmits()
 	if a.kind.Service && a.host.closing.Load() {
-		err = fmt.Errorf("%w: system closed while the service call ran: %v", ErrActorUnavailable, err)
-		e.finish(err)
+		e.finish(fmt.Errorf("%w: system closed while the service call ran: %v", ErrActorUnavailable, err))
 		return
 	}
 	e.finish(&FailedError{

@@ -60,7 +60,6 @@ type Host struct {
 	nudge    chan struct{} // the smallest idle timeout went down
 	hub      hub
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
-	drainers drainers                   // goroutines that run mailboxes (drainers.go)
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
 	sweeping atomic.Bool                // the timeout sweeper runs
 
@@ -374,6 +373,14 @@ func shouldSpin(draining, awaiting, procs int32) bool {
 	return procs == 1 && draining <= 1 || draining+awaiting <= procs
 }
 
+// start runs a's mailbox (a is marked running) on a goroutine of its own;
+// it exits when the mailbox is empty, so idle activations hold no
+// goroutine. A fresh goroutine is cheaper here than a pool of parked ones
+// as long as the drain path fits its initial stack (see process): handing
+// work to a parked goroutine that last ran on another core cost more, on
+// two cores, than starting one.
+func (h *Host) start(a *Activation) { go a.run() }
+
 // newActivation creates an activation; the caller holds its shard's lock.
 func (h *Host) newActivation(k *Kind, key string) *Activation {
 	h.live.Add(1)
@@ -495,7 +502,6 @@ func (h *Host) janitor() {
 		case <-t.C:
 			h.procs.Store(int32(runtime.GOMAXPROCS(0)))
 			h.sweep()
-			h.drainers.retire((h.drainers.idleCount() + 1) / 2)
 			t.Reset(h.sweepInterval())
 		}
 	}
@@ -586,7 +592,6 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	close(h.stopJan)
 	<-h.janDone
-	h.drainers.close()
 	return err
 }
 

@@ -3,7 +3,6 @@ package actor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"runtime"
 	"sync/atomic"
@@ -400,47 +399,6 @@ type cBlock struct {
 
 func (e *cBlock) Invoke(ctx context.Context, state any) error {
 	return state.(*blocker).Block(ctx, e.ch)
-}
-
-// Mailboxes run on pooled goroutines: a burst leaves its drainers idle for
-// the next calls, and the janitor retires them when nothing needs them.
-func TestDrainersAreReusedThenRetired(t *testing.T) {
-	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
-	block := &Method{Name: "Block"}
-	h, err := NewHost(Config{IdleTimeout: 20 * time.Millisecond}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	release := make(chan struct{})
-	done := make(chan error, 8)
-	for i := range 8 {
-		go func() {
-			e := &cBlock{ch: release}
-			e.Init(e, block)
-			done <- h.Ask(context.Background(), k, fmt.Sprint("burst", i), &e.Envelope)
-		}()
-	}
-	waitFor(t, "8 busy drainers", func() bool { return h.Len() == 8 })
-	close(release)
-	for range 8 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "the burst's drainers to go idle", func() bool { return h.drainers.idleCount() > 0 })
-	before := runtime.NumGoroutine()
-	for i := range 50 {
-		e := &cBlock{ch: release}
-		e.Init(e, block)
-		if err := h.Ask(context.Background(), k, fmt.Sprint("next", i), &e.Envelope); err != nil {
-			t.Fatal(err)
-		}
-		if n, idle := runtime.NumGoroutine(), h.drainers.idleCount(); n > before+1 || idle > 8 {
-			t.Fatalf("call %d: %d goroutines (%d before), %d idle drainers: drainers are not reused", i, n, before, idle)
-		}
-	}
-	waitFor(t, "the janitor to retire idle drainers", func() bool { return h.drainers.idleCount() == 0 })
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
