@@ -10,6 +10,8 @@ import (
 // default; DefaultConfig spells every default out.
 type Config struct {
 	// CallTimeout bounds a call whose ctx has no deadline. Default 10 s.
+	// A timeout of a second or more is enforced by a sweeper rather than a
+	// timer per call, and may fire up to 10 ms late.
 	CallTimeout time.Duration
 	// IdleTimeout deactivates an activation that has had no message for
 	// this long, unless its kind sets its own. Default 300 s; Forever never.

@@ -16,6 +16,8 @@ type Config struct {
 	// Actors.
 
 	// CallTimeout bounds a call whose ctx has no deadline. Default 10 s.
+	// A timeout of a second or more is enforced by a sweeper rather than a
+	// timer per call, and may fire up to 10 ms late.
 	CallTimeout time.Duration
 	// IdleTimeout deactivates an activation with no message for this long,
 	// unless its kind sets casty.IdleTimeout. Default 300 s; Forever never.

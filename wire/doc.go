@@ -28,6 +28,13 @@
 // bytes remain, nesting deeper than MaxDepth, or trailing bytes. Bad input
 // yields an error wrapping ErrMalformed, never a panic.
 //
+// AppendValue and UnmarshalValue are the typed entry points a hot path
+// uses when it knows its Go type (Casty's calls do): they encode and decode
+// int, int64, uint, uint64, float64, bool and string themselves, with no
+// encoder and no heap-allocated destination, and hand every other type to
+// AppendMarshal and Unmarshal. The bytes and values are the same either
+// way.
+//
 // # What the caller must do
 //
 // Register every struct type that crosses the wire before the types that

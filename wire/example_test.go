@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 
@@ -28,4 +29,15 @@ func Example() {
 	// shop.Reservation <nil>
 	// <nil> {o-7 2}
 	// shop.Bad.Notify: chan string is not serializable
+}
+
+// Scalars take a direct path; everything else goes through the codec, with
+// the same bytes either way.
+func ExampleAppendValue() {
+	b, _ := wire.AppendValue(nil, 300)
+	viaCodec, _ := wire.Marshal(300)
+	var n int
+	_ = wire.UnmarshalValue(b, &n)
+	fmt.Printf("% x, same as Marshal: %v, decoded %d\n", b, bytes.Equal(b, viaCodec), n)
+	// Output: cd 01 2c, same as Marshal: true, decoded 300
 }
