@@ -420,7 +420,8 @@ const sharedCopyMax = 8 << 10
 // reader is the state of a connection's reader, owned by whichever
 // goroutine is reading (see readLoop).
 type reader struct {
-	again task // readLoop as a task, for handing the reading on
+	again task        // readLoop as a task, for handing the reading on
+	watch readerWatch // shared with the inline watchdog (inline.go)
 	rr    *recordReader
 	lanes [numLanes][]byte
 	jobs  []task
@@ -431,10 +432,11 @@ type reader struct {
 // closes the connection.
 //
 // Requests run on worker goroutines, except one: when a record's last
-// request is also the last thing received so far, the reader hands the
-// reading on to a worker and runs that request itself. A lone request
-// (the common case at low load) then starts without waiting for a
-// goroutine to be scheduled, and the hand-off happens off its path.
+// request is also the last thing received so far, the reader runs that
+// request itself and then reads on. A lone request (the common case at low
+// load) then starts without waiting for a goroutine to be scheduled, and a
+// busy connection's next read finds more waiting. A request that runs
+// longer than inlineGrace gets the reading taken off it (inline.go).
 func (s *Session) readLoop() {
 	rd := s.rd
 	max := s.node.cfg.MaxMessage
@@ -469,9 +471,11 @@ func (s *Session) readLoop() {
 			}
 			rd.jobs[n-1] = nil
 			rd.jobs = rd.jobs[:0]
-			if err == nil && rd.rr.r.Buffered() == 0 && s.node.goWorker(rd.again) {
-				last.run()
-				return
+			if err == nil && rd.rr.r.Buffered() == 0 {
+				if !s.runInline(last) {
+					return // replaced while the request ran (inline.go)
+				}
+				continue
 			}
 			if !s.node.goWorker(last) {
 				last.run()

@@ -53,7 +53,9 @@ type Node struct {
 	wg            sync.WaitGroup
 	done          chan struct{}
 	workers       workerPool
-	sweeping      atomic.Bool // the request-timeout sweeper runs (sweep.go)
+	sweeping      atomic.Bool  // the request-timeout sweeper runs (sweep.go)
+	watching      atomic.Bool  // the inline watchdog runs (inline.go)
+	inline        atomic.Int32 // readers running a request themselves
 	mu            sync.Mutex
 	closed        bool
 	live          map[NodeID]*Session

@@ -494,3 +494,61 @@ func TestSlowPeerBoundsTheSendQueue(t *testing.T) {
 		t.Fatal("a write stalled past KeepAliveTimeout did not close the connection")
 	}
 }
+
+// A lone request runs on the connection's reader; a slow one must not hold
+// up the connection: after inlineGrace the reading moves to another
+// goroutine, later requests and answers flow, and when the slow handler
+// returns its goroutine does not read again (two readers would interleave
+// records; the race detector and the echo check below would see it).
+func TestSlowRequestDoesNotHoldUpTheConnection(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		started := make(chan struct{}, 1)
+		release := make(chan struct{})
+		_, _, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(_ context.Context, _ *Session, p []byte) ([]byte, error) {
+				if string(p) == "slow" {
+					started <- struct{}{}
+					<-release
+				}
+				return p, nil
+			})
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		slow := make(chan error, 1)
+		go func() {
+			out, err := sa.Request(ctx, LaneMessage, []byte("slow"))
+			if err == nil && string(out) != "slow" {
+				err = fmt.Errorf("slow answered %q", out)
+			}
+			slow <- err
+		}()
+		<-started
+		begin := time.Now()
+		for i := range 20 {
+			msg := []byte(fmt.Sprint("fast", i))
+			if out, err := sa.Request(ctx, LaneMessage, msg); err != nil || !bytes.Equal(out, msg) {
+				t.Fatalf("request %d while a handler is stuck: %q %v", i, out, err)
+			}
+		}
+		if took := time.Since(begin); took > time.Second {
+			t.Fatalf("20 requests behind a stuck handler took %v", took)
+		}
+		close(release)
+		if err := <-slow; err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 50 { // the connection reads as it should afterwards
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				msg := []byte(fmt.Sprint("after", i))
+				if out, err := sa.Request(ctx, LaneMessage, msg); err != nil || !bytes.Equal(out, msg) {
+					t.Errorf("request %d after the stuck handler: %q %v", i, out, err)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
