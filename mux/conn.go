@@ -92,7 +92,7 @@ func (w *connWriter) highWater(ch byte) int {
 // enqueue appends the bytes produced by fill to channel ch and makes sure
 // they get written. With a nil ctx it never waits for space (answers and
 // cancels, bounded by the requests that caused them).
-func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte) error {
+func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte, held bool) error {
 	w.mu.Lock()
 	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
 		space := w.space
@@ -116,7 +116,7 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 	}
 	w.q[ch] = fill(w.q[ch])
 	w.queued++
-	if w.writing {
+	if w.writing || held {
 		w.mu.Unlock()
 		return nil
 	}
@@ -132,6 +132,22 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 		w.drainAsync()
 	}
 	return nil
+}
+
+// flush writes what is queued unless a write is in progress (which then
+// takes it along): the end of a batch whose answers were held.
+func (w *connWriter) flush() {
+	w.mu.Lock()
+	if w.writing || w.err != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.writing = true
+	w.mu.Unlock()
+	w.mu.Lock()
+	if w.writeRound() {
+		w.drainAsync()
+	}
 }
 
 // gather yields so that runnable senders can append before a round is
@@ -422,6 +438,12 @@ const sharedCopyMax = 8 << 10
 type reader struct {
 	again task        // readLoop as a task, for handing the reading on
 	watch readerWatch // shared with the inline watchdog (inline.go)
+
+	// The batch the reader runs itself (inline.go); takeOver hands what
+	// is left of it to workers.
+	bmu   sync.Mutex
+	batch []task
+	next  int
 	rr    *recordReader
 	lanes [numLanes][]byte
 	jobs  []task
@@ -431,12 +453,11 @@ type reader struct {
 // dispatched here, yamux bytes go to the session's yamux. Any violation
 // closes the connection.
 //
-// Requests run on worker goroutines, except one: when a record's last
-// request is also the last thing received so far, the reader runs that
-// request itself and then reads on. A lone request (the common case at low
-// load) then starts without waiting for a goroutine to be scheduled, and a
-// busy connection's next read finds more waiting. A request that runs
-// longer than inlineGrace gets the reading taken off it (inline.go).
+// When a record's requests are the last thing received so far, the reader
+// runs them itself, one after another, and then reads on (inline.go):
+// no goroutine hand-off on their path, their answers leave in one write,
+// and the next read finds more waiting. Otherwise (more bytes are already
+// buffered) they run on worker goroutines.
 func (s *Session) readLoop() {
 	rd := s.rd
 	max := s.node.cfg.MaxMessage
@@ -461,25 +482,21 @@ func (s *Session) readLoop() {
 			}
 			rd.lanes[ch] = buf
 		}
-		if n := len(rd.jobs); n > 0 {
-			last := rd.jobs[n-1]
-			for i, job := range rd.jobs[:n-1] {
+		if len(rd.jobs) > 0 {
+			if err == nil && rd.rr.r.Buffered() == 0 {
+				// Nothing more to read yet: run them here (inline.go).
+				if !s.runBatch() {
+					return // replaced while a request ran
+				}
+				continue
+			}
+			for i, job := range rd.jobs {
 				if !s.node.goWorker(job) {
 					job.run() // the node is closing: the handler sees a dead session
 				}
 				rd.jobs[i] = nil
 			}
-			rd.jobs[n-1] = nil
 			rd.jobs = rd.jobs[:0]
-			if err == nil && rd.rr.r.Buffered() == 0 {
-				if !s.runInline(last) {
-					return // replaced while the request ran (inline.go)
-				}
-				continue
-			}
-			if !s.node.goWorker(last) {
-				last.run()
-			}
 		}
 		if err != nil {
 			switch {
@@ -576,7 +593,7 @@ func (c *yconn) Write(b []byte) (int, error) {
 	held := c.held
 	err := c.s.w.enqueue(context.Background(), chanYamux, func(q []byte) []byte {
 		return append(append(q, held...), b...)
-	})
+	}, false)
 	c.held = c.held[:0]
 	if err != nil {
 		return 0, err

@@ -62,7 +62,7 @@ func rawEnvelope(t *testing.T, s *Session, b []byte) {
 	t.Helper()
 	// The peer may close the connection before the write completes; what
 	// matters is what the peer did with the bytes.
-	_ = s.w.enqueue(nil, byte(LaneMessage), func(q []byte) []byte { return append(q, b...) })
+	_ = s.w.enqueue(nil, byte(LaneMessage), func(q []byte) []byte { return append(q, b...) }, false)
 }
 
 func TestProtocolViolationsCloseTheConnection(t *testing.T) {

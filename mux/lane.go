@@ -15,6 +15,12 @@ type lane struct {
 // (used for answers and cancels, which must not be dropped for
 // backpressure and are bounded by the requests that caused them).
 func (l *lane) send(ctx context.Context, typ uint8, id uint64, payload []byte) error {
+	return l.sendOpt(ctx, typ, id, payload, false)
+}
+
+// sendOpt is send; with held set the envelope is queued without starting a
+// write (the sender flushes later, see connWriter.flush).
+func (l *lane) sendOpt(ctx context.Context, typ uint8, id uint64, payload []byte, held bool) error {
 	var flags uint8
 	if c := l.s.codec; c != nil {
 		if th := l.s.node.cfg.CompressThreshold; th >= 0 && len(payload) >= th && len(payload) > 0 {
@@ -26,7 +32,7 @@ func (l *lane) send(ctx context.Context, typ uint8, id uint64, payload []byte) e
 	return l.s.w.enqueue(ctx, byte(l.id), func(q []byte) []byte {
 		q = appendEnvelopeHeader(q, typ, flags, id, len(payload))
 		return append(q, payload...)
-	})
+	}, held)
 }
 
 // dispatch handles one envelope read from the lane; a request's job is

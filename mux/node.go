@@ -53,9 +53,10 @@ type Node struct {
 	wg            sync.WaitGroup
 	done          chan struct{}
 	workers       workerPool
-	sweeping      atomic.Bool  // the request-timeout sweeper runs (sweep.go)
-	watching      atomic.Bool  // the inline watchdog runs (inline.go)
-	inline        atomic.Int32 // readers running a request themselves
+	sweeping      atomic.Bool     // the request-timeout sweeper runs (sweep.go)
+	watching      atomic.Bool     // the inline watchdog runs (inline.go)
+	inline        atomic.Int32    // readers running a request themselves
+	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)
 	mu            sync.Mutex
 	closed        bool
 	live          map[NodeID]*Session

@@ -16,7 +16,16 @@ type reqCtx struct {
 	done  chan struct{}
 	err   error
 	after []*afterFunc
+
+	// Set while the handler runs on its session's reader (inline.go):
+	// the session, and the reader's state word for this request.
+	inline *Session
+	word   uint64
 }
+
+// inlineKey finds, through a handler's derived contexts, the reqCtx of a
+// request running on a reader.
+type inlineKey struct{}
 
 type afterFunc struct {
 	f       func()
@@ -29,8 +38,14 @@ var _ context.Context = (*reqCtx)(nil)
 // if the application wants it.
 func (c *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// Value returns nil: a request context carries no values.
-func (c *reqCtx) Value(any) any { return nil }
+// Value carries no application values; inlineKey finds the context of a
+// request that runs on its connection's reader.
+func (c *reqCtx) Value(key any) any {
+	if _, ok := key.(inlineKey); ok && c.inline != nil {
+		return c
+	}
+	return nil
+}
 
 // Done returns a channel closed once the context is cancelled.
 func (c *reqCtx) Done() <-chan struct{} {

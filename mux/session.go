@@ -247,6 +247,13 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		}
 		return nil, err
 	}
+	if rc, ok := ctx.Value(inlineKey{}).(*reqCtx); ok {
+		// A handler running on a connection's reader is about to wait for
+		// an answer, maybe one that reader must read: hand the reading on.
+		if rc.inline.takeOver(rc.word) {
+			s.node.takeovers[takeoverWaiting].Add(1)
+		}
+	}
 	var expired <-chan time.Time
 	if timeout > 0 && !coarse {
 		t := timers.Get().(*time.Timer)
@@ -357,6 +364,7 @@ type inbound struct {
 	ln      *lane
 	id      uint64
 	payload []byte
+	held    bool // answer queued without a write: the batch flushes
 }
 
 func (r *inbound) run() {
@@ -381,10 +389,10 @@ func (r *inbound) run() {
 		if !errors.As(err, &re) {
 			re = &RemoteError{Code: CodeApplication, Message: err.Error()}
 		}
-		_ = ln.send(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max))
+		_ = ln.sendOpt(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max), r.held)
 		return
 	}
-	_ = ln.send(nil, frameResponse, id, resp)
+	_ = ln.sendOpt(nil, frameResponse, id, resp, r.held)
 }
 
 func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp []byte, err error) {

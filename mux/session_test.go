@@ -523,7 +523,21 @@ func TestSlowRequestDoesNotHoldUpTheConnection(t *testing.T) {
 			}
 			slow <- err
 		}()
+		// Requests sent with the slow one may share its read, and so its
+		// batch: they must not wait for it either.
+		var wave sync.WaitGroup
+		for i := range 9 {
+			wave.Add(1)
+			go func() {
+				defer wave.Done()
+				msg := []byte(fmt.Sprint("wave", i))
+				if out, err := sa.Request(ctx, LaneMessage, msg); err != nil || !bytes.Equal(out, msg) {
+					t.Errorf("request %d sent with the stuck one: %q %v", i, out, err)
+				}
+			}()
+		}
 		<-started
+		wave.Wait()
 		begin := time.Now()
 		for i := range 20 {
 			msg := []byte(fmt.Sprint("fast", i))
@@ -550,5 +564,33 @@ func TestSlowRequestDoesNotHoldUpTheConnection(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+	})
+}
+
+// A handler running on the reader that calls back over its own session
+// hands the reading on at once: its answer arrives on that connection,
+// which would otherwise not be read until the watchdog stepped in.
+func TestInlineHandlerWaitingOnTheNetworkHandsTheReadingOn(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		_, b, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			a.HandleRequests(LaneMessage, func(_ context.Context, _ *Session, p []byte) ([]byte, error) {
+				return append([]byte("inner "), p...), nil
+			})
+			b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+				return s.Request(ctx, LaneMessage, p) // back to a, over the same connection
+			})
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for i := range 20 {
+			msg := fmt.Sprint(i)
+			if out, err := sa.Request(ctx, LaneMessage, []byte(msg)); err != nil || string(out) != "inner "+msg {
+				t.Fatalf("nested call %d: %q %v", i, out, err)
+			}
+		}
+		waiting, stuck := b.takeovers[takeoverWaiting].Load(), b.takeovers[takeoverStuck].Load()
+		if waiting == 0 {
+			t.Fatalf("no reader handed the reading on when its request waited (watchdog took over %d times)", stuck)
+		}
 	})
 }
