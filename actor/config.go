@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,6 +31,13 @@ type Config struct {
 	// goroutine of the handler that caused it. It must return fast and never
 	// block; a panic in it is logged and never fails the handler.
 	Interceptor func(Event)
+	// BeforeWait, when set, is called with the caller's context when a
+	// call is about to wait for its activation (queued behind other
+	// messages, or for the mailbox's goroutine), before it waits. Casty
+	// passes mux.HandOff: a remote call's handler running on a
+	// connection's reader then hands the reading on rather than hold the
+	// connection while it waits.
+	BeforeWait func(ctx context.Context)
 }
 
 // DefaultConfig returns the defaults, every field set.

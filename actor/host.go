@@ -140,6 +140,9 @@ func (h *Host) ask(ctx context.Context, k *Kind, key string, e *Envelope, here b
 
 // await waits for e's outcome, bounded by ctx (or Config.CallTimeout).
 func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *waiter) error {
+	if h.cfg.BeforeWait != nil {
+		h.cfg.BeforeWait(ctx)
+	}
 	awaiting.Add(1)
 	defer awaiting.Add(-1)
 	// Most replies come within a scheduler round trip: yield a few times

@@ -458,3 +458,52 @@ func TestCoarseCallTimeout(t *testing.T) {
 	}
 	waitFor(t, "the sweeper to stop", func() bool { return !h.sweeping.Load() })
 }
+
+// BeforeWait runs when a call is about to wait for its activation, and
+// not when AskHere runs the handler at once on the caller's goroutine.
+func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
+	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
+	block := &Method{Name: "Block"}
+	var waits atomic.Int32
+	type marker struct{}
+	h, err := NewHost(Config{BeforeWait: func(ctx context.Context) {
+		if ctx.Value(marker{}) != nil {
+			waits.Add(1)
+		}
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	ctx := context.WithValue(context.Background(), marker{}, true)
+	open := make(chan struct{})
+	close(open)
+	call := func(here bool, key string, ch chan struct{}) error {
+		e := &cBlock{ch: ch}
+		e.Init(e, block)
+		if here {
+			return h.AskHere(ctx, k, key, &e.Envelope)
+		}
+		return h.Ask(ctx, k, key, &e.Envelope)
+	}
+	if err := call(true, "idle", open); err != nil || waits.Load() != 0 {
+		t.Fatalf("AskHere on an idle actor: err %v, %d waits; want none", err, waits.Load())
+	}
+	if err := call(false, "idle", open); err != nil || waits.Load() != 1 {
+		t.Fatalf("Ask: err %v, %d waits; want 1", err, waits.Load())
+	}
+	release := make(chan struct{})
+	busy := make(chan error, 1)
+	go func() { busy <- call(false, "busy", release) }()
+	waitFor(t, "the busy actor's handler", func() bool { return waits.Load() == 2 })
+	queued := make(chan error, 1)
+	go func() { queued <- call(true, "busy", open) }() // behind the running handler
+	waitFor(t, "the queued call to wait", func() bool { return waits.Load() == 3 })
+	close(release)
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
 )
 
 // Config holds every timeout, size and interval Casty uses. A zero field
@@ -223,5 +224,6 @@ func (c Config) Validate() error {
 }
 
 func (c Config) engine() actor.Config {
-	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout}
+	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout,
+		BeforeWait: mux.HandOff}
 }

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -34,6 +35,20 @@ type readerWatch struct {
 	word  atomic.Uint64 // epoch<<stateBits | state
 	epoch uint64        // requests run inline so far (the reader only)
 	seen  uint64        // the word the watchdog saw last (the watchdog only)
+}
+
+// HandOff is for request handlers about to wait (on an actor's mailbox, a
+// lock, another node): if the handler whose context is ctx runs on its
+// connection's reader, the reading moves to another goroutine now instead
+// of after the watchdog's grace, and the rest of its batch to workers.
+// Otherwise it does nothing. Request calls it itself.
+func HandOff(ctx context.Context) {
+	if ctx == nil {
+		return
+	}
+	if rc, ok := ctx.Value(inlineKey{}).(*reqCtx); ok && rc.inline.takeOver(rc.word) {
+		rc.inline.node.takeovers[takeoverWaiting].Add(1)
+	}
 }
 
 // runBatch runs the reader's jobs on the reading goroutine, each answer

@@ -247,13 +247,9 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		}
 		return nil, err
 	}
-	if rc, ok := ctx.Value(inlineKey{}).(*reqCtx); ok {
-		// A handler running on a connection's reader is about to wait for
-		// an answer, maybe one that reader must read: hand the reading on.
-		if rc.inline.takeOver(rc.word) {
-			s.node.takeovers[takeoverWaiting].Add(1)
-		}
-	}
+	// A handler running on a connection's reader is about to wait for an
+	// answer, maybe one that reader must read: hand the reading on.
+	HandOff(ctx)
 	var expired <-chan time.Time
 	if timeout > 0 && !coarse {
 		t := timers.Get().(*time.Timer)

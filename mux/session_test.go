@@ -594,3 +594,40 @@ func TestInlineHandlerWaitingOnTheNetworkHandsTheReadingOn(t *testing.T) {
 		}
 	})
 }
+
+// HandOff from a handler about to wait moves the reading on at once.
+func TestHandOffMovesTheReadingOn(t *testing.T) {
+	forEachConn(t, func(t *testing.T, ct connType) {
+		started := make(chan struct{}, 1)
+		release := make(chan struct{})
+		_, b, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+				if string(p) == "wait" {
+					HandOff(ctx)
+					started <- struct{}{}
+					<-release
+				}
+				return p, nil
+			})
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := sa.Request(ctx, LaneMessage, []byte("wait"))
+			done <- err
+		}()
+		<-started
+		if out, err := sa.Request(ctx, LaneMessage, []byte("next")); err != nil || string(out) != "next" {
+			t.Fatalf("request while a handler waits: %q %v", out, err)
+		}
+		if b.takeovers[takeoverWaiting].Load() == 0 {
+			t.Fatalf("HandOff did not move the reading (the watchdog did %d times)", b.takeovers[takeoverStuck].Load())
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		HandOff(context.Background()) // outside a handler: nothing
+	})
+}
