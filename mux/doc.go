@@ -29,8 +29,12 @@
 //
 //   - Session.Request sends a request with a correlation id and waits for
 //     the answer; answers arrive out of order; the deadline is the ctx's.
-//     The peer's RequestHandler (Node.HandleRequests) runs in its own
-//     goroutine; its error comes back as *RemoteError{Code, Message}.
+//     The peer's RequestHandler (Node.HandleRequests) runs on a worker
+//     goroutine, or on the connection's reader itself when the request
+//     was the last thing received (the reading moves to a worker if the
+//     handler runs over a millisecond or so, or calls HandOff or Request:
+//     a handler about to wait should call HandOff); its error comes back
+//     as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
 //     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
 //     so a slow handler (state fan-out) holds up only its own lane, within
