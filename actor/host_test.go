@@ -440,13 +440,25 @@ func TestCoarseCallTimeout(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(20 * time.Millisecond) // the call must be waiting, not refused up front
-		cancel()
-	}()
 	other := make(chan struct{})
 	defer close(other) // before Close, which waits for the handler
-	if err := call(ctx, "other", other); !errors.Is(err, context.Canceled) {
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- call(ctx, "other", other) }()
+	// Cancel once the call waits (the sweeper watches it), not before.
+	waitFor(t, "the call to wait", func() bool {
+		for i := range h.watches {
+			sh := &h.watches[i]
+			sh.mu.Lock()
+			n := len(sh.m)
+			sh.mu.Unlock()
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 
