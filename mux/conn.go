@@ -453,11 +453,12 @@ type reader struct {
 // dispatched here, yamux bytes go to the session's yamux. Any violation
 // closes the connection.
 //
-// When a record's requests are the last thing received so far, the reader
-// runs them itself, one after another, and then reads on (inline.go):
-// no goroutine hand-off on their path, their answers leave in one write,
-// and the next read finds more waiting. Otherwise (more bytes are already
-// buffered) they run on worker goroutines.
+// Requests are collected while whole lane records are already buffered
+// (up to maxGathered); when they are the last thing received so far, the
+// reader runs them itself, one after another, and then reads on
+// (inline.go): no goroutine hand-off on their path, their answers leave in
+// one write, and the next read finds more waiting. Otherwise (a partial
+// record or yamux bytes follow) they run on worker goroutines.
 func (s *Session) readLoop() {
 	rd := s.rd
 	max := s.node.cfg.MaxMessage
@@ -481,6 +482,9 @@ func (s *Session) readLoop() {
 				}
 			}
 			rd.lanes[ch] = buf
+		}
+		if err == nil && len(rd.jobs) > 0 && len(rd.jobs) < maxGathered && rd.laneRecordBuffered() {
+			continue // parse it first: its requests join this batch
 		}
 		if len(rd.jobs) > 0 {
 			if err == nil && rd.rr.r.Buffered() == 0 {
@@ -509,6 +513,21 @@ func (s *Session) readLoop() {
 			return
 		}
 	}
+}
+
+// maxGathered bounds the requests a reader collects from buffered records
+// before it runs them.
+const maxGathered = 64
+
+// laneRecordBuffered reports whether the reader's buffer already holds a
+// whole lane record (no read needed to parse it).
+func (rd *reader) laneRecordBuffered() bool {
+	r := rd.rr.r
+	if r.Buffered() < recordHeaderSize {
+		return false
+	}
+	h, err := r.Peek(recordHeaderSize)
+	return err == nil && h[0] != chanYamux && r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))
 }
 
 // maxGather bounds the yields before a write round.
