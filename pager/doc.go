@@ -59,10 +59,13 @@
 // # Replica side: Store
 //
 // Store.Apply accepts a delta only over the basis it was computed on. If the
-// store is newer, the sender is a stale owner (ErrStaleOwner: it must
-// discard its activation). If the store is older (it missed a commit), it
-// answers ErrNeedFull and the owner resends the complete page set
-// (Pending.Full), after which deltas flow again. The check runs on every
+// store holds a commit the delta was not built on (ErrStaleOwner: another
+// owner's, or an orphan of a failed commit) or is older (it missed a commit:
+// ErrNeedFull), the delta is refused and the owner resends the complete
+// page set, which is accepted whatever the store holds; after it deltas
+// flow again. Who may write at all is decided above this package: the
+// replica module fences deposed owners with ballots before a delta reaches
+// the store. The check runs on every
 // part; a multi-part commit is published only when its last part arrived,
 // so a reader never sees half a commit. Deletions ride inside deltas: no
 // tombstones. Store.List, Diverge and Store.Catchup serve activation (fetch

@@ -9,8 +9,9 @@ import (
 // ErrNeedFull) are definite: the store did not change.
 var (
 	// ErrStaleOwner is returned by Store.Apply when the store holds a commit
-	// newer than the delta's basis: another owner wrote since, so the sender
-	// is deposed and must discard its activation (fencing).
+	// newer than the delta's basis: another owner wrote since, or a failed
+	// commit left an orphan there. The replication layer tells the two apart
+	// by ballot; a full page set is never refused with it.
 	ErrStaleOwner = errors.New("pager: stale owner")
 	// ErrNeedFull is returned by Store.Apply when the store is older than the
 	// delta's basis (it missed a commit): the owner must resend the complete

@@ -46,11 +46,14 @@ func (s *Store) Get(key string) (Page, bool) {
 //
 //   - d.Stamp equal to the store's stamp: a duplicate of the published
 //     commit, acknowledged without effect (published is true);
-//   - store newer than d.Basis: ErrStaleOwner (another owner committed since;
-//     the sender must discard its activation);
-//   - store older than d.Basis and d not Full: ErrNeedFull (the store missed
-//     a commit; the owner must resend the full page set);
-//   - otherwise the part is accepted. A Full delta replaces every page.
+//   - d Full: accepted whatever the store holds; once complete it replaces
+//     every page (the replication layer decides who may send one);
+//   - store newer than d.Basis: ErrStaleOwner (the store holds a commit the
+//     sender did not build on: another owner's, or an orphan of a failed
+//     commit);
+//   - store older than d.Basis: ErrNeedFull (the store missed a commit; the
+//     owner must resend the full page set);
+//   - otherwise the part is accepted.
 //
 // Parts of one commit may arrive in any order; published reports whether
 // this part completed the commit and made it visible. A part of another
@@ -66,9 +69,14 @@ func (s *Store) Apply(d Delta) (published bool, err error) {
 		return false, fmt.Errorf("%w: part %d of %d", ErrCorrupt, d.Part, n)
 	}
 	switch c := s.stamp.Compare(d.Basis); {
+	case d.Full:
+		// A full page set replaces whatever the store holds, an orphan
+		// of a failed commit included: deciding whether its sender may
+		// write is the replication layer's fencing (ballots), not the
+		// basis rule's.
 	case c > 0:
 		return false, fmt.Errorf("%w: store at %v, delta basis %v", ErrStaleOwner, s.stamp, d.Basis)
-	case c < 0 && !d.Full:
+	case c < 0:
 		return false, fmt.Errorf("%w: store at %v, delta basis %v", ErrNeedFull, s.stamp, d.Basis)
 	}
 	n := d.parts()

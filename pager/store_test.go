@@ -8,6 +8,26 @@ import (
 
 func pg(key, data string) Page { return Page{Key: key, Data: []byte(data)} }
 
+// TestFullReplacesWhateverTheStoreHolds: a full page set is accepted over
+// any basis, an orphan stamp newer than it included; who may send one is
+// decided by the replication layer's ballots.
+func TestFullReplacesWhateverTheStoreHolds(t *testing.T) {
+	s := NewStore()
+	if _, err := s.Apply(Delta{Stamp: stamp(5), Pages: []Page{pg("a", "orphan"), pg("b", "orphan")}}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := s.Apply(Delta{Basis: stamp(1), Stamp: stamp(3), Full: true, Pages: []Page{pg("a", "adopted")}})
+	if err != nil || !pub {
+		t.Fatalf("full over an orphan: published=%v err=%v", pub, err)
+	}
+	if s.Stamp() != stamp(3) || s.Len() != 1 {
+		t.Fatalf("store at %v with %d pages, want 3 with 1", s.Stamp(), s.Len())
+	}
+	if p, _ := s.Get("a"); string(p.Data) != "adopted" {
+		t.Fatalf("page a = %q", p.Data)
+	}
+}
+
 func TestStoreBasisRule(t *testing.T) {
 	s := NewStore()
 	mustApply := func(d Delta) {
@@ -25,7 +45,6 @@ func TestStoreBasisRule(t *testing.T) {
 		want error
 	}{
 		{"store newer than basis", Delta{Basis: stamp(1), Stamp: stamp(3), Pages: []Page{pg("a", "x")}}, ErrStaleOwner},
-		{"full over a stale basis", Delta{Basis: stamp(1), Stamp: stamp(3), Full: true}, ErrStaleOwner},
 		{"store older than basis", Delta{Basis: stamp(5), Stamp: stamp(6), Pages: []Page{pg("a", "x")}}, ErrNeedFull},
 		{"stamp not newer than basis", Delta{Basis: stamp(2), Stamp: stamp(2)}, ErrCorrupt},
 		{"part out of range", Delta{Basis: stamp(2), Stamp: stamp(3), Part: 2, Parts: 2}, ErrCorrupt},
