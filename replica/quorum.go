@@ -1,0 +1,27 @@
+package replica
+
+// Quorums of one key's replica set. A replica set holds n members (the
+// configured replica count R, capped by the members placed); a write needs
+// w acknowledgements with w counted against R, never against n, so a
+// member that sees fewer replicas cannot lower its own bar. A read — the
+// prepare of an activation, the confirm of Read(Majority) — needs
+// ReadQuorum(n, w) = n - w + 1 answers, the smallest count that meets every
+// write quorum of the same set in at least one member.
+
+// ReadQuorum returns the answers a prepare or a confirm needs so that it
+// intersects every write quorum of size w in a set of n members. It is at
+// least 1 and at most n.
+func ReadQuorum(n, w int) int {
+	q := n - w + 1
+	if q < 1 {
+		q = 1
+	}
+	if q > n {
+		q = n
+	}
+	return q
+}
+
+// Reachable reports whether a quorum of need answers can still be met by a
+// set of n members of which refused have already refused.
+func reachable(n, refused, need int) bool { return n-refused >= need }

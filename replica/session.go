@@ -1,0 +1,582 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/casty-go/casty/pager"
+)
+
+// Set is one actor's replica set as its owner sees it.
+type Set struct {
+	// Self is the owner's node; it must be one of Members.
+	Self NodeID
+	// Members is the actor's replica set: the owner and the next distinct
+	// placed members on the ring, n = min(R, placed members).
+	Members []NodeID
+	// W is the acknowledgements a commit needs, resolved against the
+	// configured replica count R (not against len(Members)).
+	W int
+	// Batch bounds the bytes of one message part (default
+	// pager.DefaultBatchSize).
+	Batch int
+}
+
+// Out is a request for the runtime to send; the reply goes back through
+// Session.Step.
+type Out struct {
+	To  NodeID
+	Msg *Msg
+}
+
+// Result is how a round ended. Err is nil on success.
+type Result struct {
+	// Round is the round that ended.
+	Round Round
+	// Err is nil, ErrQuorumUnavailable or ErrFenced (wrapped with detail).
+	Err error
+	// Applied reports, for a failed commit, whether any copy (the owner's
+	// own included) may hold it: false means the write took effect nowhere
+	// and a retry elsewhere is safe.
+	Applied bool
+	// Fenced reports that a replica promised a higher ballot: a newer
+	// owner exists. A commit can succeed and still be fenced (it reached
+	// its quorum first); the session must end after it either way.
+	Fenced bool
+	// Promised is the highest ballot a refusal named, for the runtime's
+	// clock to observe so that its next ballot is higher.
+	Promised Ballot
+	// State is the session's state after the round: the adopted state
+	// after activation, the new one after a commit.
+	State State
+}
+
+// Round names a session's rounds.
+type Round uint8
+
+// The rounds, in the order an activation runs them.
+const (
+	RoundNone     Round = iota
+	RoundPrepare        // promises from a read quorum, the adopted state chosen
+	RoundFetch          // the adopted state's missing pages fetched from a holder
+	RoundInstall        // the adopted state written to a write quorum (when too few hold it)
+	RoundCommit         // a commit acknowledged by a write quorum
+	RoundConfirm        // a read quorum confirmed no newer owner exists
+)
+
+var roundNames = [...]string{"none", "prepare", "fetch", "install", "commit", "confirm"}
+
+func (r Round) String() string {
+	if int(r) < len(roundNames) {
+		return roundNames[r]
+	}
+	return fmt.Sprintf("Round(%d)", uint8(r))
+}
+
+// Session is the owner side of one activation of one actor: it takes the
+// activation's ballot, adopts the newest state a read quorum holds,
+// fetches the pages it lacks, re-installs the state when too few copies
+// hold it, and then commits each handler's delta to a write quorum (or
+// confirms, for Read(Majority), that no newer owner exists).
+//
+// It is a pure state machine: requests come out as Out values (the runtime
+// sends them and feeds replies to Step), time comes in as Expire (the
+// runtime's deadline for the round). Requests to Self are answered by the
+// local Replica inside the call, never sent. Rounds run one at a time; a
+// session whose round failed is over (the runtime discards the
+// activation). Not safe for concurrent use: the runtime serializes calls
+// together with those of the local Replica.
+type Session struct {
+	kind, key string
+	set       Set
+	local     *Replica
+	ballot    Ballot
+	q         int
+	state     State // adopted, then committed
+
+	round   Round
+	over    bool
+	answers map[NodeID]Status
+	oks     int
+	refused int
+	fenced  bool
+	highest Ballot
+	results []Result
+
+	// prepare
+	promises map[NodeID]State
+	best     State
+	// fetch
+	holders []NodeID
+	src     int
+	have      map[string]pager.Page
+	fetchHave *pager.Listing
+	part      int
+	// commit / install
+	parts    []pager.Delta
+	full     []pager.Delta
+	fullSent map[NodeID]bool
+	applied  bool
+	stamp    pager.Stamp
+}
+
+// NewSession starts nothing: call Open.
+func NewSession(kind, key string, set Set, local *Replica, ballot Ballot) *Session {
+	if set.Batch <= 0 {
+		set.Batch = pager.DefaultBatchSize
+	}
+	return &Session{kind: kind, key: key, set: set, local: local, ballot: ballot,
+		q: ReadQuorum(len(set.Members), set.W)}
+}
+
+// Ballot returns the session's ballot.
+func (s *Session) Ballot() Ballot { return s.ballot }
+
+// State returns the session's current state.
+func (s *Session) State() State { return s.state }
+
+// Over reports whether the session failed (or was fenced) and must end.
+func (s *Session) Over() bool { return s.over }
+
+// Busy reports whether a round is in progress.
+func (s *Session) Busy() bool { return s.round != RoundNone }
+
+// Results returns and clears the rounds that ended since the last call.
+func (s *Session) Results() []Result {
+	r := s.results
+	s.results = nil
+	return r
+}
+
+func (s *Session) msg(op Op) *Msg {
+	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot}
+}
+
+func (s *Session) begin(r Round) error {
+	if s.over {
+		return ErrClosed
+	}
+	if s.round != RoundNone {
+		return ErrBusy
+	}
+	s.round = r
+	s.answers = map[NodeID]Status{}
+	s.oks, s.refused, s.fenced = 0, 0, false
+	return nil
+}
+
+// finish ends the current round with err (nil: success).
+func (s *Session) finish(err error) {
+	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state}
+	if s.round == RoundCommit || s.round == RoundInstall {
+		res.Applied = s.applied
+	}
+	if err != nil || s.fenced {
+		s.over = true
+	}
+	s.round = RoundNone
+	s.results = append(s.results, res)
+}
+
+// ask sends m to every member; the owner's own copy answers inline.
+func (s *Session) ask(m func() *Msg) []Out {
+	var out []Out
+	for _, id := range s.set.Members {
+		if id == s.set.Self {
+			continue
+		}
+		out = append(out, Out{To: id, Msg: m()})
+	}
+	if self := s.has(s.set.Self); self {
+		out = append(out, s.Step(s.set.Self, s.local.Handle(m(), s.set.Batch))...)
+	}
+	return out
+}
+
+func (s *Session) has(id NodeID) bool {
+	for _, m := range s.set.Members {
+		if m == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Open starts the activation: the prepare round.
+func (s *Session) Open() []Out {
+	if err := s.begin(RoundPrepare); err != nil {
+		return nil
+	}
+	s.promises = map[NodeID]State{}
+	if s.set.W > len(s.set.Members) {
+		s.finish(fmt.Errorf("%w: %s/%s needs %d acknowledgements, its replica set has %d member(s)",
+			ErrQuorumUnavailable, s.kind, s.key, s.set.W, len(s.set.Members)))
+		return nil
+	}
+	return s.ask(func() *Msg { return s.msg(OpPrepare) })
+}
+
+// Step feeds the reply of from to the session and returns the requests
+// that follow. Replies that belong to no running round (duplicates, late
+// answers of an earlier round) are ignored.
+func (s *Session) Step(from NodeID, m *Msg) []Out {
+	if s.over || s.round == RoundNone || m == nil || m.Ballot != s.ballot || !s.has(from) {
+		return nil
+	}
+	if m.Status == StatusStale {
+		if m.Promised.Compare(s.highest) > 0 {
+			s.highest = m.Promised
+		}
+	}
+	switch s.round {
+	case RoundPrepare:
+		if m.Op == OpPromise {
+			return s.stepPrepare(from, m)
+		}
+	case RoundFetch:
+		if m.Op == OpPages {
+			return s.stepFetch(from, m)
+		}
+	case RoundInstall, RoundCommit:
+		if m.Op == OpAck && m.Stamp == s.stamp {
+			return s.stepCommit(from, m)
+		}
+	case RoundConfirm:
+		if m.Op == OpConfirmed {
+			return s.stepConfirm(from, m)
+		}
+	}
+	return nil
+}
+
+// tally records from's first verdict in a quorum round; it reports false
+// for a duplicate.
+func (s *Session) tally(from NodeID, st Status) bool {
+	if _, dup := s.answers[from]; dup {
+		return false
+	}
+	s.answers[from] = st
+	switch st {
+	case StatusOK:
+		s.oks++
+	case StatusStale:
+		s.refused++
+		s.fenced = true
+	case StatusCorrupt, StatusMissing:
+		s.refused++
+	}
+	return true
+}
+
+func (s *Session) quorumLost(need int) error {
+	if reachable(len(s.set.Members), s.refused, need) {
+		return nil
+	}
+	if s.fenced {
+		return fmt.Errorf("%w: %s/%s: a replica promised ballot %v, above this owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
+	}
+	return fmt.Errorf("%w: %s/%s: %d of %d replicas refused, %d answers needed", ErrQuorumUnavailable, s.kind, s.key, s.refused, len(s.set.Members), need)
+}
+
+func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
+	if !s.tally(from, m.Status) {
+		return nil
+	}
+	if m.Status == StatusOK {
+		st := State{Promised: m.Promised, Accepted: m.Accepted, Stamp: m.Stamp}
+		s.promises[from] = st
+		if s.oks == 1 || s.best.Less(st) {
+			s.best = st
+		}
+	}
+	if err := s.quorumLost(s.q); err != nil {
+		s.finish(err)
+		return nil
+	}
+	if s.oks < s.q {
+		return nil
+	}
+	// The quorum is in: adopt the greatest (accepted ballot, stamp).
+	s.best.Promised = Ballot{}
+	s.holders = s.holders[:0]
+	for _, id := range s.set.Members {
+		if st, ok := s.promises[id]; ok && st.Same(s.best) {
+			s.holders = append(s.holders, id)
+		}
+	}
+	s.round = RoundNone
+	own, _ := s.local.Get(s.kind, s.key)
+	if !own.Same(s.best) && !s.best.Stamp.IsZero() {
+		return s.startFetch()
+	}
+	return s.afterFetch()
+}
+
+func (s *Session) startFetch() []Out {
+	_ = s.begin(RoundFetch)
+	s.src, s.part = 0, 0
+	return s.fetchNext()
+}
+
+// fetchNext asks the current holder for the next part, moving on to the
+// next holder when one fails.
+func (s *Session) fetchNext() []Out {
+	for s.src < len(s.holders) && s.holders[s.src] == s.set.Self {
+		s.src++
+	}
+	if s.src >= len(s.holders) {
+		s.finish(fmt.Errorf("%w: %s/%s: no replica holding state %v answered the fetch", ErrQuorumUnavailable, s.kind, s.key, s.best.Stamp))
+		return nil
+	}
+	if s.part == 0 {
+		s.have = map[string]pager.Page{}
+		own, _ := s.local.Get(s.kind, s.key)
+		var have *pager.Listing
+		if !own.Stamp.IsZero() {
+			l := s.local.Listing(s.kind, s.key)
+			if len(l.Pages) <= maxListing {
+				have = &l
+				for _, p := range s.local.Pages(s.kind, s.key) {
+					s.have[p.Key] = p
+				}
+			}
+		}
+		s.fetchHave = have
+	}
+	m := s.msg(OpFetch)
+	m.Stamp, m.Part, m.Have = s.best.Stamp, s.part, s.fetchHave
+	return []Out{{To: s.holders[s.src], Msg: m}}
+}
+
+// maxListing bounds the owner's listing sent with a fetch; a bigger one
+// fetches every page instead.
+const maxListing = 8192
+
+func (s *Session) stepFetch(from NodeID, m *Msg) []Out {
+	if from != s.holders[s.src] || m.Part != s.part {
+		return nil
+	}
+	if m.Status != StatusOK || m.Delta == nil || m.Delta.Stamp != s.best.Stamp {
+		s.src, s.part = s.src+1, 0
+		return s.fetchNext()
+	}
+	d := m.Delta
+	for _, k := range d.Dropped {
+		delete(s.have, k)
+	}
+	for _, p := range d.Pages {
+		s.have[p.Key] = p
+	}
+	if !d.Final() {
+		s.part++
+		return s.fetchNext()
+	}
+	pages := make([]pager.Page, 0, len(s.have))
+	for _, p := range s.have {
+		pages = append(pages, p)
+	}
+	if err := s.local.Install(s.kind, s.key, s.best, pages); err != nil {
+		s.src, s.part = s.src+1, 0
+		return s.fetchNext()
+	}
+	s.round = RoundNone
+	return s.afterFetch()
+}
+
+// afterFetch decides whether the adopted state must be re-installed on a
+// write quorum (too few copies hold it: it may be an orphan of a failed
+// commit, which must not vanish again once served) and repairs lagging
+// replicas.
+func (s *Session) afterFetch() []Out {
+	s.state = s.best
+	if s.best.Stamp.IsZero() && s.best.Accepted.IsZero() {
+		// Nothing committed anywhere in the quorum: by intersection no
+		// write was ever acknowledged. Nothing to install.
+		s.results = append(s.results, Result{Round: RoundPrepare, State: s.state})
+		return nil
+	}
+	if len(s.holders) >= s.set.W {
+		// Durable already; bring the lagging answerers up to date in the
+		// background (no wait).
+		s.results = append(s.results, Result{Round: RoundPrepare, State: s.state})
+		return s.repair()
+	}
+	return s.install()
+}
+
+// repair sends the adopted state to the replicas that answered with an
+// older one. Their acks arrive after the round and are ignored.
+func (s *Session) repair() []Out {
+	var out []Out
+	full := s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
+	for _, id := range s.set.Members {
+		st, ok := s.promises[id]
+		if !ok || id == s.set.Self || st.Same(s.best) {
+			continue
+		}
+		for i := range full {
+			m := s.msg(OpCommit)
+			m.Delta = &full[i]
+			out = append(out, Out{To: id, Msg: m})
+		}
+	}
+	return out
+}
+
+// install writes the adopted state to the replica set under this ballot
+// and waits for a write quorum.
+func (s *Session) install() []Out {
+	_ = s.begin(RoundInstall)
+	s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
+	s.parts = s.full
+	s.stamp = s.best.Stamp
+	s.fullSent = map[NodeID]bool{}
+	s.applied = true
+	return s.spread()
+}
+
+// Commit sends one handler's delta (from pager.Tracker.Prepare, split by
+// the caller or not) to the replica set and waits for a write quorum. The
+// owner's own copy applies it first: if it refuses, nothing was applied
+// anywhere.
+func (s *Session) Commit(d pager.Delta) []Out {
+	if err := s.begin(RoundCommit); err != nil {
+		return nil
+	}
+	s.parts = d.Split(s.set.Batch)
+	s.full = nil
+	s.stamp = d.Stamp
+	s.fullSent = map[NodeID]bool{}
+	s.applied = false
+	return s.spread()
+}
+
+// spread applies the round's parts to the owner's own copy, then sends
+// them to the other members. A refusal by the owner's own copy (a newer
+// ballot was promised here) ends the round before anything is sent.
+func (s *Session) spread() []Out {
+	var out []Out
+	if s.has(s.set.Self) {
+		out = s.selfApply(s.parts)
+		if s.answers[s.set.Self] == StatusStale && s.round != RoundNone {
+			s.applied = s.round == RoundInstall
+			s.finish(fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot))
+			return out
+		}
+		if s.round == RoundNone {
+			return out
+		}
+	}
+	for _, id := range s.set.Members {
+		if id != s.set.Self {
+			out = append(out, s.sendParts(id, s.parts)...)
+		}
+	}
+	return out
+}
+
+// sendParts returns the commit messages of parts for one member.
+func (s *Session) sendParts(to NodeID, parts []pager.Delta) []Out {
+	out := make([]Out, 0, len(parts))
+	for i := range parts {
+		m := s.msg(OpCommit)
+		m.Delta = &parts[i]
+		out = append(out, Out{To: to, Msg: m})
+	}
+	return out
+}
+
+func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
+	switch m.Status {
+	case StatusPending:
+		return nil
+	case StatusNeedFull:
+		if s.fullSent[from] {
+			s.tally(from, StatusCorrupt)
+			break
+		}
+		s.fullSent[from] = true
+		if s.full == nil {
+			s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
+		}
+		if from == s.set.Self {
+			return s.selfApply(s.full)
+		}
+		return s.sendParts(from, s.full)
+	default:
+		if !s.tally(from, m.Status) {
+			return nil
+		}
+		if m.Status == StatusOK && from == s.set.Self {
+			s.applied = true
+		}
+	}
+	if err := s.quorumLost(s.set.W); err != nil {
+		s.finish(err)
+		return nil
+	}
+	if s.oks >= s.set.W {
+		s.state = State{Accepted: s.ballot, Stamp: s.stamp}
+		s.finish(nil)
+	}
+	return nil
+}
+
+// selfApply applies parts to the owner's own copy, inline.
+func (s *Session) selfApply(parts []pager.Delta) []Out {
+	var out []Out
+	for i := range parts {
+		m := s.msg(OpCommit)
+		m.Delta = &parts[i]
+		out = append(out, s.Step(s.set.Self, s.local.Handle(m, s.set.Batch))...)
+		if s.round == RoundNone || s.over {
+			break
+		}
+	}
+	return out
+}
+
+// Confirm asks a read quorum whether this session's ballot is still the
+// highest promise (Read(Majority)): success means no newer owner had
+// committed when the replicas answered.
+func (s *Session) Confirm() []Out {
+	if err := s.begin(RoundConfirm); err != nil {
+		return nil
+	}
+	return s.ask(func() *Msg { return s.msg(OpConfirm) })
+}
+
+func (s *Session) stepConfirm(from NodeID, m *Msg) []Out {
+	st := m.Status
+	if st == StatusOK && s.state.Less(State{Accepted: m.Accepted, Stamp: m.Stamp}) {
+		st = StatusStale // a newer state exists: this owner is deposed
+	}
+	if !s.tally(from, st) {
+		return nil
+	}
+	if err := s.quorumLost(s.q); err != nil {
+		s.finish(err)
+		return nil
+	}
+	if s.oks >= s.q {
+		s.finish(nil)
+	}
+	return nil
+}
+
+// Expire ends the running round for want of answers before its deadline:
+// ErrQuorumUnavailable (a commit's Applied says whether the owner's own
+// copy took it).
+func (s *Session) Expire() {
+	if s.round == RoundNone || s.over {
+		return
+	}
+	s.finish(fmt.Errorf("%w: %s/%s: %s round timed out with %d of %d answers (%d needed)",
+		ErrQuorumUnavailable, s.kind, s.key, s.round, s.oks, len(s.set.Members), s.need()))
+}
+
+func (s *Session) need() int {
+	if s.round == RoundCommit || s.round == RoundInstall {
+		return s.set.W
+	}
+	return s.q
+}

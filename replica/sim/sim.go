@@ -1,0 +1,688 @@
+// Package sim is a deterministic discrete-event simulator for the replica
+// protocol. It runs the real replica.Replica and replica.Session state
+// machines on simulated nodes over a simulated network with per-message
+// latency, loss, duplication, reordering, partitions, pauses (SIGSTOP:
+// the node stops, messages to it wait), crashes (the node and its copies
+// are gone for good) and per-node clock skew, while clients run register
+// operations (read, write, compare-and-swap) against divergent views of
+// who owns each key. Every random choice comes from one seed, so a failing
+// run prints its seed and replays.
+//
+// The history of every key is checked with porcupine for linearizability
+// (reads are Read(Majority): confirmed by a read quorum before they
+// answer); an acknowledged write that a later read does not see makes the
+// history non-linearizable, so "no acknowledged write lost" is part of the
+// check.
+//
+// The simulator is single-threaded and starts no goroutine; messages go
+// through the real wire encoding (replica.Msg Encode/Decode).
+package sim
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/casty-go/casty/hlc"
+	"github.com/casty-go/casty/pager"
+	"github.com/casty-go/casty/replica"
+)
+
+// Config describes one simulated run.
+type Config struct {
+	// Seed makes the run reproducible.
+	Seed uint64
+	// Nodes is the number of placed members. Default 5.
+	Nodes int
+	// Replicas is R; W the write quorum (acks, counted against R).
+	// Defaults 3 and 2.
+	Replicas, W int
+	// Keys is how many register actors the clients use. Default 3.
+	Keys int
+	// Clients run operations one after another. Default 4.
+	Clients int
+	// Ops is the total operations issued. Default 200.
+	Ops int
+	// Loss, Duplicate are per-message probabilities. Reorder lets messages
+	// on one link overtake each other.
+	Loss, Duplicate float64
+	Reorder         bool
+	// Partitions, Pauses and Crashes are how many of each fault to inject
+	// at random times (a crash is permanent; at most Replicas-W of them, so
+	// every key keeps a write quorum in the end).
+	Partitions, Pauses, Crashes int
+	// Skew is the largest clock offset of a node, either way.
+	Skew time.Duration
+	// Amnesia is how many times a node restarts with its id but an empty
+	// memory — what the design forbids (a restarted process takes a new
+	// id): runs with it lose acknowledged writes, which proves the check
+	// finds loss.
+	Amnesia int
+	// WrongViews is the probability a client's request goes to a node
+	// that is not the key's first live replica (divergent membership
+	// views: duplicate owners).
+	WrongViews float64
+}
+
+func (c *Config) defaults() {
+	if c.Nodes == 0 {
+		c.Nodes = 5
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 3
+	}
+	if c.W == 0 {
+		c.W = 2
+	}
+	if c.Keys == 0 {
+		c.Keys = 3
+	}
+	if c.Clients == 0 {
+		c.Clients = 4
+	}
+	if c.Ops == 0 {
+		c.Ops = 200
+	}
+}
+
+// Timing of the simulated system, in simulated milliseconds.
+const (
+	latencyMin   = 1
+	latencyMax   = 8
+	roundTimeout = 300  // a session round's deadline (ReplicationTimeout)
+	clientWait   = 1500 // a client gives up on an answer (ErrTimeout)
+	thinkMax     = 20   // pause between a client's operations
+	horizon      = 600_000
+)
+
+// Stats counts what a run did.
+type Stats struct {
+	Ops, OK, Failed, Indeterminate int
+	Messages, Lost, Duplicated     int
+	Faults                         []string
+	Activations, Fenced            int
+}
+
+// OpKind is a register operation.
+type OpKind uint8
+
+// The register operations.
+const (
+	Read OpKind = iota
+	Write
+	CAS
+)
+
+// Input is an operation's request.
+type Input struct {
+	Key      int
+	Kind     OpKind
+	Value    int // Write: the value; CAS: the new value
+	Expected int // CAS: the value expected
+}
+
+// Output is an operation's answer. Unknown: the client does not know
+// whether it took effect (timeout, quorum unavailable after a commit was
+// sent).
+type Output struct {
+	Value   int  // Read: the value
+	OK      bool // CAS: swapped
+	Unknown bool
+}
+
+// Op is one completed (or abandoned) operation of the history.
+type Op struct {
+	Client       int
+	Input        Input
+	Output       Output
+	Call, Return int64 // simulated ms; Return = -1 for unknown outcomes
+}
+
+type event struct {
+	at   int64
+	seq  uint64
+	kind uint8
+	to   int
+	from int
+	msg  []byte
+	f    func()
+}
+
+const (
+	evDeliver uint8 = iota
+	evFunc
+)
+
+type queue []*event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// Sim is one run.
+type Sim struct {
+	cfg    Config
+	rng    *rand.Rand
+	now    int64
+	seq    uint64
+	q      queue
+	nodes  []*node
+	parts  []int // partition group per node; nil: none
+	stats  Stats
+	hist   []Op
+	issued int
+	values int
+}
+
+type node struct {
+	i       int
+	id      replica.NodeID
+	rep     *replica.Replica
+	clock   *hlc.Clock
+	skew    int64
+	crashed bool
+	paused  bool
+	held    []*event // deliveries waiting for a paused node
+	acts    map[int]*activation
+}
+
+// activation is an owner's activation of one key.
+type activation struct {
+	key     int
+	sess    *replica.Session
+	ready   bool
+	value   int
+	pending []*request
+	cur     *request
+	round   int // bumped per round, for timeouts
+}
+
+type request struct {
+	in      Input
+	client  int
+	call    int64
+	done    bool
+	reply   func(Output, bool) // answer, definite failure
+	newVal  int
+	started bool // a commit was sent for it
+}
+
+// New builds a run.
+func New(cfg Config) *Sim {
+	cfg.defaults()
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	for i := range cfg.Nodes {
+		n := &node{i: i, rep: replica.NewReplica(), acts: map[int]*activation{}}
+		binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
+		if cfg.Skew > 0 {
+			n.skew = s.rng.Int64N(2*cfg.Skew.Milliseconds()+1) - cfg.Skew.Milliseconds()
+		}
+		nn := n
+		n.clock, _ = hlc.New(hlc.Config{Node: n.id, Physical: func() int64 { return 1_000_000 + s.now + nn.skew }})
+		s.nodes = append(s.nodes, n)
+	}
+	return s
+}
+
+// Seed returns the run's seed.
+func (s *Sim) Seed() uint64 { return s.cfg.Seed }
+
+// replicas returns key's replica set: rendezvous hashing over all placed
+// nodes (crashed ones included: placement does not follow liveness).
+func (s *Sim) replicas(key int) []int {
+	type scored struct {
+		i int
+		h uint64
+	}
+	var all []scored
+	for i := range s.nodes {
+		h := uint64(key+1)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
+		h ^= h >> 31
+		h *= 0x94d049bb133111eb
+		h ^= h >> 29
+		all = append(all, scored{i, h})
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.h < b.h {
+			return -1
+		}
+		return 1
+	})
+	n := min(s.cfg.Replicas, len(all))
+	out := make([]int, n)
+	for j := range n {
+		out[j] = all[j].i
+	}
+	return out
+}
+
+func (s *Sim) set(key, self int) replica.Set {
+	set := replica.Set{Self: s.nodes[self].id, W: s.cfg.W}
+	for _, i := range s.replicas(key) {
+		set.Members = append(set.Members, s.nodes[i].id)
+	}
+	return set
+}
+
+func (s *Sim) index(id replica.NodeID) int { return int(binary.BigEndian.Uint64(id[8:])) - 1 }
+
+func (s *Sim) after(d int64, f func()) {
+	s.seq++
+	heap.Push(&s.q, &event{at: s.now + d, seq: s.seq, kind: evFunc, f: f})
+}
+
+func (s *Sim) reachable(a, b int) bool {
+	return s.parts == nil || s.parts[a] == s.parts[b]
+}
+
+// send puts a message on the wire from a to b.
+func (s *Sim) send(from, to int, m *replica.Msg) {
+	b, err := m.Encode()
+	if err != nil {
+		panic(fmt.Sprintf("sim: encode: %v", err))
+	}
+	s.stats.Messages++
+	if s.nodes[from].crashed || !s.reachable(from, to) || s.rng.Float64() < s.cfg.Loss {
+		s.stats.Lost++
+		return
+	}
+	copies := 1
+	if s.rng.Float64() < s.cfg.Duplicate {
+		copies = 2
+		s.stats.Duplicated++
+	}
+	for range copies {
+		lat := int64(latencyMin + s.rng.IntN(latencyMax-latencyMin+1))
+		if !s.cfg.Reorder {
+			lat = latencyMin + 2
+		}
+		s.seq++
+		heap.Push(&s.q, &event{at: s.now + lat, seq: s.seq, kind: evDeliver, from: from, to: to, msg: b})
+	}
+}
+
+func (s *Sim) deliver(e *event) {
+	n := s.nodes[e.to]
+	if n.crashed || !s.reachable(e.from, e.to) {
+		s.stats.Lost++
+		return
+	}
+	if n.paused {
+		n.held = append(n.held, e)
+		return
+	}
+	m, err := replica.Decode(e.msg)
+	if err != nil {
+		panic(fmt.Sprintf("sim: decode: %v", err))
+	}
+	// Every stamp received is observed (SPEC.md: a node's clock never
+	// issues a stamp below one it has seen).
+	observe(n, m.Ballot)
+	observe(n, m.Promised)
+	observe(n, m.Accepted)
+	observe(n, replica.Ballot(m.Stamp))
+	if m.Delta != nil {
+		observe(n, replica.Ballot(m.Delta.Stamp))
+	}
+	switch m.Op {
+	case replica.OpPrepare, replica.OpCommit, replica.OpFetch, replica.OpConfirm:
+		r := n.rep.Handle(m, 0)
+		s.send(e.to, e.from, r)
+	default:
+		a := n.acts[keyIndex(m.Key)]
+		if a == nil || a.sess.Ballot() != m.Ballot {
+			return
+		}
+		s.carry(n, a, a.sess.Step(s.nodes[e.from].id, m))
+	}
+}
+
+func observe(n *node, b replica.Ballot) {
+	if !b.IsZero() {
+		_, _ = n.clock.Observe(b)
+	}
+}
+
+func keyName(k int) string { return fmt.Sprintf("k%d", k) }
+func keyIndex(s string) int {
+	var k int
+	fmt.Sscanf(s, "k%d", &k)
+	return k
+}
+
+// carry sends a session's requests and acts on the rounds that ended.
+func (s *Sim) carry(n *node, a *activation, outs []replica.Out) {
+	for _, o := range outs {
+		s.send(n.i, s.index(o.To), o.Msg)
+	}
+	for _, r := range a.sess.Results() {
+		s.result(n, a, r)
+	}
+}
+
+func (s *Sim) startRound(n *node, a *activation, outs []replica.Out) {
+	a.round++
+	round := a.round
+	s.after(roundTimeout, func() {
+		if n.crashed || n.acts[a.key] != a || a.round != round {
+			return
+		}
+		if n.paused {
+			// A paused node's timers fire after it resumes.
+			n.held = append(n.held, &event{kind: evFunc, f: func() {
+				if n.acts[a.key] == a && a.round == round {
+					a.sess.Expire()
+					s.carry(n, a, nil)
+				}
+			}})
+			return
+		}
+		a.sess.Expire()
+		s.carry(n, a, nil)
+	})
+	s.carry(n, a, outs)
+}
+
+// result acts on an ended round.
+func (s *Sim) result(n *node, a *activation, r replica.Result) {
+	observe(n, r.Promised)
+	if r.Fenced {
+		s.stats.Fenced++
+	}
+	switch r.Round {
+	case replica.RoundPrepare, replica.RoundInstall:
+		if r.Err != nil {
+			s.discard(n, a, r.Err, false)
+			return
+		}
+		a.ready = true
+		a.value = decodeValue(n.rep.Pages(keyName(a.key), keyName(a.key)))
+		s.next(n, a)
+	case replica.RoundCommit:
+		req := a.cur
+		a.cur = nil
+		if r.Err != nil {
+			if r.Applied {
+				req.answer(Output{Unknown: true}, false)
+			} else {
+				req.answer(Output{}, true)
+			}
+			s.discard(n, a, r.Err, true)
+			return
+		}
+		a.value = req.newVal
+		if req.in.Kind == CAS {
+			req.answer(Output{OK: true}, false)
+		} else {
+			req.answer(Output{}, false)
+		}
+		if r.Fenced {
+			s.discard(n, a, nil, true)
+			return
+		}
+		s.next(n, a)
+	case replica.RoundConfirm:
+		req := a.cur
+		a.cur = nil
+		if r.Err != nil {
+			req.answer(Output{}, true)
+			s.discard(n, a, r.Err, true)
+			return
+		}
+		s.finishRead(req, a.value)
+		s.next(n, a)
+	}
+}
+
+func (s *Sim) finishRead(req *request, v int) {
+	if req.in.Kind == Read {
+		req.answer(Output{Value: v}, false)
+	} else {
+		req.answer(Output{OK: false}, false) // CAS whose expectation failed
+	}
+}
+
+func (r *request) answer(o Output, definiteFailure bool) {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.reply(o, definiteFailure)
+}
+
+// discard ends an activation; its queued requests fail definitely (they
+// never ran).
+func (s *Sim) discard(n *node, a *activation, err error, _ bool) {
+	if n.acts[a.key] != a {
+		return
+	}
+	delete(n.acts, a.key)
+	if a.cur != nil {
+		a.cur.answer(Output{}, true)
+	}
+	for _, r := range a.pending {
+		r.answer(Output{}, true)
+	}
+}
+
+// next runs the activation's next request.
+func (s *Sim) next(n *node, a *activation) {
+	for a.cur == nil && len(a.pending) > 0 && a.ready && !n.crashed {
+		req := a.pending[0]
+		a.pending = a.pending[1:]
+		if req.done {
+			continue
+		}
+		a.cur = req
+		switch req.in.Kind {
+		case Read:
+			s.startRound(n, a, a.sess.Confirm())
+			return
+		case CAS:
+			if a.value != req.in.Expected {
+				s.startRound(n, a, a.sess.Confirm())
+				return
+			}
+			fallthrough
+		case Write:
+			req.newVal = req.in.Value
+			st := a.sess.State()
+			d := pager.Delta{Stamp: pager.Stamp(n.clock.Now()), Basis: st.Stamp,
+				Pages: []pager.Page{{Key: "V", Data: encodeValue(req.newVal)}}}
+			s.startRound(n, a, a.sess.Commit(d))
+			return
+		}
+	}
+}
+
+// handle is a client request arriving at node i, which takes it as the
+// key's owner.
+func (s *Sim) handle(i int, req *request) {
+	n := s.nodes[i]
+	if n.crashed {
+		return // the client times out
+	}
+	if n.paused {
+		n.held = append(n.held, &event{kind: evFunc, f: func() { s.handle(i, req) }})
+		return
+	}
+	a := n.acts[req.in.Key]
+	if a == nil {
+		ballot := n.clock.Now()
+		a = &activation{key: req.in.Key}
+		a.sess = replica.NewSession(keyName(req.in.Key), keyName(req.in.Key), s.set(req.in.Key, i), n.rep, ballot)
+		n.acts[req.in.Key] = a
+		s.stats.Activations++
+		a.pending = append(a.pending, req)
+		s.startRound(n, a, a.sess.Open())
+		return
+	}
+	a.pending = append(a.pending, req)
+	s.next(n, a)
+}
+
+func encodeValue(v int) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(v))
+}
+
+func decodeValue(pages []pager.Page) int {
+	for _, p := range pages {
+		if p.Key == "V" && len(p.Data) == 8 {
+			return int(binary.BigEndian.Uint64(p.Data))
+		}
+	}
+	return 0
+}
+
+// client runs operations until the budget is spent.
+func (s *Sim) client(c int) {
+	if s.issued >= s.cfg.Ops {
+		return
+	}
+	s.issued++
+	in := Input{Key: s.rng.IntN(s.cfg.Keys)}
+	switch x := s.rng.IntN(10); {
+	case x < 4:
+		in.Kind = Read
+	case x < 7:
+		in.Kind = Write
+		s.values++
+		in.Value = s.values
+	default:
+		in.Kind = CAS
+		in.Expected = s.rng.IntN(s.values + 1)
+		s.values++
+		in.Value = s.values
+	}
+	// The node the request reaches: the key's first live replica as a
+	// correct view has it, or (divergent views) any replica.
+	reps := s.replicas(in.Key)
+	target := -1
+	for _, r := range reps {
+		if !s.nodes[r].crashed {
+			target = r
+			break
+		}
+	}
+	if target < 0 || s.rng.Float64() < s.cfg.WrongViews {
+		target = reps[s.rng.IntN(len(reps))]
+	}
+	req := &request{in: in, client: c, call: s.now}
+	s.stats.Ops++
+	finish := func(o Output, definiteFailure bool) {
+		switch {
+		case definiteFailure:
+			s.stats.Failed++
+		case o.Unknown:
+			s.stats.Indeterminate++
+			s.hist = append(s.hist, Op{Client: c, Input: in, Output: o, Call: req.call, Return: -1})
+		default:
+			s.stats.OK++
+			s.hist = append(s.hist, Op{Client: c, Input: in, Output: o, Call: req.call, Return: s.now})
+		}
+		s.after(int64(1+s.rng.IntN(thinkMax)), func() { s.client(c) })
+	}
+	req.reply = finish
+	s.after(clientWait, func() { req.answer(Output{Unknown: true}, false) })
+	s.after(int64(latencyMin), func() { s.handle(target, req) })
+}
+
+// faults schedules the configured faults over the run's first stretch.
+func (s *Sim) faults(span int64) {
+	for range s.cfg.Partitions {
+		at, dur := s.rng.Int64N(span), 200+s.rng.Int64N(2000)
+		s.after(at, func() {
+			g := make([]int, len(s.nodes))
+			for i := range g {
+				g[i] = s.rng.IntN(2)
+			}
+			s.parts = g
+			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d partition %v for %d ms", s.now, g, dur))
+			s.after(dur, func() { s.parts = nil })
+		})
+	}
+	for range s.cfg.Pauses {
+		at, dur, i := s.rng.Int64N(span), 100+s.rng.Int64N(3000), s.rng.IntN(len(s.nodes))
+		s.after(at, func() {
+			n := s.nodes[i]
+			if n.crashed || n.paused {
+				return
+			}
+			n.paused = true
+			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d pause n%d for %d ms", s.now, i, dur))
+			s.after(dur, func() {
+				n.paused = false
+				held := n.held
+				n.held = nil
+				for _, e := range held {
+					if e.kind == evDeliver {
+						s.deliver(e)
+					} else {
+						e.f()
+					}
+				}
+			})
+		})
+	}
+	for range s.cfg.Amnesia {
+		at, i := s.rng.Int64N(span), s.rng.IntN(len(s.nodes))
+		s.after(at, func() {
+			n := s.nodes[i]
+			if n.crashed {
+				return
+			}
+			n.rep, n.acts, n.paused, n.held = replica.NewReplica(), map[int]*activation{}, false, nil
+			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
+		})
+	}
+	crashes := min(s.cfg.Crashes, s.cfg.Replicas-s.cfg.W)
+	for range crashes {
+		at, i := s.rng.Int64N(span), s.rng.IntN(len(s.nodes))
+		s.after(at, func() {
+			n := s.nodes[i]
+			if n.crashed {
+				return
+			}
+			n.crashed, n.paused, n.held = true, false, nil
+			n.acts = map[int]*activation{}
+			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d crash n%d", s.now, i))
+		})
+	}
+}
+
+// Run runs the simulation to its end and returns its history.
+func (s *Sim) Run() ([]Op, Stats) {
+	span := int64(s.cfg.Ops) * 15
+	s.faults(span)
+	for c := range s.cfg.Clients {
+		s.after(int64(c), func() { s.client(c) })
+	}
+	for s.q.Len() > 0 {
+		e := heap.Pop(&s.q).(*event)
+		if e.at > horizon {
+			break
+		}
+		s.now = e.at
+		if e.kind == evDeliver {
+			s.deliver(e)
+		} else {
+			e.f()
+		}
+	}
+	return s.hist, s.stats
+}
