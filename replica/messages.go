@@ -49,9 +49,17 @@ const (
 	OpConfirm
 	// OpConfirmed answers OpConfirm: Status, Promised, Accepted, Stamp.
 	OpConfirmed
+	// OpSync asks for the copies held of Kind's actors whose ring points
+	// fall in Range, from the actor after Key on (Key empty: from the
+	// start): a member that just entered the range's replica set pulls
+	// what the range's previous set holds. Reply OpSynced.
+	OpSync
+	// OpSynced answers OpSync: Records, and More when the reply was cut at
+	// the batch size (ask again with Key = the last record's key).
+	OpSynced
 )
 
-var opNames = [...]string{"?", "prepare", "promise", "fetch", "pages", "commit", "ack", "confirm", "confirmed"}
+var opNames = [...]string{"?", "prepare", "promise", "fetch", "pages", "commit", "ack", "confirm", "confirmed", "sync", "synced"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -63,7 +71,7 @@ func (o Op) String() string {
 // reply returns the reply type of a request type.
 func (o Op) reply() Op {
 	switch o {
-	case OpPrepare, OpFetch, OpCommit, OpConfirm:
+	case OpPrepare, OpFetch, OpCommit, OpConfirm, OpSync:
 		return o + 1
 	}
 	return 0
@@ -80,9 +88,11 @@ const (
 	StatusPending                // commit part accepted; the commit is not complete yet
 	StatusMissing                // fetch refused: the replica no longer holds that state
 	StatusCorrupt                // the request was malformed (Reason says why)
+	StatusBehind                 // refused: the request's placement Version is older than the replica's
+	StatusUnsynced               // sync refused: the replica has not synced that range itself
 )
 
-var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt"}
+var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -94,18 +104,68 @@ func (s Status) String() string {
 // Msg is one replication message. Kind and Key name the actor; the other
 // fields are used as its Op says (SPEC.md lists them per Op).
 type Msg struct {
-	Op       Op            `msgpack:"o"`
-	Kind     string        `msgpack:"k"`
-	Key      string        `msgpack:"y"`
-	Ballot   Ballot        `msgpack:"b"`
-	Status   Status        `msgpack:"s,omitempty"`
-	Promised Ballot        `msgpack:"p"`
-	Accepted Ballot        `msgpack:"a"`
-	Stamp    pager.Stamp   `msgpack:"t"`
-	Part     int           `msgpack:"n,omitempty"`
+	Op       Op             `msgpack:"o"`
+	Version  uint64         `msgpack:"v,omitempty"`
+	Kind     string         `msgpack:"k"`
+	Key      string         `msgpack:"y"`
+	Ballot   Ballot         `msgpack:"b"`
+	Status   Status         `msgpack:"s,omitempty"`
+	Promised Ballot         `msgpack:"p"`
+	Accepted Ballot         `msgpack:"a"`
+	Stamp    pager.Stamp    `msgpack:"t"`
+	Part     int            `msgpack:"n,omitempty"`
 	Have     *pager.Listing `msgpack:"h,omitempty"`
-	Delta    *pager.Delta  `msgpack:"d,omitempty"`
-	Reason   string        `msgpack:"r,omitempty"`
+	Delta    *pager.Delta   `msgpack:"d,omitempty"`
+	Reason   string         `msgpack:"r,omitempty"`
+	// Voter (OpPromise) says the answer counts toward the read quorum:
+	// the replica has synced the actor's range (or never left it).
+	Voter   bool     `msgpack:"w,omitempty"`
+	Range   Range    `msgpack:"g"`
+	Records []Record `msgpack:"c,omitempty"`
+	More    bool     `msgpack:"m,omitempty"`
+}
+
+// Range is an arc of the ring: the points p with Start < p <= End, wrapping
+// past the largest point; Start == End is the whole ring.
+type Range struct {
+	Start uint64 `msgpack:"s"`
+	End   uint64 `msgpack:"e"`
+}
+
+// Contains reports whether p lies in r.
+func (r Range) Contains(p uint64) bool {
+	switch {
+	case r.Start == r.End:
+		return true
+	case r.Start < r.End:
+		return r.Start < p && p <= r.End
+	}
+	return p > r.Start || p <= r.End
+}
+
+// Within reports whether every point of r lies in o.
+func (r Range) Within(o Range) bool {
+	if o.Start == o.End {
+		return true
+	}
+	if r.Start == r.End {
+		return false
+	}
+	span, off := o.End-o.Start, r.Start-o.Start
+	return off < span && off+(r.End-r.Start) <= span
+}
+
+// Overlaps reports whether r and o share a point.
+func (r Range) Overlaps(o Range) bool {
+	return r.Contains(o.End) || o.Contains(r.End)
+}
+
+// Record is one actor's copy as a sync carries it.
+type Record struct {
+	Key      string       `msgpack:"y"`
+	Accepted Ballot       `msgpack:"a"`
+	Stamp    pager.Stamp  `msgpack:"t"`
+	Pages    []pager.Page `msgpack:"g,omitempty"`
 }
 
 // Encode returns m's wire form: msgpack, short field names as keys.
@@ -143,10 +203,10 @@ func Decode(b []byte) (m *Msg, err error) {
 
 // validate checks what decoding alone cannot.
 func (m *Msg) validate() error {
-	if m.Op < OpPrepare || m.Op > OpConfirmed {
+	if m.Op < OpPrepare || m.Op > OpSynced {
 		return fmt.Errorf("%w: unknown op %d", ErrCorrupt, m.Op)
 	}
-	if m.Status > StatusCorrupt {
+	if m.Status > StatusUnsynced {
 		return fmt.Errorf("%w: unknown status %d", ErrCorrupt, m.Status)
 	}
 	if m.Part < 0 || m.Part >= pager.MaxParts {

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/casty-go/casty/pager"
 )
@@ -23,8 +24,17 @@ import (
 //   - the state's accepted ballot is the ballot of the commit that
 //     published it.
 type Replica struct {
-	recs  map[key]*record
-	bytes int // page bytes held, all records
+	recs    map[key]*record
+	bytes   int // page bytes held, all records
+	point   func(kind, key string) uint64
+	version uint64 // the highest placement version seen
+
+	// Ranges this member entered and has not synced yet, per kind: there
+	// it does not vote "I hold nothing". A member that joined a running
+	// cluster is strict: a kind it has no entry for is unsynced
+	// everywhere.
+	unsynced map[string][]Range
+	strict   bool
 }
 
 type key struct{ kind, key string }
@@ -37,8 +47,77 @@ type record struct {
 	bytes    int
 }
 
-// NewReplica returns an empty replica side.
-func NewReplica() *Replica { return &Replica{recs: map[key]*record{}} }
+// NewReplica returns an empty replica side. point maps an actor to its
+// ring point (ring.Point in casty); nil puts every actor at point 0.
+func NewReplica(point func(kind, key string) uint64) *Replica {
+	if point == nil {
+		point = func(string, string) uint64 { return 0 }
+	}
+	return &Replica{recs: map[key]*record{}, point: point, unsynced: map[string][]Range{}}
+}
+
+// Version returns the highest placement version the replica has seen.
+func (r *Replica) Version() uint64 { return r.version }
+
+// Observe raises the replica's placement version to v: from then on it
+// refuses requests of an older placement (StatusBehind).
+func (r *Replica) Observe(v uint64) {
+	if v > r.version {
+		r.version = v
+	}
+}
+
+// Joined marks this replica as a newcomer to a running cluster: every
+// kind not given ranges by Unsync is unsynced everywhere, so it votes only
+// where it holds a state.
+func (r *Replica) Joined() { r.strict = true }
+
+// Unsync marks ranges this member just entered as not synced for kind:
+// until Synced, it answers prepares there as a non-voter unless it holds a
+// state, and refuses syncs of them.
+func (r *Replica) Unsync(kind string, rs ...Range) {
+	r.unsynced[kind] = append(r.unsynced[kind], rs...)
+}
+
+// Synced clears the unsynced ranges of kind that lie within rng: the
+// member has pulled what the range's previous replica set held.
+func (r *Replica) Synced(kind string, rng Range) {
+	var keep []Range
+	for _, u := range r.unsynced[kind] {
+		if !u.Within(rng) {
+			keep = append(keep, u)
+		}
+	}
+	r.unsynced[kind] = keep
+}
+
+// synced reports whether this member votes on actors of kind at point p.
+func (r *Replica) synced(kind string, p uint64) bool {
+	rs, ok := r.unsynced[kind]
+	if !ok && r.strict {
+		return false
+	}
+	for _, u := range rs {
+		if u.Contains(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// syncedRange reports whether no unsynced range of kind overlaps rng.
+func (r *Replica) syncedRange(kind string, rng Range) bool {
+	rs, ok := r.unsynced[kind]
+	if !ok && r.strict {
+		return false
+	}
+	for _, u := range rs {
+		if u.Overlaps(rng) {
+			return false
+		}
+	}
+	return true
+}
 
 // Keys returns how many actors the replica holds a record of.
 func (r *Replica) Keys() int { return len(r.recs) }
@@ -130,8 +209,22 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		out.Op, out.Status, out.Reason = OpAck, StatusCorrupt, fmt.Sprintf("replica: %v is not a request", m.Op)
 		return out
 	}
-	if m.Ballot.IsZero() || (m.Op == OpCommit && m.Delta == nil) {
+	if (m.Ballot.IsZero() && m.Op != OpSync) || (m.Op == OpCommit && m.Delta == nil) {
 		out.Status, out.Reason = StatusCorrupt, "replica: request without a ballot or a commit without a delta"
+		return out
+	}
+	out.Version = r.version
+	if m.Version < r.version {
+		out.Status, out.Reason = StatusBehind, fmt.Sprintf("replica: placement version %d is behind %d", m.Version, r.version)
+		if m.Op == OpCommit {
+			out.Stamp = m.Delta.Stamp
+		}
+		return out
+	}
+	r.version = m.Version
+	out.Version = m.Version
+	if m.Op == OpSync {
+		r.sync(m, out, batch)
 		return out
 	}
 	rec, known := r.recs[key{m.Kind, m.Key}]
@@ -157,6 +250,10 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	switch m.Op {
 	case OpPrepare:
 		rec.promised = m.Ballot
+		// A member votes only where it has synced: a copy it holds from
+		// before it last left the range, or from a commit while it was
+		// syncing, may be older than an acknowledged write elsewhere.
+		out.Voter = r.synced(m.Kind, r.point(m.Kind, m.Key))
 	case OpCommit:
 		rec.promised = m.Ballot
 		r.commit(rec, m, out)
@@ -236,4 +333,57 @@ func (r *Replica) Install(kind, k string, s State, pages []pager.Page) error {
 	rec := r.rec(kind, k)
 	r.publish(rec, fresh, s.Accepted)
 	return nil
+}
+
+// sync answers OpSync: the records of kind in the range, in key order
+// from after m.Key, cut at batch bytes.
+func (r *Replica) sync(m *Msg, out *Msg, batch int) {
+	out.Range = m.Range
+	if !r.syncedRange(m.Kind, m.Range) {
+		out.Status = StatusUnsynced
+		return
+	}
+	if batch <= 0 {
+		batch = pager.DefaultBatchSize
+	}
+	var keys []string
+	for k, rec := range r.recs {
+		if k.kind == m.Kind && k.key > m.Key && (!rec.store.Stamp().IsZero()) && m.Range.Contains(r.point(k.kind, k.key)) {
+			keys = append(keys, k.key)
+		}
+	}
+	slices.Sort(keys)
+	size := 0
+	for _, k := range keys {
+		rec := r.recs[key{m.Kind, k}]
+		if size > 0 && size+rec.bytes > batch {
+			out.More = true
+			break
+		}
+		out.Records = append(out.Records, Record{Key: k, Accepted: rec.accepted, Stamp: rec.store.Stamp(), Pages: rec.store.Pages()})
+		size += rec.bytes + len(k) + 64
+	}
+}
+
+// Adopt installs rec as kind's copy unless the copy held is as new or
+// newer (by accepted ballot, then stamp). It reports whether it did.
+func (r *Replica) Adopt(kind string, rec Record) (bool, error) {
+	if have, ok := r.Get(kind, rec.Key); ok && !have.Less(State{Accepted: rec.Accepted, Stamp: rec.Stamp}) {
+		return false, nil
+	}
+	promised := Ballot{}
+	if old, ok := r.recs[key{kind, rec.Key}]; ok {
+		promised = old.promised
+	}
+	if err := r.Install(kind, rec.Key, State{Accepted: rec.Accepted, Stamp: rec.Stamp}, rec.Pages); err != nil {
+		return false, err
+	}
+	nr := r.recs[key{kind, rec.Key}]
+	if nr.promised.Compare(promised) < 0 {
+		nr.promised = promised
+	}
+	if nr.promised.Compare(rec.Accepted) < 0 {
+		nr.promised = rec.Accepted
+	}
+	return true, nil
 }

@@ -19,6 +19,9 @@ type Set struct {
 	// Batch bounds the bytes of one message part (default
 	// pager.DefaultBatchSize).
 	Batch int
+	// Version is the placement version Members was computed from; replicas
+	// that know a newer one refuse the session (StatusBehind).
+	Version uint64
 }
 
 // Out is a request for the runtime to send; the reply goes back through
@@ -48,6 +51,10 @@ type Result struct {
 	// State is the session's state after the round: the adopted state
 	// after activation, the new one after a commit.
 	State State
+	// Version is the highest placement version a replica refused this
+	// session's older one with (StatusBehind): the runtime must wait until
+	// its own placement reaches it before a new session can succeed.
+	Version uint64
 }
 
 // Round names a session's rounds.
@@ -55,12 +62,12 @@ type Round uint8
 
 // The rounds, in the order an activation runs them.
 const (
-	RoundNone     Round = iota
-	RoundPrepare        // promises from a read quorum, the adopted state chosen
-	RoundFetch          // the adopted state's missing pages fetched from a holder
-	RoundInstall        // the adopted state written to a write quorum (when too few hold it)
-	RoundCommit         // a commit acknowledged by a write quorum
-	RoundConfirm        // a read quorum confirmed no newer owner exists
+	RoundNone    Round = iota
+	RoundPrepare       // promises from a read quorum, the adopted state chosen
+	RoundFetch         // the adopted state's missing pages fetched from a holder
+	RoundInstall       // the adopted state written to a write quorum (when too few hold it)
+	RoundCommit        // a commit acknowledged by a write quorum
+	RoundConfirm       // a read quorum confirmed no newer owner exists
 )
 
 var roundNames = [...]string{"none", "prepare", "fetch", "install", "commit", "confirm"}
@@ -98,6 +105,8 @@ type Session struct {
 	answers map[NodeID]Status
 	oks     int
 	refused int
+	abstain int    // answers that do not count (non-voters)
+	version uint64 // the highest placement version a refusal named
 	fenced  bool
 	highest Ballot
 	results []Result
@@ -106,8 +115,8 @@ type Session struct {
 	promises map[NodeID]State
 	best     State
 	// fetch
-	holders []NodeID
-	src     int
+	holders   []NodeID
+	src       int
 	have      map[string]pager.Page
 	fetchHave *pager.Listing
 	part      int
@@ -148,7 +157,7 @@ func (s *Session) Results() []Result {
 }
 
 func (s *Session) msg(op Op) *Msg {
-	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot}
+	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot, Version: s.set.Version}
 }
 
 func (s *Session) begin(r Round) error {
@@ -160,13 +169,13 @@ func (s *Session) begin(r Round) error {
 	}
 	s.round = r
 	s.answers = map[NodeID]Status{}
-	s.oks, s.refused, s.fenced = 0, 0, false
+	s.oks, s.refused, s.abstain, s.fenced = 0, 0, 0, false
 	return nil
 }
 
 // finish ends the current round with err (nil: success).
 func (s *Session) finish(err error) {
-	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state}
+	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state, Version: s.version}
 	if s.round == RoundCommit || s.round == RoundInstall {
 		res.Applied = s.applied
 	}
@@ -222,10 +231,11 @@ func (s *Session) Step(from NodeID, m *Msg) []Out {
 	if s.over || s.round == RoundNone || m == nil || m.Ballot != s.ballot || !s.has(from) {
 		return nil
 	}
-	if m.Status == StatusStale {
-		if m.Promised.Compare(s.highest) > 0 {
-			s.highest = m.Promised
-		}
+	if m.Status == StatusStale && m.Promised.Compare(s.highest) > 0 {
+		s.highest = m.Promised
+	}
+	if m.Status == StatusBehind && m.Version > s.version {
+		s.version = m.Version
 	}
 	switch s.round {
 	case RoundPrepare:
@@ -261,15 +271,18 @@ func (s *Session) tally(from NodeID, st Status) bool {
 	case StatusStale:
 		s.refused++
 		s.fenced = true
-	case StatusCorrupt, StatusMissing:
+	case StatusCorrupt, StatusMissing, StatusBehind, StatusUnsynced:
 		s.refused++
 	}
 	return true
 }
 
 func (s *Session) quorumLost(need int) error {
-	if reachable(len(s.set.Members), s.refused, need) {
+	if reachable(len(s.set.Members), s.refused+s.abstain, need) {
 		return nil
+	}
+	if s.version > 0 {
+		return fmt.Errorf("%w: %s/%s: replicas know placement version %d, this owner's is older", ErrQuorumUnavailable, s.kind, s.key, s.version)
 	}
 	if s.fenced {
 		return fmt.Errorf("%w: %s/%s: a replica promised ballot %v, above this owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
@@ -278,10 +291,20 @@ func (s *Session) quorumLost(need int) error {
 }
 
 func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
-	if !s.tally(from, m.Status) {
+	st := m.Status
+	if st == StatusOK && !m.Voter {
+		// A member that entered the range and has not synced it: its
+		// "nothing here" proves nothing. It promised all the same.
+		if _, dup := s.answers[from]; dup {
+			return nil
+		}
+		s.answers[from] = st
+		s.abstain++
+		st = 0xff
+	} else if !s.tally(from, st) {
 		return nil
 	}
-	if m.Status == StatusOK {
+	if st == StatusOK {
 		st := State{Promised: m.Promised, Accepted: m.Accepted, Stamp: m.Stamp}
 		s.promises[from] = st
 		if s.oks == 1 || s.best.Less(st) {
@@ -457,15 +480,24 @@ func (s *Session) spread() []Out {
 	var out []Out
 	if s.has(s.set.Self) {
 		out = s.selfApply(s.parts)
-		if s.answers[s.set.Self] == StatusStale && s.round != RoundNone {
-			s.applied = s.round == RoundInstall
-			s.finish(fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot))
-			return out
-		}
 		if s.round == RoundNone {
 			return out
 		}
+		if st, answered := s.answers[s.set.Self]; !answered || st != StatusOK {
+			// The owner's own copy refused: nothing was sent, so nothing
+			// was applied anywhere (an install re-writes a state that
+			// already exists, which is never "not applied").
+			s.applied = s.round == RoundInstall
+			err := fmt.Errorf("%w: %s/%s: the owner's own copy refused the commit (%v)", ErrQuorumUnavailable, s.kind, s.key, st)
+			if st == StatusStale {
+				err = fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
+			}
+			s.finish(err)
+			return out
+		}
 	}
+	// From here on the commit may be applied somewhere.
+	s.applied = true
 	for _, id := range s.set.Members {
 		if id != s.set.Self {
 			out = append(out, s.sendParts(id, s.parts)...)

@@ -56,6 +56,17 @@ type Config struct {
 	Partitions, Pauses, Crashes int
 	// Skew is the largest clock offset of a node, either way.
 	Skew time.Duration
+	// Restarts is how many times a member is killed and comes back as a
+	// new member (a new id, empty): a join. The dead one stays placed
+	// until removed.
+	Restarts int
+	// RemoveAfter is how long (simulated ms) a member must have been dead
+	// before the members that see a majority of the placement alive remove
+	// it. Default 3000.
+	RemoveAfter int64
+	// ViewLag bounds how long (simulated ms) a node takes to learn a new
+	// placement. Default 200.
+	ViewLag int64
 	// Amnesia is how many times a node restarts with its id but an empty
 	// memory — what the design forbids (a restarted process takes a new
 	// id): runs with it lose acknowledged writes, which proves the check
@@ -86,6 +97,12 @@ func (c *Config) defaults() {
 	if c.Ops == 0 {
 		c.Ops = 200
 	}
+	if c.RemoveAfter == 0 {
+		c.RemoveAfter = 3000
+	}
+	if c.ViewLag == 0 {
+		c.ViewLag = 200
+	}
 }
 
 // Timing of the simulated system, in simulated milliseconds.
@@ -104,6 +121,7 @@ type Stats struct {
 	Messages, Lost, Duplicated     int
 	Faults                         []string
 	Activations, Fenced            int
+	Joins, Removals, Syncs         int
 }
 
 // OpKind is a register operation.
@@ -176,17 +194,19 @@ func (q *queue) Pop() any {
 
 // Sim is one run.
 type Sim struct {
-	cfg    Config
-	rng    *rand.Rand
-	now    int64
-	seq    uint64
-	q      queue
-	nodes  []*node
-	parts  []int // partition group per node; nil: none
-	stats  Stats
-	hist   []Op
-	issued int
-	values int
+	cfg        Config
+	placements [][]int // every placement so far; version v is placements[v-1]
+	rng        *rand.Rand
+	now        int64
+	seq        uint64
+	q          queue
+	nodes      []*node
+	parts      []int // partition group per node; nil: none
+	stats      Stats
+	hist       []Op
+	issued     int
+	finished   int
+	values     int
 }
 
 type node struct {
@@ -199,6 +219,9 @@ type node struct {
 	paused  bool
 	held    []*event // deliveries waiting for a paused node
 	acts    map[int]*activation
+	view    int // the placement version this node acts on (0: not yet placed)
+	syncs   map[int]*replica.Sync
+	diedAt  int64
 }
 
 // activation is an owner's activation of one key.
@@ -226,31 +249,49 @@ type request struct {
 func New(cfg Config) *Sim {
 	cfg.defaults()
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
-	for i := range cfg.Nodes {
-		n := &node{i: i, rep: replica.NewReplica(), acts: map[int]*activation{}}
-		binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
-		if cfg.Skew > 0 {
-			n.skew = s.rng.Int64N(2*cfg.Skew.Milliseconds()+1) - cfg.Skew.Milliseconds()
-		}
-		nn := n
-		n.clock, _ = hlc.New(hlc.Config{Node: n.id, Physical: func() int64 { return 1_000_000 + s.now + nn.skew }})
-		s.nodes = append(s.nodes, n)
+	var first []int
+	for range cfg.Nodes {
+		n := s.addNode()
+		n.view = 1
+		first = append(first, n.i)
 	}
+	s.placements = [][]int{first}
 	return s
 }
+
+// addNode creates a member process (not placed yet).
+func (s *Sim) addNode() *node {
+	i := len(s.nodes)
+	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}}
+	binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
+	if s.cfg.Skew > 0 {
+		n.skew = s.rng.Int64N(2*s.cfg.Skew.Milliseconds()+1) - s.cfg.Skew.Milliseconds()
+	}
+	n.clock, _ = hlc.New(hlc.Config{Node: n.id, Physical: func() int64 { return 1_000_000 + s.now + n.skew }})
+	s.nodes = append(s.nodes, n)
+	return n
+}
+
+// point is an actor's ring point: each key its own range of the ring.
+func point(_, key string) uint64 { return uint64(keyIndex(key)) + 1 }
+
+func keyRange(k int) replica.Range { p := uint64(k) + 1; return replica.Range{Start: p - 1, End: p} }
+
+const kind = "register"
 
 // Seed returns the run's seed.
 func (s *Sim) Seed() uint64 { return s.cfg.Seed }
 
-// replicas returns key's replica set: rendezvous hashing over all placed
-// nodes (crashed ones included: placement does not follow liveness).
-func (s *Sim) replicas(key int) []int {
+// replicas returns key's replica set under placement version v:
+// rendezvous hashing over the placed members (dead ones included:
+// placement does not follow liveness, only joins and removals).
+func (s *Sim) replicas(key, v int) []int {
 	type scored struct {
 		i int
 		h uint64
 	}
 	var all []scored
-	for i := range s.nodes {
+	for _, i := range s.placements[v-1] {
 		h := uint64(key+1)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
 		h ^= h >> 31
 		h *= 0x94d049bb133111eb
@@ -271,9 +312,9 @@ func (s *Sim) replicas(key int) []int {
 	return out
 }
 
-func (s *Sim) set(key, self int) replica.Set {
-	set := replica.Set{Self: s.nodes[self].id, W: s.cfg.W}
-	for _, i := range s.replicas(key) {
+func (s *Sim) set(key, self, v int) replica.Set {
+	set := replica.Set{Self: s.nodes[self].id, W: s.cfg.W, Version: uint64(v)}
+	for _, i := range s.replicas(key, v) {
 		set.Members = append(set.Members, s.nodes[i].id)
 	}
 	return set
@@ -340,9 +381,20 @@ func (s *Sim) deliver(e *event) {
 		observe(n, replica.Ballot(m.Delta.Stamp))
 	}
 	switch m.Op {
-	case replica.OpPrepare, replica.OpCommit, replica.OpFetch, replica.OpConfirm:
+	case replica.OpPrepare, replica.OpCommit, replica.OpFetch, replica.OpConfirm, replica.OpSync:
 		r := n.rep.Handle(m, 0)
 		s.send(e.to, e.from, r)
+	case replica.OpSynced:
+		k := int(m.Range.End) - 1
+		if y := n.syncs[k]; y != nil {
+			for _, o := range y.Step(s.nodes[e.from].id, m) {
+				s.send(n.i, s.index(o.To), o.Msg)
+			}
+			if y.Done() {
+				delete(n.syncs, k)
+				s.stats.Syncs++
+			}
+		}
 	default:
 		a := n.acts[keyIndex(m.Key)]
 		if a == nil || a.sess.Ballot() != m.Ballot {
@@ -411,7 +463,7 @@ func (s *Sim) result(n *node, a *activation, r replica.Result) {
 			return
 		}
 		a.ready = true
-		a.value = decodeValue(n.rep.Pages(keyName(a.key), keyName(a.key)))
+		a.value = decodeValue(n.rep.Pages(kind, keyName(a.key)))
 		s.next(n, a)
 	case replica.RoundCommit:
 		req := a.cur
@@ -473,7 +525,8 @@ func (s *Sim) discard(n *node, a *activation, err error, _ bool) {
 	}
 	delete(n.acts, a.key)
 	if a.cur != nil {
-		a.cur.answer(Output{}, true)
+		// A request whose commit was sent may have taken effect.
+		a.cur.answer(Output{Unknown: a.cur.started}, !a.cur.started)
 	}
 	for _, r := range a.pending {
 		r.answer(Output{}, true)
@@ -501,6 +554,7 @@ func (s *Sim) next(n *node, a *activation) {
 			fallthrough
 		case Write:
 			req.newVal = req.in.Value
+			req.started = true
 			st := a.sess.State()
 			d := pager.Delta{Stamp: pager.Stamp(n.clock.Now()), Basis: st.Stamp,
 				Pages: []pager.Page{{Key: "V", Data: encodeValue(req.newVal)}}}
@@ -525,7 +579,11 @@ func (s *Sim) handle(i int, req *request) {
 	if a == nil {
 		ballot := n.clock.Now()
 		a = &activation{key: req.in.Key}
-		a.sess = replica.NewSession(keyName(req.in.Key), keyName(req.in.Key), s.set(req.in.Key, i), n.rep, ballot)
+		if n.view == 0 || !slices.Contains(s.replicas(req.in.Key, n.view), i) {
+			req.answer(Output{}, true) // not a replica of the key on its view: refused
+			return
+		}
+		a.sess = replica.NewSession(kind, keyName(req.in.Key), s.set(req.in.Key, i, n.view), n.rep, ballot)
 		n.acts[req.in.Key] = a
 		s.stats.Activations++
 		a.pending = append(a.pending, req)
@@ -571,7 +629,7 @@ func (s *Sim) client(c int) {
 	}
 	// The node the request reaches: the key's first live replica as a
 	// correct view has it, or (divergent views) any replica.
-	reps := s.replicas(in.Key)
+	reps := s.replicas(in.Key, len(s.placements))
 	target := -1
 	for _, r := range reps {
 		if !s.nodes[r].crashed {
@@ -585,6 +643,7 @@ func (s *Sim) client(c int) {
 	req := &request{in: in, client: c, call: s.now}
 	s.stats.Ops++
 	finish := func(o Output, definiteFailure bool) {
+		s.finished++
 		switch {
 		case definiteFailure:
 			s.stats.Failed++
@@ -646,8 +705,15 @@ func (s *Sim) faults(span int64) {
 			if n.crashed {
 				return
 			}
-			n.rep, n.acts, n.paused, n.held = replica.NewReplica(), map[int]*activation{}, false, nil
+			n.rep, n.acts, n.paused, n.held = replica.NewReplica(point), map[int]*activation{}, false, nil
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
+		})
+	}
+	for range s.cfg.Restarts {
+		at := s.rng.Int64N(span)
+		s.after(at, func() {
+			cur := s.placements[len(s.placements)-1]
+			s.restart(cur[s.rng.IntN(len(cur))])
 		})
 	}
 	crashes := min(s.cfg.Crashes, s.cfg.Replicas-s.cfg.W)
@@ -658,17 +724,154 @@ func (s *Sim) faults(span int64) {
 			if n.crashed {
 				return
 			}
-			n.crashed, n.paused, n.held = true, false, nil
-			n.acts = map[int]*activation{}
+			s.kill(n)
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d crash n%d", s.now, i))
 		})
 	}
 }
 
+// adopt moves n to placement version v, one after its current one (or,
+// for a member that just joined, its first). Ranges it entered are
+// unsynced and pulled from their previous replica set; activations whose
+// replica set changed end.
+func (s *Sim) adopt(n *node, v int) {
+	old := n.view
+	n.view = v
+	n.rep.Observe(uint64(v))
+	for k := range s.cfg.Keys {
+		now := s.replicas(k, v)
+		var before []int
+		if old > 0 {
+			before = s.replicas(k, old)
+		}
+		if a := n.acts[k]; a != nil && !slices.Equal(before, now) {
+			s.discard(n, a, nil, false)
+		}
+		if !slices.Contains(now, n.i) || slices.Contains(before, n.i) || v == 1 {
+			continue
+		}
+		prev := s.replicas(k, v-1)
+		var ids []replica.NodeID
+		for _, i := range prev {
+			ids = append(ids, s.nodes[i].id)
+		}
+		n.rep.Unsync(kind, keyRange(k))
+		y := replica.NewSync(kind, keyRange(k), uint64(v), ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+		n.syncs[k] = y
+		s.carrySync(n, k, y, y.Start())
+	}
+}
+
+// carrySync sends a sync's requests and retries it until it is done, or
+// until the workload is over.
+func (s *Sim) carrySync(n *node, k int, y *replica.Sync, outs []replica.Out) {
+	for _, o := range outs {
+		s.send(n.i, s.index(o.To), o.Msg)
+	}
+	if y.Done() {
+		delete(n.syncs, k)
+		s.stats.Syncs++
+		return
+	}
+	s.after(roundTimeout, func() {
+		if n.crashed || n.syncs[k] != y || y.Done() || s.over() {
+			return
+		}
+		if n.paused {
+			n.held = append(n.held, &event{kind: evFunc, f: func() { s.carrySync(n, k, y, y.Retry()) }})
+			return
+		}
+		s.carrySync(n, k, y, y.Retry())
+	})
+}
+
+// publish makes a new placement version and lets every live node learn
+// it within ViewLag, in version order.
+func (s *Sim) publish(p []int) int {
+	s.placements = append(s.placements, p)
+	v := len(s.placements)
+	for _, n := range s.nodes {
+		if n.crashed || n.view == 0 {
+			continue
+		}
+		nn := n
+		s.after(s.rng.Int64N(s.cfg.ViewLag+1), func() { s.catchUp(nn, v) })
+	}
+	return v
+}
+
+func (s *Sim) catchUp(n *node, v int) {
+	if n.crashed {
+		return
+	}
+	if n.paused {
+		n.held = append(n.held, &event{kind: evFunc, f: func() { s.catchUp(n, v) }})
+		return
+	}
+	for n.view < v {
+		s.adopt(n, n.view+1)
+	}
+}
+
+// restart kills member i and starts a new member (new id, empty) that
+// joins the placement.
+func (s *Sim) restart(i int) {
+	old := s.nodes[i]
+	if old.crashed {
+		return
+	}
+	s.kill(old)
+	s.after(50+s.rng.Int64N(500), func() {
+		n := s.addNode()
+		n.rep.Joined()
+		cur := s.placements[len(s.placements)-1]
+		v := s.publish(append(slices.Clone(cur), n.i))
+		s.stats.Joins++
+		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts as n%d (placement v%d)", s.now, i, n.i, v))
+		s.adopt(n, v)
+	})
+}
+
+func (s *Sim) kill(n *node) {
+	n.crashed, n.paused, n.held, n.diedAt = true, false, nil, s.now
+	n.acts = map[int]*activation{}
+	n.syncs = map[int]*replica.Sync{}
+}
+
+// removeDead removes one member dead for RemoveAfter, when a majority of
+// the current placement is alive (the minority side of a partition never
+// removes anyone).
+func (s *Sim) removeDead() {
+	cur := s.placements[len(s.placements)-1]
+	alive := 0
+	for _, i := range cur {
+		if !s.nodes[i].crashed {
+			alive++
+		}
+	}
+	if alive*2 > len(cur) {
+		for _, i := range cur {
+			if n := s.nodes[i]; n.crashed && s.now-n.diedAt >= s.cfg.RemoveAfter {
+				v := s.publish(slices.DeleteFunc(slices.Clone(cur), func(x int) bool { return x == i }))
+				s.stats.Removals++
+				s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d removed (placement v%d)", s.now, i, v))
+				break
+			}
+		}
+	}
+	if s.issued < s.cfg.Ops {
+		s.after(500, s.removeDead)
+	}
+}
+
+// over reports whether every client has finished.
+func (s *Sim) over() bool { return s.issued >= s.cfg.Ops && s.finished >= s.cfg.Ops }
+
 // Run runs the simulation to its end and returns its history.
 func (s *Sim) Run() ([]Op, Stats) {
 	span := int64(s.cfg.Ops) * 15
 	s.faults(span)
+	s.after(500, s.removeDead)
 	for c := range s.cfg.Clients {
 		s.after(int64(c), func() { s.client(c) })
 	}

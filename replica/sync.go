@@ -1,0 +1,117 @@
+package replica
+
+// SyncNeed returns how many members of a range's previous replica set of
+// n members a sync must hear from, for a kind whose commits need w
+// acknowledgements: enough to meet every write quorum of that set (n-w+1:
+// no acknowledged write is missed) and enough that the rest can no longer
+// form a write quorum under the old placement (w: the members heard from
+// refuse it from then on, StatusBehind).
+func SyncNeed(n, w int) int {
+	need := max(w, n-w+1)
+	return min(need, n)
+}
+
+// Sync is a member pulling, for one kind and one range of the ring it just
+// entered, the copies held by the range's previous replica set, so that its
+// own "I hold nothing" becomes a vote there. Each copy received is adopted
+// when newer than the one held (Replica.Adopt); once need members of the
+// previous set have answered in full, the range is marked synced
+// (Replica.Synced). Every request carries the new placement version, so
+// the members that answered refuse owners still on the old placement.
+//
+// A pure state machine like Session: requests come out as Out values,
+// replies go in through Step; Retry asks again the members that have not
+// finished (after the runtime's timeout).
+type Sync struct {
+	kind    string
+	rng     Range
+	version uint64
+	prev    []NodeID
+	need    int
+	local   *Replica
+	batch   int
+
+	cursor   map[NodeID]string
+	finished map[NodeID]bool
+	done     bool
+}
+
+// NewSync prepares the sync of kind's range rng, entered at placement
+// version, from prev (the range's replica set before; this member is not
+// in it). need is SyncNeed(len(prev)+absent, w) as the runtime computes
+// it against the previous set's full size.
+func NewSync(kind string, rng Range, version uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
+	local.Observe(version)
+	return &Sync{kind: kind, rng: rng, version: version, prev: prev, need: need, local: local, batch: batch,
+		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}}
+}
+
+// Done reports whether the range is synced.
+func (y *Sync) Done() bool { return y.done }
+
+// Range returns the range being synced.
+func (y *Sync) Range() Range { return y.rng }
+
+func (y *Sync) ask(to NodeID) Out {
+	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Range: y.rng}}
+}
+
+// Start asks every member of the previous set.
+func (y *Sync) Start() []Out {
+	if y.need <= 0 {
+		y.finish()
+		return nil
+	}
+	out := make([]Out, 0, len(y.prev))
+	for _, id := range y.prev {
+		out = append(out, y.ask(id))
+	}
+	return out
+}
+
+// Retry asks again every member that has not finished answering.
+func (y *Sync) Retry() []Out {
+	if y.done {
+		return nil
+	}
+	var out []Out
+	for _, id := range y.prev {
+		if !y.finished[id] {
+			out = append(out, y.ask(id))
+		}
+	}
+	return out
+}
+
+// Step takes one reply: its records are adopted; a cut reply is continued
+// from its last record.
+func (y *Sync) Step(from NodeID, m *Msg) []Out {
+	if y.done || m.Op != OpSynced || m.Range != y.rng || m.Kind != y.kind || y.finished[from] {
+		return nil
+	}
+	if m.Status != StatusOK {
+		return nil // unsynced or behind: that member does not count (yet)
+	}
+	if m.Key != y.cursor[from] {
+		return nil // a duplicate or late reply to an earlier request
+	}
+	for _, rec := range m.Records {
+		if _, err := y.local.Adopt(y.kind, rec); err != nil {
+			return nil // a malformed copy: that member does not count
+		}
+	}
+	if m.More && len(m.Records) > 0 {
+		y.cursor[from] = m.Records[len(m.Records)-1].Key
+		return []Out{y.ask(from)}
+	}
+	y.finished[from] = true
+	if len(y.finished) >= y.need {
+		y.finish()
+	}
+	return nil
+}
+
+func (y *Sync) finish() {
+	y.done = true
+	y.local.Synced(y.kind, y.rng)
+}
