@@ -1,0 +1,212 @@
+package replica
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/casty-go/casty/pager"
+)
+
+func ballot(wall int64, node byte) Ballot { return Ballot{Wall: wall, Node: [16]byte{node}} }
+func stamp(wall int64, node byte) pager.Stamp {
+	return pager.Stamp{Wall: wall, Node: [16]byte{node}}
+}
+
+func commitMsg(b Ballot, d pager.Delta) *Msg {
+	return &Msg{Op: OpCommit, Kind: "k", Key: "x", Ballot: b, Delta: &d}
+}
+
+func TestReplicaRefusesLowerBallots(t *testing.T) {
+	r := NewReplica(nil)
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(5, 1)}, 0); got.Status != StatusOK || got.Op != OpPromise {
+		t.Fatalf("first prepare: %v %v", got.Op, got.Status)
+	}
+	for _, m := range []*Msg{
+		{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(4, 9)},
+		commitMsg(ballot(4, 9), pager.Delta{Stamp: stamp(10, 9), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}),
+		{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(4, 9)},
+	} {
+		got := r.Handle(m, 0)
+		if got.Status != StatusStale || got.Promised != ballot(5, 1) {
+			t.Fatalf("%v with a lower ballot: %v, promised %v", m.Op, got.Status, got.Promised)
+		}
+	}
+	if st, _ := r.Get("k", "x"); !st.Stamp.IsZero() {
+		t.Fatalf("a refused commit changed the state: %v", st.Stamp)
+	}
+}
+
+func TestReplicaCommitRaisesThePromiseAndRecordsTheBallot(t *testing.T) {
+	r := NewReplica(nil)
+	got := r.Handle(commitMsg(ballot(7, 2), pager.Delta{Stamp: stamp(8, 2), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0)
+	if got.Status != StatusOK || got.Stamp != stamp(8, 2) {
+		t.Fatalf("commit over the empty state: %v, stamp %v", got.Status, got.Stamp)
+	}
+	st, _ := r.Get("k", "x")
+	if st.Promised != ballot(7, 2) || st.Accepted != ballot(7, 2) || st.Stamp != stamp(8, 2) {
+		t.Fatalf("state %+v", st)
+	}
+	// A delta over another basis: need full; a full set heals it.
+	got = r.Handle(commitMsg(ballot(7, 2), pager.Delta{Basis: stamp(9, 2), Stamp: stamp(11, 2), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}), 0)
+	if got.Status != StatusNeedFull || got.Stamp != stamp(11, 2) {
+		t.Fatalf("delta over a missed commit: %v (ack names %v)", got.Status, got.Stamp)
+	}
+	got = r.Handle(commitMsg(ballot(7, 2), pager.Delta{Stamp: stamp(11, 2), Full: true, Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}), 0)
+	if got.Status != StatusOK {
+		t.Fatalf("full set: %v", got.Status)
+	}
+	if p := r.Pages("k", "x"); len(p) != 1 || p[0].Data[0] != 3 {
+		t.Fatalf("pages %+v", p)
+	}
+}
+
+func TestReplicaFullHealsAnOrphan(t *testing.T) {
+	r := NewReplica(nil)
+	// An orphan: a failed commit of an old owner with a newer stamp.
+	r.Handle(commitMsg(ballot(1, 1), pager.Delta{Stamp: stamp(50, 1), Pages: []pager.Page{{Key: "V", Data: []byte{9}}}}), 0)
+	// The new owner adopted an older state (by ballot) and re-installs it.
+	got := r.Handle(commitMsg(ballot(2, 2), pager.Delta{Stamp: stamp(20, 1), Full: true, Pages: []pager.Page{{Key: "V", Data: []byte{4}}}}), 0)
+	if got.Status != StatusOK {
+		t.Fatalf("re-install over an orphan: %v %s", got.Status, got.Reason)
+	}
+	st, _ := r.Get("k", "x")
+	if st.Accepted != ballot(2, 2) || st.Stamp != stamp(20, 1) {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestReplicaRefusesAnOlderPlacement(t *testing.T) {
+	r := NewReplica(nil)
+	r.Observe(4)
+	got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(5, 1), Version: 3}, 0)
+	if got.Status != StatusBehind || got.Version != 4 {
+		t.Fatalf("prepare of placement 3 at a replica on 4: %v (version %d)", got.Status, got.Version)
+	}
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(5, 1), Version: 6}, 0); got.Status != StatusOK || r.Version() != 6 {
+		t.Fatalf("newer placement: %v, replica at %d", got.Status, r.Version())
+	}
+}
+
+func TestNewcomerVotesOnlyOnceSynced(t *testing.T) {
+	point := func(_, key string) uint64 { return uint64(len(key)) }
+	r := NewReplica(point)
+	r.Joined()
+	prep := &Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(5, 1)}
+	if got := r.Handle(prep, 0); got.Status != StatusOK || got.Voter {
+		t.Fatalf("a newcomer's promise: %v voter=%v", got.Status, got.Voter)
+	}
+	rng := Range{Start: 1, End: 2} // holds point 2 ("xx")
+	r.Unsync("k", rng)
+	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Range: rng}, 0); got.Status != StatusUnsynced {
+		t.Fatalf("a sync of a range it has not synced itself: %v", got.Status)
+	}
+	y := NewSync("k", rng, 1, []NodeID{{1}, {2}, {3}}, SyncNeed(3, 2), r, 0)
+	out := y.Start()
+	if len(out) != 3 {
+		t.Fatalf("%d requests, want 3", len(out))
+	}
+	holder := NewReplica(point)
+	w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(4, 3), Pages: []pager.Page{{Key: "V", Data: []byte{7}}}})
+	w.Key = "xx"
+	holder.Handle(w, 0)
+	for i, o := range out[:2] {
+		src := holder
+		if i == 1 {
+			src = NewReplica(point) // a member that missed the write
+		}
+		y.Step(o.To, src.Handle(o.Msg, 0))
+	}
+	if !y.Done() {
+		t.Fatal("two of three answered: the sync is not done")
+	}
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(6, 1), Version: 1}, 0); !got.Voter {
+		t.Fatal("synced range: the newcomer does not vote")
+	}
+	if st, _ := r.Get("k", "xx"); st.Stamp != stamp(4, 3) || st.Accepted != ballot(3, 3) {
+		t.Fatalf("the synced copy: %+v", st)
+	}
+}
+
+// cluster wires sessions to replicas in memory, delivering every request.
+type cluster map[NodeID]*Replica
+
+func (c cluster) run(s *Session, out []Out) {
+	for len(out) > 0 {
+		o := out[0]
+		out = out[1:]
+		if r, ok := c[o.To]; ok {
+			out = append(out, s.Step(o.To, r.Handle(o.Msg, 0))...)
+		}
+	}
+}
+
+func ids(n int) []NodeID {
+	out := make([]NodeID, n)
+	for i := range out {
+		out[i] = NodeID{byte(i + 1)}
+	}
+	return out
+}
+
+func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+	}
+	a := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
+	c.run(a, a.Open())
+	if res := a.Results(); len(res) != 1 || res[0].Err != nil || res[0].Round != RoundPrepare {
+		t.Fatalf("activation: %+v", res)
+	}
+	c.run(a, a.Commit(pager.Delta{Stamp: stamp(11, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}))
+	if res := a.Results(); len(res) != 1 || res[0].Err != nil || res[0].State.Stamp != stamp(11, 1) {
+		t.Fatalf("commit: %+v", res)
+	}
+	// A second owner (another view) activates with a higher ballot and
+	// adopts the commit from a quorum that does not include the first owner.
+	delete(c, members[0])
+	b := NewSession("k", "x", Set{Self: members[1], Members: members, W: 2}, c[members[1]], ballot(20, 2))
+	c.run(b, b.Open())
+	res := b.Results()
+	if len(res) != 1 || res[0].Err != nil || res[0].State.Stamp != stamp(11, 1) {
+		t.Fatalf("second activation adopted %+v", res)
+	}
+	// The first owner's next commit is refused: fenced, and reported as
+	// applied (its own copy took it before the others refused).
+	c[members[0]] = a.local
+	c.run(a, a.Commit(pager.Delta{Basis: stamp(11, 1), Stamp: stamp(12, 1), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}))
+	res = a.Results()
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrFenced) || !res[0].Applied || !a.Over() {
+		t.Fatalf("stale owner's commit: %+v", res)
+	}
+}
+
+func TestSessionNeedsAWriteQuorumItsSetCanMeet(t *testing.T) {
+	self := NodeID{1}
+	s := NewSession("k", "x", Set{Self: self, Members: []NodeID{self}, W: 2}, NewReplica(nil), ballot(1, 1))
+	s.Open()
+	res := s.Results()
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrQuorumUnavailable) {
+		t.Fatalf("R=3 W=2 on a one-member cluster: %+v", res)
+	}
+	one := NewSession("k", "x", Set{Self: self, Members: []NodeID{self}, W: 1}, NewReplica(nil), ballot(1, 1))
+	cluster{self: one.local}.run(one, one.Open())
+	if res := one.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("W=1 on a one-member cluster: %+v", res)
+	}
+}
+
+func TestReadQuorumIntersectsEveryWriteQuorum(t *testing.T) {
+	for n := 1; n <= 7; n++ {
+		for w := 1; w <= n; w++ {
+			q := ReadQuorum(n, w)
+			if q+w <= n || q < 1 || q > n {
+				t.Fatalf("n=%d w=%d: read quorum %d", n, w, q)
+			}
+			if need := SyncNeed(n, w); need < q || need < w && w <= n || need > n {
+				t.Fatalf("n=%d w=%d: sync need %d", n, w, need)
+			}
+		}
+	}
+}
