@@ -106,6 +106,7 @@ func (s Status) String() string {
 type Msg struct {
 	Op       Op             `msgpack:"o"`
 	Version  uint64         `msgpack:"v,omitempty"`
+	Digest   uint64         `msgpack:"x,omitempty"`
 	Kind     string         `msgpack:"k"`
 	Key      string         `msgpack:"y"`
 	Ballot   Ballot         `msgpack:"b"`
@@ -123,6 +124,9 @@ type Msg struct {
 	Range   Range    `msgpack:"g"`
 	Records []Record `msgpack:"c,omitempty"`
 	More    bool     `msgpack:"m,omitempty"`
+	// Facts (a StatusBehind refusal) is the refuser's placement as the
+	// runtime encodes it, for the requester to merge.
+	Facts []byte `msgpack:"f,omitempty"`
 }
 
 // Range is an arc of the ring: the points p with Start < p <= End, wrapping

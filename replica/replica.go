@@ -27,7 +27,11 @@ type Replica struct {
 	recs    map[key]*record
 	bytes   int // page bytes held, all records
 	point   func(kind, key string) uint64
-	version uint64 // the highest placement version seen
+	version uint64 // the placement version the runtime adopted (Observe)
+	digest  uint64 // its digest (0: unknown)
+	fence   uint64 // the highest placement version seen in a request
+	fenceD  uint64 // its digest
+	facts   func() []byte
 
 	// Ranges this member entered and has not synced yet, per kind: there
 	// it does not vote "I hold nothing". A member that joined a running
@@ -56,16 +60,37 @@ func NewReplica(point func(kind, key string) uint64) *Replica {
 	return &Replica{recs: map[key]*record{}, point: point, unsynced: map[string][]Range{}}
 }
 
-// Version returns the highest placement version the replica has seen.
+// Version returns the placement version the runtime adopted last.
 func (r *Replica) Version() uint64 { return r.version }
 
-// Observe raises the replica's placement version to v: from then on it
-// refuses requests of an older placement (StatusBehind).
-func (r *Replica) Observe(v uint64) {
-	if v > r.version {
-		r.version = v
+// Observe tells the replica that its node adopted placement version v —
+// after it marked the ranges it entered there (Unsync): from then on it
+// refuses requests of an older placement (StatusBehind), and it votes only
+// on requests of the placement it adopted (a request of a newer one than
+// the node knows gets a non-voting promise: the node has not yet marked
+// what it enters there).
+func (r *Replica) Observe(v uint64) { r.ObserveDigest(v, 0) }
+
+// ObserveDigest is Observe with the placement's digest: a request of the
+// same version with another non-zero digest is refused too (two different
+// placements reached the same version by concurrent changes).
+func (r *Replica) ObserveDigest(v, digest uint64) {
+	if v > r.version || v == r.version && r.digest == 0 {
+		r.version, r.digest = v, digest
+	}
+	r.raise(v, digest)
+}
+
+// raise lifts the fence to version v.
+func (r *Replica) raise(v, digest uint64) {
+	if v > r.fence || v == r.fence && r.fenceD == 0 {
+		r.fence, r.fenceD = v, digest
 	}
 }
+
+// SetFacts gives the replica the function that encodes its node's
+// placement for StatusBehind refusals, so a requester can merge it.
+func (r *Replica) SetFacts(f func() []byte) { r.facts = f }
 
 // Joined marks this replica as a newcomer to a running cluster: every
 // kind not given ranges by Unsync is unsynced everywhere, so it votes only
@@ -213,15 +238,18 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		out.Status, out.Reason = StatusCorrupt, "replica: request without a ballot or a commit without a delta"
 		return out
 	}
-	out.Version = r.version
-	if m.Version < r.version {
-		out.Status, out.Reason = StatusBehind, fmt.Sprintf("replica: placement version %d is behind %d", m.Version, r.version)
+	out.Version = r.fence
+	if m.Version < r.fence || m.Version == r.fence && m.Digest != 0 && r.fenceD != 0 && m.Digest != r.fenceD {
+		out.Status, out.Reason = StatusBehind, fmt.Sprintf("replica: placement version %d is behind %d (or another placement of the same version)", m.Version, r.version)
 		if m.Op == OpCommit {
 			out.Stamp = m.Delta.Stamp
 		}
+		if r.facts != nil {
+			out.Facts = r.facts()
+		}
 		return out
 	}
-	r.version = m.Version
+	r.raise(m.Version, m.Digest)
 	out.Version = m.Version
 	if m.Op == OpSync {
 		r.sync(m, out, batch)
@@ -253,7 +281,7 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		// A member votes only where it has synced: a copy it holds from
 		// before it last left the range, or from a commit while it was
 		// syncing, may be older than an acknowledged write elsewhere.
-		out.Voter = r.synced(m.Kind, r.point(m.Kind, m.Key))
+		out.Voter = m.Version == r.version && r.synced(m.Kind, r.point(m.Kind, m.Key))
 	case OpCommit:
 		rec.promised = m.Ballot
 		r.commit(rec, m, out)
@@ -339,7 +367,9 @@ func (r *Replica) Install(kind, k string, s State, pages []pager.Page) error {
 // from after m.Key, cut at batch bytes.
 func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 	out.Range = m.Range
-	if !r.syncedRange(m.Kind, m.Range) {
+	if m.Version > r.version || !r.syncedRange(m.Kind, m.Range) {
+		// Not synced there, or not yet on the placement the requester is
+		// on (it has not marked what it enters there).
 		out.Status = StatusUnsynced
 		return
 	}

@@ -19,9 +19,9 @@ type Set struct {
 	// Batch bounds the bytes of one message part (default
 	// pager.DefaultBatchSize).
 	Batch int
-	// Version is the placement version Members was computed from; replicas
-	// that know a newer one refuse the session (StatusBehind).
-	Version uint64
+	// Version and Digest name the placement Members was computed from;
+	// replicas that know a newer one refuse the session (StatusBehind).
+	Version, Digest uint64
 }
 
 // Out is a request for the runtime to send; the reply goes back through
@@ -52,9 +52,10 @@ type Result struct {
 	// after activation, the new one after a commit.
 	State State
 	// Version is the highest placement version a replica refused this
-	// session's older one with (StatusBehind): the runtime must wait until
-	// its own placement reaches it before a new session can succeed.
+	// session's older one with (StatusBehind), and Facts that replica's
+	// placement: the runtime merges it before a new session can succeed.
 	Version uint64
+	Facts   []byte
 }
 
 // Round names a session's rounds.
@@ -107,6 +108,7 @@ type Session struct {
 	refused int
 	abstain int    // answers that do not count (non-voters)
 	version uint64 // the highest placement version a refusal named
+	facts   []byte // that refusal's placement
 	fenced  bool
 	highest Ballot
 	results []Result
@@ -157,7 +159,7 @@ func (s *Session) Results() []Result {
 }
 
 func (s *Session) msg(op Op) *Msg {
-	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot, Version: s.set.Version}
+	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot, Version: s.set.Version, Digest: s.set.Digest}
 }
 
 func (s *Session) begin(r Round) error {
@@ -175,7 +177,7 @@ func (s *Session) begin(r Round) error {
 
 // finish ends the current round with err (nil: success).
 func (s *Session) finish(err error) {
-	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state, Version: s.version}
+	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state, Version: s.version, Facts: s.facts}
 	if s.round == RoundCommit || s.round == RoundInstall {
 		res.Applied = s.applied
 	}
@@ -234,8 +236,8 @@ func (s *Session) Step(from NodeID, m *Msg) []Out {
 	if m.Status == StatusStale && m.Promised.Compare(s.highest) > 0 {
 		s.highest = m.Promised
 	}
-	if m.Status == StatusBehind && m.Version > s.version {
-		s.version = m.Version
+	if m.Status == StatusBehind && (m.Version > s.version || s.facts == nil) {
+		s.version, s.facts = m.Version, m.Facts
 	}
 	switch s.round {
 	case RoundPrepare:

@@ -26,6 +26,7 @@ type Sync struct {
 	kind    string
 	rng     Range
 	version uint64
+	digest  uint64
 	prev    []NodeID
 	need    int
 	local   *Replica
@@ -40,9 +41,9 @@ type Sync struct {
 // version, from prev (the range's replica set before; this member is not
 // in it). need is SyncNeed(len(prev)+absent, w) as the runtime computes
 // it against the previous set's full size.
-func NewSync(kind string, rng Range, version uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
-	local.Observe(version)
-	return &Sync{kind: kind, rng: rng, version: version, prev: prev, need: need, local: local, batch: batch,
+func NewSync(kind string, rng Range, version, digest uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
+	local.ObserveDigest(version, digest)
+	return &Sync{kind: kind, rng: rng, version: version, digest: digest, prev: prev, need: need, local: local, batch: batch,
 		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}}
 }
 
@@ -53,7 +54,7 @@ func (y *Sync) Done() bool { return y.done }
 func (y *Sync) Range() Range { return y.rng }
 
 func (y *Sync) ask(to NodeID) Out {
-	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Range: y.rng}}
+	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Digest: y.digest, Range: y.rng}}
 }
 
 // Start asks every member of the previous set.

@@ -69,10 +69,27 @@ var registerModel = porcupine.Model{
 	},
 }
 
-// Check reports whether history is linearizable. On failure with a
-// non-empty dir it writes porcupine's visualisation there and returns its
-// path.
+// Verdict is a check's outcome.
+type Verdict string
+
+// The verdicts: Inconclusive when porcupine ran out of time (a history with
+// many indeterminate operations can take exponential time).
+const (
+	Linearizable    Verdict = "linearizable"
+	NotLinearizable Verdict = "not linearizable"
+	Inconclusive    Verdict = "inconclusive"
+)
+
+// Check reports whether history is linearizable (see Verify).
 func Check(history []Op, dir string, name string) (ok bool, file string) {
+	v, file := Verify(history, dir, name)
+	return v != NotLinearizable, file
+}
+
+// Verify checks history for linearizability within 30 s. On a violation
+// with a non-empty dir it writes porcupine's visualisation there and
+// returns its path.
+func Verify(history []Op, dir string, name string) (Verdict, string) {
 	ops := make([]porcupine.Operation, 0, len(history))
 	for _, h := range history {
 		if h.Output.Unknown && h.Input.Kind == Read {
@@ -85,10 +102,13 @@ func Check(history []Op, dir string, name string) (ok bool, file string) {
 		ops = append(ops, porcupine.Operation{ClientId: h.Client, Input: h.Input, Output: h.Output, Call: h.Call, Return: ret})
 	}
 	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, 30*time.Second)
-	if res == porcupine.Ok {
-		return true, ""
+	switch res {
+	case porcupine.Ok:
+		return Linearizable, ""
+	case porcupine.Unknown:
+		return Inconclusive, ""
 	}
-	name += "-" + string(res)
+	var file string
 	if dir != "" {
 		file = filepath.Join(dir, name+".html")
 		if err := os.MkdirAll(dir, 0o755); err == nil {
@@ -98,5 +118,5 @@ func Check(history []Op, dir string, name string) (ok bool, file string) {
 			}
 		}
 	}
-	return false, file
+	return NotLinearizable, file
 }

@@ -72,6 +72,8 @@ type Config struct {
 	// id): runs with it lose acknowledged writes, which proves the check
 	// finds loss.
 	Amnesia int
+	// Trace, when set, receives a line per protocol step (debugging).
+	Trace func(string)
 	// WrongViews is the probability a client's request goes to a node
 	// that is not the key's first live replica (divergent membership
 	// views: duplicate owners).
@@ -253,6 +255,7 @@ func New(cfg Config) *Sim {
 	for range cfg.Nodes {
 		n := s.addNode()
 		n.view = 1
+		n.rep.Observe(1)
 		first = append(first, n.i)
 	}
 	s.placements = [][]int{first}
@@ -450,8 +453,15 @@ func (s *Sim) startRound(n *node, a *activation, outs []replica.Out) {
 	s.carry(n, a, outs)
 }
 
+func (s *Sim) tracef(format string, args ...any) {
+	if s.cfg.Trace != nil {
+		s.cfg.Trace(fmt.Sprintf("t=%d ", s.now) + fmt.Sprintf(format, args...))
+	}
+}
+
 // result acts on an ended round.
 func (s *Sim) result(n *node, a *activation, r replica.Result) {
+	s.tracef("n%d k%d %v ballot %v: err=%v applied=%v fenced=%v state=%v/%v value=%d", n.i, a.key, r.Round, a.sess.Ballot(), r.Err, r.Applied, r.Fenced, r.State.Accepted, r.State.Stamp, decodeValue(n.rep.Pages(kind, keyName(a.key))))
 	observe(n, r.Promised)
 	if r.Fenced {
 		s.stats.Fenced++
@@ -555,6 +565,7 @@ func (s *Sim) next(n *node, a *activation) {
 		case Write:
 			req.newVal = req.in.Value
 			req.started = true
+			s.tracef("n%d k%d commits %d (c%d)", n.i, a.key, req.newVal, req.client)
 			st := a.sess.State()
 			d := pager.Delta{Stamp: pager.Stamp(n.clock.Now()), Basis: st.Stamp,
 				Pages: []pager.Page{{Key: "V", Data: encodeValue(req.newVal)}}}
@@ -586,6 +597,7 @@ func (s *Sim) handle(i int, req *request) {
 		a.sess = replica.NewSession(kind, keyName(req.in.Key), s.set(req.in.Key, i, n.view), n.rep, ballot)
 		n.acts[req.in.Key] = a
 		s.stats.Activations++
+		s.tracef("n%d k%d activates with ballot %v on v%d set %v", i, req.in.Key, ballot, n.view, s.replicas(req.in.Key, n.view))
 		a.pending = append(a.pending, req)
 		s.startRound(n, a, a.sess.Open())
 		return
@@ -706,6 +718,7 @@ func (s *Sim) faults(span int64) {
 				return
 			}
 			n.rep, n.acts, n.paused, n.held = replica.NewReplica(point), map[int]*activation{}, false, nil
+			n.rep.Observe(uint64(n.view))
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
 		})
 	}
@@ -756,7 +769,7 @@ func (s *Sim) adopt(n *node, v int) {
 			ids = append(ids, s.nodes[i].id)
 		}
 		n.rep.Unsync(kind, keyRange(k))
-		y := replica.NewSync(kind, keyRange(k), uint64(v), ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+		y := replica.NewSync(kind, keyRange(k), uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
 		n.syncs[k] = y
 		s.carrySync(n, k, y, y.Start())
 	}

@@ -34,6 +34,7 @@ func seeds(t *testing.T, def int) []uint64 {
 func runSeeds(t *testing.T, cfg Config, n int) Stats {
 	t.Helper()
 	var total Stats
+	inconclusive := 0
 	for _, seed := range seeds(t, n) {
 		c := cfg
 		c.Seed = seed
@@ -52,13 +53,21 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.Syncs += st.Syncs
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
-		if ok, file := Check(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed)); !ok {
+		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
+		if v == Inconclusive {
+			inconclusive++
+			t.Logf("seed %d: the checker ran out of time (inconclusive, not counted as checked)", seed)
+		}
+		if v == NotLinearizable {
 			t.Fatalf("seed %d: history not linearizable (replay: go test ./replica/sim -run '%s' -seed %d); visualisation: %s\nfaults: %v",
 				seed, t.Name(), seed, file, st.Faults)
 		}
 	}
-	t.Logf("%d seeds: %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d range syncs), %d messages (%d lost, %d duplicated)",
-		len(seeds(t, n)), total.Ops, total.OK, total.Failed, total.Indeterminate, total.Activations, total.Fenced, len(total.Faults),
+	if inconclusive*100 > len(seeds(t, n)) {
+		t.Fatalf("%d of %d histories were too hard to check", inconclusive, len(seeds(t, n)))
+	}
+	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d range syncs), %d messages (%d lost, %d duplicated)",
+		len(seeds(t, n)), inconclusive, total.Ops, total.OK, total.Failed, total.Indeterminate, total.Activations, total.Fenced, len(total.Faults),
 		total.Joins, total.Removals, total.Syncs, total.Messages, total.Lost, total.Duplicated)
 	return total
 }
