@@ -62,10 +62,6 @@ type Host struct {
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
 	sweeping atomic.Bool                // the timeout sweeper runs
-
-	// Owner is whatever the embedding layer wants Self(ctx).System() to
-	// return; the engine never looks at it.
-	Owner any
 }
 
 // NewHost starts a host. injectors run on every new activation of their
@@ -313,8 +309,8 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 			return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		if a = sh.m[id]; a == nil {
-			if e.admit != nil {
-				if err := e.admit.AdmitNew(k, key); err != nil {
+			if admit := h.cfg.Admit; admit != nil {
+				if err := admit(e.hctx.Context, k, key); err != nil {
 					sh.mu.Unlock()
 					return nil, false, err
 				}
@@ -352,23 +348,15 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 // waiting callers and draining mailboxes fit in the Ps — a lone caller and
 // its actor, the case spinning is for.
 func (h *Host) spin() int {
-	if shouldSpin(draining.Load(), awaiting.Load(), h.procs.Load()) {
+	waiting := awaiting.Load()
+	if ext := h.cfg.ExternalWaits; ext != nil {
+		waiting += ext()
+	}
+	if shouldSpin(draining.Load(), waiting, h.procs.Load()) {
 		return spinRounds
 	}
 	return 0
 }
-
-// WaitBegins and WaitEnds bracket a wait for an answer that no host in
-// this process produces (a call to another node): such a caller occupies
-// no P, but its answer will need one, so it counts toward the load that
-// decides whether local callers and emptied mailboxes spin. Without it,
-// with most callers waiting on the network, local waiters yielded in a
-// loop while the replies queued behind them (64 callers on 3 members:
-// 4 % slower).
-func WaitBegins() { awaiting.Add(1) }
-
-// WaitEnds ends a wait begun with WaitBegins.
-func WaitEnds() { awaiting.Add(-1) }
 
 // shouldSpin is spin's rule, given the draining mailboxes, the waiting
 // callers and the Ps.

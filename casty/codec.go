@@ -138,14 +138,14 @@ const reqPlaced byte = 1
 func appendCallReqHead(dst []byte, r *callReq) []byte {
 	e := encoder{b: dst}
 	var flags byte
-	if r.placed {
+	if r.at.known {
 		flags |= reqPlaced
 	}
 	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
 	e.str(r.Key)
-	if r.placed {
-		e.b = binary.BigEndian.AppendUint64(e.b, r.point)
+	if r.at.known {
+		e.b = binary.BigEndian.AppendUint64(e.b, r.at.point)
 	}
 	e.str(r.Method)
 	e.b = binary.AppendVarint(e.b, r.Deadline)
@@ -189,8 +189,8 @@ func decodeCallReq(b []byte, r *callReq) error {
 		}
 	}
 	r.Key = d.str()
-	if r.placed = flags&reqPlaced != 0; r.placed {
-		r.point = d.u64()
+	if r.at.known = flags&reqPlaced != 0; r.at.known {
+		r.at.point = d.u64()
 	}
 	if mb := d.raw(); d.err == nil {
 		if r.kind != nil {

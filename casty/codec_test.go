@@ -14,7 +14,7 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		{Op: opCall, Kind: "shop.Order", Key: "order-42", Method: "Add", Arg: []byte{0x02}, Chain: []string{"a/b", "c/d"}, Deadline: 1234567890123},
 		{Op: opStateOf, Kind: "k", Key: ""},
 		{Op: opCall, Kind: "ünï", Key: string(make([]byte, 300)), Deadline: -5},
-		{Op: opCall, Kind: "k", Key: "x", Method: "M", point: 1<<64 - 1, placed: true, Arg: []byte{0xc0}},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", at: placement{point: 1<<64 - 1, known: true}, Arg: []byte{0xc0}},
 	}
 	for _, in := range reqs {
 		var out callReq

@@ -3,6 +3,8 @@ package casty
 import (
 	"context"
 
+	"github.com/casty-go/casty/actor"
+
 	"github.com/casty-go/casty/gossip"
 )
 
@@ -49,7 +51,7 @@ func RefuseAsWrongOwner(s *System, n int32) { s.cl.refuse.Store(n) }
 // Misplaced returns r with its ring point replaced: a Ref whose point does
 // not match its key, as a buggy or hostile caller would send it.
 func Misplaced[T any](r Ref[T], point uint64) Ref[T] {
-	r.point, r.placed = point, true
+	r.at = placement{point: point, known: true}
 	return r
 }
 
@@ -68,5 +70,8 @@ func PointOwnedBy(via, owner *System) uint64 {
 // for the rest of the process, as on a node that never calls the method
 // itself.
 func Untyped(kind, method string) {
-	kinds.get(kind).MethodByName(method).Typed.Store(typedBox{})
+	typedInvokers.set(kinds.get(kind).MethodByName(method), nil, true)
 }
+
+// WithDurability sets the host's actor.Durability (replication's seam).
+func WithDurability(d actor.Durability) Option { return withDurability(d) }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/actor"
@@ -36,10 +38,9 @@ type callReq struct {
 
 	// Binary envelopes only (codec.go): the key's ring point when the
 	// caller knows it, and what decoding resolved the names to.
-	point  uint64
-	placed bool
-	kind   *actor.Kind
-	meth   *actor.Method
+	at   placement
+	kind *actor.Kind
+	meth *actor.Method
 }
 
 type callResp struct {
@@ -177,7 +178,7 @@ func (we *wireError) decode() error {
 // remoteInvoke runs a call that arrived from another node, by reflection.
 type remoteInvoke struct {
 	actor.Envelope
-	x      served
+	x      servedCtx
 	meth   *actor.Method
 	arg    reflect.Value
 	result reflect.Value
@@ -254,10 +255,55 @@ func argResp(k *actor.Kind, m *actor.Method, err error) callResp {
 
 // typedUnary serves a call from another node without reflection; Call,
 // Call0, Do and Do0 attach one to their method the first time this process
-// uses them (actor.Method.Typed), the argument and result types being
-// known there.
+// uses them (typedInvokers), the argument and result types being known
+// there.
 type typedUnary interface {
 	serve(ctx context.Context, rc remoteCall) callResp
+}
+
+// typedInvokers is the process's typed invokers by handler. Attaching
+// happens once per handler and lookups on every call, so lookups read an
+// immutable map through one atomic load and attaching copies it.
+var typedInvokers typedTable
+
+type typedTable struct {
+	mu sync.Mutex // serialises attaching
+	m  atomic.Pointer[map[*actor.Method]typedUnary]
+}
+
+// get returns m's typed invoker; ok is false when none was attached.
+func (t *typedTable) get(m *actor.Method) (inv typedUnary, ok bool) {
+	if p := t.m.Load(); p != nil {
+		inv, ok = (*p)[m]
+	}
+	return inv, ok
+}
+
+// attach gives m the invoker inv makes, unless it has one (or is set to
+// reflection: a nil invoker).
+func (t *typedTable) attach(m *actor.Method, inv func() typedUnary) {
+	if _, ok := t.get(m); ok {
+		return
+	}
+	t.set(m, inv(), false)
+}
+
+// set stores inv as m's invoker: always when force is set, else only if m
+// has none.
+func (t *typedTable) set(m *actor.Method, inv typedUnary, force bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var cur map[*actor.Method]typedUnary
+	if p := t.m.Load(); p != nil {
+		cur = *p
+	}
+	if _, ok := cur[m]; ok && !force {
+		return
+	}
+	next := make(map[*actor.Method]typedUnary, len(cur)+1)
+	maps.Copy(next, cur)
+	next[m] = inv
+	t.m.Store(&next)
 }
 
 // remoteCall is a call from another node, admitted for a handler of k.
@@ -268,40 +314,22 @@ type remoteCall struct {
 	m        *actor.Method
 	key      string
 	arg      []byte
-	point    uint64
-	placed   bool
+	at       placement
 	deadline int64 // unix ns; 0 for none
 	chain    []string
 }
 
 func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remoteCall {
-	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, point: req.point, placed: req.placed,
+	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, at: req.at,
 		deadline: req.Deadline, chain: req.Chain}
 }
 
-// served is what serving a remote call needs beside its envelope, kept in
-// the struct the invoker allocates for the envelope anyway: the handler's
-// context with the caller's deadline, and the ring point to check.
-type served struct {
-	ctx   deadlineCtx
-	point uint64
-}
-
-// ask runs e, whose envelope struct holds x, on this node's host. It
-// reports false with the answer when the call failed.
-func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *served) (callResp, bool) {
-	if rc.deadline != 0 {
-		// The caller's mux cancels this request's ctx when its own deadline
-		// passes; handlers still see that deadline, without a timer here.
-		x.ctx = deadlineCtx{Context: ctx, d: time.Unix(0, rc.deadline)}
-		ctx = &x.ctx
-	}
-	ctx = actor.WithChain(ctx, rc.chain)
-	if rc.placed {
-		x.point = rc.point
-		e.AdmitNew(x)
-	}
-	err := rc.cl.sys.host.AskHere(ctx, rc.k, rc.key, e)
+// ask runs e on this node's host, with x — kept in the struct that holds
+// e — as its context. It reports false with the answer when the call
+// failed.
+func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx) (callResp, bool) {
+	*x = servedCtx{Context: ctx, deadline: rc.deadline, k: rc.k, key: rc.key, at: rc.at}
+	err := rc.cl.sys.host.AskHere(actor.WithChain(x, rc.chain), rc.k, rc.key, e)
 	switch {
 	case err == nil:
 		return callResp{}, true
@@ -311,32 +339,8 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *served) (cal
 	return callResp{Err: encodeError(err)}, false
 }
 
-// errMisplaced refuses a call whose ring point is not its key's.
-var errMisplaced = errors.New("casty: the ring point does not match the key")
-
-// AdmitNew verifies, when a call from another node is about to activate
-// its key, that the ring point the caller sent (and admit trusted) is the
-// key's: a key is hashed once per activation, not once per call.
-func (x *served) AdmitNew(k *actor.Kind, key string) error {
-	if ring.Point(k.Name, key) != x.point {
-		return errMisplaced
-	}
-	return nil
-}
-
 func (cl *cluster) wrongOwner(kind, key string) callResp {
 	return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
-}
-
-// typedBox is what Method.Typed holds (an atomic.Value wants one concrete
-// type).
-type typedBox struct{ inv typedUnary }
-
-// attachTyped gives m its typed invoker, once.
-func attachTyped(m *actor.Method, inv func() typedUnary) {
-	if m.Typed.Load() == nil {
-		m.Typed.CompareAndSwap(nil, typedBox{inv()})
-	}
 }
 
 func errResp(code, msg string) callResp {
@@ -380,7 +384,7 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 	switch req.Op {
 	case opStateOf:
 		if req.Deadline != 0 {
-			ctx = deadlineCtx{Context: ctx, d: time.Unix(0, req.Deadline)}
+			ctx = &servedCtx{Context: ctx, deadline: req.Deadline}
 		}
 		ctx = actor.WithChain(ctx, req.Chain)
 		var b []byte
@@ -400,8 +404,8 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		if meth == nil || meth.Shape != actor.Unary {
 			return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s has no handler %q on node %s", req.Kind, req.Method, cl.addr))
 		}
-		if t, ok := meth.Typed.Load().(typedBox); ok && t.inv != nil {
-			return t.inv.serve(ctx, cl.remoteCall(k, meth, req))
+		if t, _ := typedInvokers.get(meth); t != nil {
+			return t.serve(ctx, cl.remoteCall(k, meth, req))
 		}
 		inv := &remoteInvoke{meth: meth}
 		if meth.Arg != nil {
@@ -433,8 +437,8 @@ func (cl *cluster) owns(k *actor.Kind, req *callReq) bool {
 	if cl.lite {
 		return false
 	}
-	point := req.point
-	if !req.placed {
+	point := req.at.point
+	if !req.at.known {
 		point = ring.Point(k.Name, req.Key)
 	}
 	owner, ok := cl.view.Load().ring.Owner(point)
@@ -448,12 +452,6 @@ type dest struct {
 	local bool
 	id    ring.NodeID
 	addr  string
-}
-
-// placement is a key's ring point when the caller already knows it.
-type placement struct {
-	point uint64
-	known bool
 }
 
 func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error) {
@@ -499,8 +497,8 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !at.known && !k.Service {
-		at = placement{point: pointOf(k, key), known: true}
+	if !k.Service {
+		at = placementOf(k, key, at)
 	}
 	// The common case first, with nothing allocated: this node owns the
 	// key. (Not for a lite member's service call, which is never local:
@@ -531,7 +529,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
 			req.Deadline = deadline.UnixNano()
-			req.point, req.placed = at.point, at.known
+			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
 			if encode != nil {
 				if payload, err = encode(payload); err != nil {
@@ -547,9 +545,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
 			}
 		}
-		actor.WaitBegins()
+		remoteWaits.Add(1)
 		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
-		actor.WaitEnds()
+		remoteWaits.Add(-1)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, k, key, req.Method)
@@ -637,10 +635,6 @@ func ctxError(ctx context.Context, k *actor.Kind, key, method string) error {
 
 func ringParse(s string) (ring.NodeID, error) { return ring.ParseNodeID(s) }
 
-// deadlineCtx reports a deadline enforced elsewhere (by the remote caller).
-type deadlineCtx struct {
-	context.Context
-	d time.Time
-}
-
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.d, true }
+// remoteWaits counts this process's callers waiting for another node's
+// answer: the host's Config.ExternalWaits.
+var remoteWaits atomic.Int32
