@@ -334,7 +334,7 @@ func (a *Activation) activate() error {
 	})
 	if err == nil && a.kind.HasActivate {
 		ctx := &handlerCtx{Context: context.Background(), act: a}
-		err = a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
+		err = a.host.guard(func() error { return a.state.(activator).Activate(ctx) })
 	}
 	if err == nil {
 		if o := a.observers(); o.any {
@@ -395,7 +395,7 @@ func (a *Activation) succeeded(e *Envelope) {
 func (a *Activation) processObserved(e *Envelope, o *observers) {
 	hub := &a.host.hub
 	ev := Received{EventInfo: a.info(), Method: e.method.Name}
-	if p, ok := e.inv.(Payloader); ok && o.payloads {
+	if p, ok := e.inv.(payloader); ok && o.payloads {
 		ev.Arg = p.Arg()
 	}
 	hub.publish(o, ev)
@@ -409,7 +409,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 	}
 	done := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: took}
 	done.Changed = !bytes.Equal(before, a.snapshot())
-	if p, ok := e.inv.(Payloader); ok && o.payloads {
+	if p, ok := e.inv.(payloader); ok && o.payloads {
 		done.Result = p.Result()
 	}
 	hub.publish(o, done)
@@ -469,7 +469,7 @@ func (a *Activation) deactivate(reason Reason) {
 	if reason != ReasonReset && reason != ReasonLost && a.started && a.kind.HasDeactivate {
 		ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.DrainTimeout)
 		hctx := &handlerCtx{Context: ctx, act: a}
-		if err := a.host.guard(func() error { return a.state.(Deactivator).Deactivate(hctx) }); err != nil {
+		if err := a.host.guard(func() error { return a.state.(deactivator).Deactivate(hctx) }); err != nil {
 			a.host.cfg.Logger.Warn("casty: Deactivate hook failed", "kind", a.kind.Name, "key", a.key, "reason", reason.String(), "err", err)
 		}
 		cancel()

@@ -34,7 +34,7 @@ const (
 )
 
 // Envelope is one message in a mailbox. Embed it in the struct that
-// implements Invoker and call Init before Ask or Tell.
+// implements Invoker and call Init before Ask or AskHere.
 type Envelope struct {
 	hctx   handlerCtx
 	method *Method
@@ -56,9 +56,6 @@ func (e *Envelope) Init(inv Invoker, m *Method) {
 	e.inv = inv
 	e.method = m
 }
-
-// Method returns the handler this envelope calls.
-func (e *Envelope) Method() *Method { return e.method }
 
 // abandon marks the envelope as no longer awaited. It returns false when the
 // reply is already on its way (the caller must then take it).

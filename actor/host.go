@@ -93,9 +93,6 @@ func NewHost(cfg Config, injectors map[*Kind][]func(state any)) (*Host, error) {
 	return h, nil
 }
 
-// Config returns the host's configuration with defaults filled in.
-func (h *Host) Config() Config { return h.cfg }
-
 func (h *Host) now() int64 { return int64(time.Since(h.epoch)) }
 
 func (h *Host) shardFor(key string) *shard {
@@ -271,22 +268,10 @@ func (h *Host) AskHere(ctx context.Context, k *Kind, key string, e *Envelope) er
 	return h.ask(ctx, k, key, e, true)
 }
 
-// Tell queues e without waiting for it (schedules, emits). Its outcome goes
-// to the supervisor only.
-func (h *Host) Tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
-	e.hctx.Context = ctx
-	return h.enqueue(k, key, e)
-}
-
 func (h *Host) ctxErr(err error, k *Kind, key string, e *Envelope) error {
 	if err == context.DeadlineExceeded {
 		return &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
 	}
-	return err
-}
-
-func (h *Host) enqueue(k *Kind, key string, e *Envelope) error {
-	_, _, err := h.enqueueOr(k, key, e, false)
 	return err
 }
 

@@ -44,7 +44,7 @@ func TestNewKindDerivesHandlers(t *testing.T) {
 		t.Errorf("name %q", k.Name)
 	}
 	var names []string
-	for _, m := range k.Methods() {
+	for _, m := range k.methods() {
 		names = append(names, m.Name)
 	}
 	if !reflect.DeepEqual(names, []string{"Add", "Peek", "Reset"}) {
@@ -299,7 +299,7 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 	for range 3 { // queued behind the running handler, each blocked until released
 		e := &cWait{release: queued}
 		e.Init(e, add)
-		if err := h.Tell(ctx, k, "p", &e.Envelope); err != nil {
+		if err := h.tell(ctx, k, "p", &e.Envelope); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -513,4 +513,12 @@ func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
 	if err := <-queued; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tell queues e without waiting for it: a one-way message, its outcome
+// for the supervisor only.
+func (h *Host) tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	e.hctx.Context = ctx
+	_, _, err := h.enqueueOr(k, key, e, false)
+	return err
 }

@@ -54,15 +54,15 @@ type Failure struct {
 // not block. A panicking supervisor counts as Keep.
 type Supervisor func(kind, key string, err error, f Failure) Directive
 
-// Activator is implemented by actors that want a hook on every activation,
+// activator is implemented by actors that want a hook on every activation,
 // run after state is restored and before the first message.
-type Activator interface {
+type activator interface {
 	Activate(ctx context.Context) error
 }
 
-// Deactivator is implemented by actors that want a hook when an activation
+// deactivator is implemented by actors that want a hook when an activation
 // ends gracefully (idle, explicit deactivation, Stop, shutdown).
-type Deactivator interface {
+type deactivator interface {
 	Deactivate(ctx context.Context) error
 }
 
@@ -112,8 +112,8 @@ type Kind struct {
 	Type reflect.Type // the struct type T
 	New  func() any   // returns a new zero *T
 
-	// HasActivate and HasDeactivate say whether *T implements Activator
-	// and Deactivator.
+	// HasActivate and HasDeactivate say whether *T implements activator
+	// and deactivator.
 	HasActivate, HasDeactivate bool
 
 	byPtr  map[uintptr]*Method
@@ -153,8 +153,8 @@ func NewKind(t reflect.Type, o KindOptions, reg *wire.Registry, newState func() 
 		byPtr: map[uintptr]*Method{}, byName: map[string]*Method{},
 	}
 	pt := reflect.PointerTo(t)
-	k.HasActivate = pt.Implements(reflect.TypeFor[Activator]())
-	k.HasDeactivate = pt.Implements(reflect.TypeFor[Deactivator]())
+	k.HasActivate = pt.Implements(reflect.TypeFor[activator]())
+	k.HasDeactivate = pt.Implements(reflect.TypeFor[deactivator]())
 	for i := range pt.NumMethod() {
 		m := pt.Method(i)
 		if m.Name == "Activate" || m.Name == "Deactivate" {
@@ -249,8 +249,8 @@ func (k *Kind) MethodByName(name string) *Method { return k.byName[name] }
 // envelope; it does not allocate.
 func (k *Kind) MethodByNameBytes(name []byte) *Method { return k.byName[string(name)] }
 
-// Methods returns the handlers in method-set order.
-func (k *Kind) Methods() []*Method {
+// methods returns the handlers in method-set order.
+func (k *Kind) methods() []*Method {
 	out := make([]*Method, 0, len(k.byName))
 	for _, m := range k.byName {
 		out = append(out, m)
