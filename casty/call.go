@@ -81,7 +81,7 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servQR[T, Q, R]{m} })
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
+		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -113,7 +113,7 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servR[T, R]{m} })
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -143,7 +143,7 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servQ[T, Q]{m} })
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
+		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
 			return err
 		}
 	}
@@ -167,7 +167,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return serv0[T]{m} })
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {
 			return err
 		}
 	}
@@ -176,7 +176,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 }
 
-// ---- typed invokers for calls from other nodes (route.go: typedUnary) ----
+// ---- typed invokers for calls from other nodes (serve.go: typedUnary) ----
 
 type servQR[T, Q, R any] struct {
 	m func(*T, context.Context, Q) (R, error)

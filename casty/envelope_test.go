@@ -42,6 +42,23 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
+// A stream's error frame carries a wire error alone, in the same encoding
+// as inside a response; trailing bytes are refused.
+func TestWireErrorFrameRoundTrip(t *testing.T) {
+	in := &wireError{Code: codeFailed, Message: "no", Kind: "k", Key: "y", Method: "M", Directive: 1, Cause: codeMoving, ErrType: "t", ErrData: []byte{9}}
+	out, err := decodeWireError(appendWireError(nil, in))
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	if _, err := decodeWireError(append(appendWireError(nil, in), 0)); !errors.Is(err, errMalformedEnvelope) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	var r callReq
+	if err := decodeCallReq(appendCallReq(nil, &callReq{Op: opSpy, Arg: []byte{0x80}}), &r); err != nil || r.Op != opSpy || len(r.Arg) != 1 {
+		t.Fatalf("a spy header: %+v %v", r, err)
+	}
+}
+
 func TestCallEnvelopeRefusesBadInput(t *testing.T) {
 	good := appendCallReq(nil, &callReq{Op: opCall, Kind: "k", Key: "x", Method: "M", Chain: []string{"a"}})
 	bad := map[string][]byte{
