@@ -191,6 +191,10 @@ func (cl *cluster) wrongOwner(kind, key string) callResp {
 	return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
 }
 
+func (cl *cluster) unknownKind(kind string) callResp {
+	return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", kind, cl.addr))
+}
+
 func errResp(code, msg string) callResp {
 	return callResp{Err: &wireError{Code: code, Message: msg}}
 }
@@ -208,16 +212,11 @@ func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 	if k == nil {
 		k = kinds.get(req.Kind)
 	}
-	if k != nil && cl.hiding.Load() {
-		if _, hidden := cl.hidden.Load(req.Kind); hidden {
-			k = nil
-		}
-	}
 	if k == nil {
-		r := errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
+		r := cl.unknownKind(req.Kind)
 		return nil, &r
 	}
-	if !k.Service && (!cl.owns(k, req) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
+	if !k.Service && !cl.owns(k, req) {
 		r := cl.wrongOwner(req.Kind, req.Key)
 		return nil, &r
 	}
