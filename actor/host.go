@@ -323,15 +323,15 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 
 // spin returns how many rounds a waiter may yield before parking.
 //
-// With one P a yield only lets the other runnable goroutines go first,
-// cheaper than a park and a wake-up, so waiters spin while at most one
-// mailbox is draining. With several Ps a yield goes through the global run
-// queue that every P contends on, and a yielding goroutine may come back
-// on another core: with 64 callers on 2 Ps, spinning costs more than it
-// saves (parking instead raised throughput 3-8 %, for local calls and for
-// three members in one process alike). There, waiters spin only while the
-// waiting callers and draining mailboxes fit in the Ps — a lone caller and
-// its actor, the case spinning is for.
+// A yield pays off only when the answer is about to come from a goroutine
+// already running on another P. With one P a yield just lets the other
+// runnable goroutines go first, which is cheaper than a park and a
+// wake-up: waiters spin while at most one mailbox is draining. With
+// several Ps a yield goes through the global run queue every P contends
+// on, and the yielding goroutine may resume on another core: waiters spin
+// only while the waiting callers (local, and those waiting on other nodes:
+// Config.ExternalWaits) and the draining mailboxes fit in the Ps — a lone
+// caller and its actor, the case spinning is for.
 func (h *Host) spin() int {
 	waiting := awaiting.Load()
 	if ext := h.cfg.ExternalWaits; ext != nil {
@@ -351,10 +351,18 @@ func shouldSpin(draining, awaiting, procs int32) bool {
 
 // start runs a's mailbox (a is marked running) on a goroutine of its own;
 // it exits when the mailbox is empty, so idle activations hold no
-// goroutine. A fresh goroutine is cheaper here than a pool of parked ones
-// as long as the drain path fits its initial stack (see process): handing
-// work to a parked goroutine that last ran on another core cost more, on
-// two cores, than starting one.
+// goroutine.
+//
+// Design note — fresh goroutines here, a pool in mux (mux/workers.go):
+// what decides is whether the work fits a new goroutine's initial stack.
+// The drain path is kept small enough to fit (process keeps the observed
+// and failure paths out of its frame), so a fresh goroutine costs a start
+// and nothing more, while handing work to a parked pooled goroutine costs
+// a wake-up, often on another core. mux's request handlers decode and run
+// reflection-heavy code that grows the stack: a fresh goroutine would
+// regrow it on every request, so mux keeps grown goroutines in a pool. A
+// change that makes the drain path outgrow the initial stack breaks this
+// rule's premise (BENCHMARKS.md has the figures).
 func (h *Host) start(a *Activation) { go a.run() }
 
 // newActivation creates an activation; the caller holds its shard's lock.
