@@ -31,6 +31,7 @@ const (
 	ReasonReset             // the supervisor said Reset (no hook)
 	ReasonDrain             // the system closed
 	ReasonMoved             // the key's owner moved to another node
+	ReasonLost              // its Session's Commit failed (no hook)
 )
 
 func (r Reason) String() string {
@@ -40,7 +41,7 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
 
-var reasonNames = [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved"}
+var reasonNames = [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved", "lost"}
 
 // Activation is one live instance of an actor: its state, its mailbox and
 // the goroutine that drains it (present only while there is work).
@@ -66,6 +67,7 @@ type Activation struct {
 	seq      atomic.Uint64
 	obs      atomic.Pointer[observers] // who receives this activation's events
 	x        *extras                   // rarely used parts, allocated on first use
+	sess     Session                   // from Config.Durability's Restore; nil: nothing to commit
 }
 
 // extras holds what most activations never need, so an idle activation
@@ -319,6 +321,9 @@ func (a *Activation) cancelServing(err error) {
 
 func (a *Activation) activate() error {
 	a.started = true
+	if err := a.restore(); err != nil {
+		return err
+	}
 	// Injectors are the embedder's code (casty.Inject): a panic in one fails
 	// the activation like a failing Activate hook, never the process.
 	err := a.host.guard(func() error {
@@ -329,7 +334,7 @@ func (a *Activation) activate() error {
 	})
 	if err == nil && a.kind.HasActivate {
 		ctx := &handlerCtx{Context: context.Background(), act: a}
-		err = a.host.guard(func() error { return a.state.(Activator).Activate(ctx) })
+		err = a.host.guard(func() error { return a.state.(activator).Activate(ctx) })
 	}
 	if err == nil {
 		if o := a.observers(); o.any {
@@ -372,6 +377,9 @@ func (a *Activation) process(e *Envelope) {
 
 // succeeded completes e after its handler returned nil.
 func (a *Activation) succeeded(e *Envelope) {
+	if a.sess != nil && !a.commit(e, false) {
+		return
+	}
 	if a.failures.Load() != 0 {
 		a.failures.Store(0)
 	}
@@ -387,7 +395,7 @@ func (a *Activation) succeeded(e *Envelope) {
 func (a *Activation) processObserved(e *Envelope, o *observers) {
 	hub := &a.host.hub
 	ev := Received{EventInfo: a.info(), Method: e.method.Name}
-	if p, ok := e.inv.(Payloader); ok && o.payloads {
+	if p, ok := e.inv.(payloader); ok && o.payloads {
 		ev.Arg = p.Arg()
 	}
 	hub.publish(o, ev)
@@ -401,7 +409,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 	}
 	done := Completed{EventInfo: a.info(), Method: e.method.Name, Duration: took}
 	done.Changed = !bytes.Equal(before, a.snapshot())
-	if p, ok := e.inv.(Payloader); ok && o.payloads {
+	if p, ok := e.inv.(payloader); ok && o.payloads {
 		done.Result = p.Result()
 	}
 	hub.publish(o, done)
@@ -422,6 +430,9 @@ func (a *Activation) failed(e *Envelope, err error, o *observers, took time.Dura
 		a.requestStop(ReasonReset)
 	case Stop:
 		a.requestStop(ReasonStop)
+	}
+	if dir == Keep && a.sess != nil && !a.commit(e, true) {
+		return
 	}
 	a.flushEmits()
 	if a.kind.Service && a.host.closing.Load() {
@@ -446,19 +457,19 @@ func (a *Activation) snapshot() []byte {
 
 func (a *Activation) requestStop(r Reason) {
 	a.mu.Lock()
-	if a.stopReq == ReasonNone || r == ReasonReset {
+	if a.stopReq == ReasonNone || r == ReasonReset || r == ReasonLost {
 		a.stopReq = r
 	}
 	a.mu.Unlock()
 }
 
-// deactivate ends the activation: the Deactivate hook (except on Reset),
-// then finalize.
+// deactivate ends the activation: the Deactivate hook (except on Reset and
+// Lost), the session's Release, then finalize.
 func (a *Activation) deactivate(reason Reason) {
-	if reason != ReasonReset && a.started && a.kind.HasDeactivate {
+	if reason != ReasonReset && reason != ReasonLost && a.started && a.kind.HasDeactivate {
 		ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.DrainTimeout)
 		hctx := &handlerCtx{Context: ctx, act: a}
-		if err := a.host.guard(func() error { return a.state.(Deactivator).Deactivate(hctx) }); err != nil {
+		if err := a.host.guard(func() error { return a.state.(deactivator).Deactivate(hctx) }); err != nil {
 			a.host.cfg.Logger.Warn("casty: Deactivate hook failed", "kind", a.kind.Name, "key", a.key, "reason", reason.String(), "err", err)
 		}
 		cancel()
@@ -466,6 +477,7 @@ func (a *Activation) deactivate(reason Reason) {
 	if o := a.observers(); a.started && o.any {
 		a.host.hub.publish(o, Deactivated{EventInfo: a.info(), Reason: reason})
 	}
+	a.release()
 	var failWith error
 	if a.evicted {
 		failWith = fmt.Errorf("%w: %s moved to another node", ErrRangeMoving, a)
@@ -475,13 +487,22 @@ func (a *Activation) deactivate(reason Reason) {
 	}
 }
 
-// failActivation fails e and everything queued: the Activate hook failed.
+// failActivation fails e and everything queued: Restore, an injector or
+// the Activate hook failed. A Restore error reaches the callers unchanged;
+// the others as the Activate hook's *FailedError.
 func (a *Activation) failActivation(e *Envelope, err error) {
 	a.mu.Lock()
 	a.status = statusClosing
 	a.mu.Unlock()
-	a.host.cfg.Logger.Warn("casty: Activate hook failed", "kind", a.kind.Name, "key", a.key, "err", err)
-	fail := &FailedError{Kind: a.kind.Name, Key: a.key, Method: "Activate", Message: err.Error(), Directive: Stop, Err: err}
+	a.release()
+	var fail error
+	if re, ok := err.(*restoreError); ok {
+		fail = re.err
+		a.host.cfg.Logger.Warn("casty: restoring the state failed", "kind", a.kind.Name, "key", a.key, "err", fail)
+	} else {
+		a.host.cfg.Logger.Warn("casty: Activate hook failed", "kind", a.kind.Name, "key", a.key, "err", err)
+		fail = &FailedError{Kind: a.kind.Name, Key: a.key, Method: "Activate", Message: err.Error(), Directive: Stop, Err: err}
+	}
 	e.state.CompareAndSwap(envPending, envRunning)
 	e.finish(fail)
 	a.host.finalize(a, fail)

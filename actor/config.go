@@ -38,6 +38,22 @@ type Config struct {
 	// connection's reader then hands the reading on rather than hold the
 	// connection while it waits.
 	BeforeWait func(ctx context.Context)
+	// Admit, when set, runs before a message creates an activation that
+	// does not exist on the host yet, with the message's ctx (the
+	// caller's), under the lock of the activation table: its error fails
+	// the message, unchanged, and nothing is created. It is not asked for
+	// an activation that already exists. It must be fast and must not call
+	// the host. Casty checks there that a call from another node names a
+	// key this node owns.
+	Admit func(ctx context.Context, k *Kind, key string) error
+	// ExternalWaits, when set, reports how many callers of this process
+	// are waiting for answers no host produces (calls to other nodes).
+	// Such a caller holds no P, but its answer will need one: it counts
+	// toward the load that decides whether waiters spin (Host.spin).
+	ExternalWaits func() int32
+	// Durability, when set, keeps activations' state beyond their life
+	// (casty's replication): see Durability.
+	Durability Durability
 }
 
 // DefaultConfig returns the defaults, every field set.

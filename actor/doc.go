@@ -28,4 +28,28 @@
 //     deadlocking: the chain travels in the handler's ctx.
 //   - Close drains: queued and running messages finish, Deactivate hooks run,
 //     bounded by Config.DrainTimeout; what still runs then is logged by name.
+//
+// # Seams for the layer above
+//
+// The engine keeps no data for the layer above; that layer plugs in
+// through Config, as net/http's Handler does:
+//
+//   - Durability keeps activations' state beyond their life (casty's
+//     replication): Restore fills a new activation's state and returns its
+//     Session, whose Commit runs after every handler that succeeded (or
+//     failed with Keep), before the caller gets its answer, and whose
+//     Release runs once when the activation ends. A Restore error fails
+//     the queued messages unchanged; a Commit error fails only its own
+//     caller and discards the activation (ReasonLost), its queue moving to
+//     a fresh one that restores again. The rules are on Durability.
+//   - Admit checks a message before it creates an activation (casty
+//     verifies there the ring point a remote caller sent).
+//   - BeforeWait runs before a caller waits for its activation (casty
+//     hands the connection's reader on), and ExternalWaits reports the
+//     callers waiting on other nodes, which count toward the spin rule.
+//   - Interceptor receives every lifecycle event inline.
+//
+// What the layer above needs per kind, per handler or per host (typed
+// invokers, replication options, the System a host belongs to) it keeps in
+// side tables of its own.
 package actor

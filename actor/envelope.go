@@ -34,7 +34,7 @@ const (
 )
 
 // Envelope is one message in a mailbox. Embed it in the struct that
-// implements Invoker and call Init before Ask or Tell.
+// implements Invoker and call Init before Ask or AskHere.
 type Envelope struct {
 	hctx   handlerCtx
 	method *Method
@@ -45,20 +45,7 @@ type Envelope struct {
 	ctl    ctlKind
 	sched  *Schedule // the schedule a tick belongs to
 	stream bool      // a stream: no default CallTimeout, only ctx bounds it
-	admit  Admitter
 }
-
-// Admitter decides whether an envelope may create the activation it is
-// addressed to.
-type Admitter interface {
-	AdmitNew(k *Kind, key string) error
-}
-
-// AdmitNew sets a check that runs before the envelope creates its
-// activation (when none exists on the host yet): its error fails the
-// envelope and nothing is created. casty checks there, once per
-// activation, that a call from another node names a key this node owns.
-func (e *Envelope) AdmitNew(a Admitter) { e.admit = a }
 
 // Streaming marks the envelope as a stream: a stream lives as long as its
 // consumer wants it, so Config.CallTimeout does not apply; only ctx does.
@@ -69,9 +56,6 @@ func (e *Envelope) Init(inv Invoker, m *Method) {
 	e.inv = inv
 	e.method = m
 }
-
-// Method returns the handler this envelope calls.
-func (e *Envelope) Method() *Method { return e.method }
 
 // abandon marks the envelope as no longer awaited. It returns false when the
 // reply is already on its way (the caller must then take it).
@@ -138,9 +122,9 @@ func handlerOf(ctx context.Context) *handlerCtx {
 	return h
 }
 
-// From returns the activation whose handler ctx belongs to, or nil when ctx
-// is not a handler's context.
-func From(ctx context.Context) *Activation {
+// FromContext returns the activation whose handler ctx belongs to, or nil
+// when ctx is not a handler's context.
+func FromContext(ctx context.Context) *Activation {
 	if ctx == nil {
 		return nil
 	}

@@ -33,10 +33,6 @@ var (
 	// the destination does not have. Definite.
 	ErrUnknownActorType = errors.New("casty: unknown actor type")
 
-	// ErrQuorumUnavailable is returned when a replicated write could not
-	// reach its write quorum in time. Indeterminate: a replica may hold it.
-	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
-
 	// ErrRangeMoving is returned when the key's range is being handed to
 	// another node. Definite; the caller may retry.
 	ErrRangeMoving = errors.New("casty: range moving")

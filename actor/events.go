@@ -74,9 +74,9 @@ type Gap struct {
 	Member string
 }
 
-// Payloader is implemented by invocations that can show their argument
+// payloader is implemented by invocations that can show their argument
 // and result to inspection.
-type Payloader interface {
+type payloader interface {
 	Arg() any
 	Result() any
 }

@@ -26,7 +26,7 @@ func (t *toggle) Invoke(ctx context.Context, state any) (err error) {
 }
 
 func Example() {
-	kind, err := actor.NewKind(reflect.TypeFor[Light](), "example.Light", wire.NewRegistry(), func() any { return new(Light) })
+	kind, err := actor.NewKind(reflect.TypeFor[Light](), actor.KindOptions{Name: "example.Light"}, wire.NewRegistry(), func() any { return new(Light) })
 	if err != nil {
 		panic(err)
 	}

@@ -62,10 +62,6 @@ type Host struct {
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
 	sweeping atomic.Bool                // the timeout sweeper runs
-
-	// Owner is whatever the embedding layer wants Self(ctx).System() to
-	// return; the engine never looks at it.
-	Owner any
 }
 
 // NewHost starts a host. injectors run on every new activation of their
@@ -96,9 +92,6 @@ func NewHost(cfg Config, injectors map[*Kind][]func(state any)) (*Host, error) {
 	go h.janitor()
 	return h, nil
 }
-
-// Config returns the host's configuration with defaults filled in.
-func (h *Host) Config() Config { return h.cfg }
 
 func (h *Host) now() int64 { return int64(time.Since(h.epoch)) }
 
@@ -275,22 +268,10 @@ func (h *Host) AskHere(ctx context.Context, k *Kind, key string, e *Envelope) er
 	return h.ask(ctx, k, key, e, true)
 }
 
-// Tell queues e without waiting for it (schedules, emits). Its outcome goes
-// to the supervisor only.
-func (h *Host) Tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
-	e.hctx.Context = ctx
-	return h.enqueue(k, key, e)
-}
-
 func (h *Host) ctxErr(err error, k *Kind, key string, e *Envelope) error {
 	if err == context.DeadlineExceeded {
 		return &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
 	}
-	return err
-}
-
-func (h *Host) enqueue(k *Kind, key string, e *Envelope) error {
-	_, _, err := h.enqueueOr(k, key, e, false)
 	return err
 }
 
@@ -313,8 +294,8 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 			return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		if a = sh.m[id]; a == nil {
-			if e.admit != nil {
-				if err := e.admit.AdmitNew(k, key); err != nil {
+			if admit := h.cfg.Admit; admit != nil {
+				if err := admit(e.hctx.Context, k, key); err != nil {
 					sh.mu.Unlock()
 					return nil, false, err
 				}
@@ -342,33 +323,25 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 
 // spin returns how many rounds a waiter may yield before parking.
 //
-// With one P a yield only lets the other runnable goroutines go first,
-// cheaper than a park and a wake-up, so waiters spin while at most one
-// mailbox is draining. With several Ps a yield goes through the global run
-// queue that every P contends on, and a yielding goroutine may come back
-// on another core: with 64 callers on 2 Ps, spinning costs more than it
-// saves (parking instead raised throughput 3-8 %, for local calls and for
-// three members in one process alike). There, waiters spin only while the
-// waiting callers and draining mailboxes fit in the Ps — a lone caller and
-// its actor, the case spinning is for.
+// A yield pays off only when the answer is about to come from a goroutine
+// already running on another P. With one P a yield just lets the other
+// runnable goroutines go first, which is cheaper than a park and a
+// wake-up: waiters spin while at most one mailbox is draining. With
+// several Ps a yield goes through the global run queue every P contends
+// on, and the yielding goroutine may resume on another core: waiters spin
+// only while the waiting callers (local, and those waiting on other nodes:
+// Config.ExternalWaits) and the draining mailboxes fit in the Ps — a lone
+// caller and its actor, the case spinning is for.
 func (h *Host) spin() int {
-	if shouldSpin(draining.Load(), awaiting.Load(), h.procs.Load()) {
+	waiting := awaiting.Load()
+	if ext := h.cfg.ExternalWaits; ext != nil {
+		waiting += ext()
+	}
+	if shouldSpin(draining.Load(), waiting, h.procs.Load()) {
 		return spinRounds
 	}
 	return 0
 }
-
-// WaitBegins and WaitEnds bracket a wait for an answer that no host in
-// this process produces (a call to another node): such a caller occupies
-// no P, but its answer will need one, so it counts toward the load that
-// decides whether local callers and emptied mailboxes spin. Without it,
-// with most callers waiting on the network, local waiters yielded in a
-// loop while the replies queued behind them (64 callers on 3 members:
-// 4 % slower).
-func WaitBegins() { awaiting.Add(1) }
-
-// WaitEnds ends a wait begun with WaitBegins.
-func WaitEnds() { awaiting.Add(-1) }
 
 // shouldSpin is spin's rule, given the draining mailboxes, the waiting
 // callers and the Ps.
@@ -378,10 +351,18 @@ func shouldSpin(draining, awaiting, procs int32) bool {
 
 // start runs a's mailbox (a is marked running) on a goroutine of its own;
 // it exits when the mailbox is empty, so idle activations hold no
-// goroutine. A fresh goroutine is cheaper here than a pool of parked ones
-// as long as the drain path fits its initial stack (see process): handing
-// work to a parked goroutine that last ran on another core cost more, on
-// two cores, than starting one.
+// goroutine.
+//
+// Design note — fresh goroutines here, a pool in mux (mux/workers.go):
+// what decides is whether the work fits a new goroutine's initial stack.
+// The drain path is kept small enough to fit (process keeps the observed
+// and failure paths out of its frame), so a fresh goroutine costs a start
+// and nothing more, while handing work to a parked pooled goroutine costs
+// a wake-up, often on another core. mux's request handlers decode and run
+// reflection-heavy code that grows the stack: a fresh goroutine would
+// regrow it on every request, so mux keeps grown goroutines in a pool. A
+// change that makes the drain path outgrow the initial stack breaks this
+// rule's premise (BENCHMARKS.md has the figures).
 func (h *Host) start(a *Activation) { go a.run() }
 
 // newActivation creates an activation; the caller holds its shard's lock.

@@ -21,7 +21,7 @@ type acc struct{ N int }
 func (a *acc) Block(ctx context.Context, ch chan struct{}) error { <-ch; return nil }
 
 func TestNewKindRejectsChanArgument(t *testing.T) {
-	_, err := NewKind(reflect.TypeFor[acc](), "test.acc", wire.NewRegistry(), func() any { return new(acc) })
+	_, err := NewKind(reflect.TypeFor[acc](), KindOptions{Name: "test.acc"}, wire.NewRegistry(), func() any { return new(acc) })
 	if err == nil || err.Error() != "casty: actor test.acc: test.acc.Block argument: chan struct {} is not serializable" {
 		t.Fatalf("got %v", err)
 	}
@@ -36,7 +36,7 @@ func (c *counter) Helper(x int) int                            { return x } // n
 func (c *counter) Activate(ctx context.Context) error          { return nil }
 
 func TestNewKindDerivesHandlers(t *testing.T) {
-	k, err := NewKind(reflect.TypeFor[counter](), "", wire.NewRegistry(), func() any { return new(counter) })
+	k, err := NewKind(reflect.TypeFor[counter](), KindOptions{Name: ""}, wire.NewRegistry(), func() any { return new(counter) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestNewKindDerivesHandlers(t *testing.T) {
 		t.Errorf("name %q", k.Name)
 	}
 	var names []string
-	for _, m := range k.Methods() {
+	for _, m := range k.methods() {
 		names = append(names, m.Name)
 	}
 	if !reflect.DeepEqual(names, []string{"Add", "Peek", "Reset"}) {
@@ -68,32 +68,23 @@ func TestNewKindDerivesHandlers(t *testing.T) {
 	}
 }
 
-func TestQuorumOf(t *testing.T) {
-	cases := []struct {
-		q    Quorum
-		r, n int
-	}{{One, 3, 1}, {Majority, 3, 2}, {Majority, 4, 3}, {Majority, 5, 3}, {All, 5, 5}, {Quorum(2), 5, 2}}
-	for _, c := range cases {
-		if got := c.q.Of(c.r); got != c.n {
-			t.Errorf("%v.Of(%d) = %d, want %d", c.q, c.r, got, c.n)
+func TestNewKindValidatesOptions(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		o    KindOptions
+	}{
+		{"negative idle timeout", KindOptions{IdleTimeout: -time.Second}},
+		{"a service without concurrency", KindOptions{Service: true}},
+	} {
+		c.o.Name = "v"
+		if _, err := NewKind(reflect.TypeFor[counter](), c.o, wire.NewRegistry(), nil); err == nil {
+			t.Errorf("%s accepted", c.what)
 		}
 	}
 }
 
-func TestKindValidate(t *testing.T) {
-	k, _ := NewKind(reflect.TypeFor[counter](), "v", wire.NewRegistry(), nil)
-	k.Replicas, k.Write = 3, Quorum(4)
-	if err := k.Validate(); err == nil {
-		t.Error("write quorum 4 of 3 replicas accepted")
-	}
-	k.Write, k.Replicas = Majority, 0
-	if err := k.Validate(); err == nil {
-		t.Error("0 replicas accepted")
-	}
-}
-
 func TestHostCallAndClose(t *testing.T) {
-	k, err := NewKind(reflect.TypeFor[counter](), "test.counter", wire.NewRegistry(), func() any { return new(counter) })
+	k, err := NewKind(reflect.TypeFor[counter](), KindOptions{Name: "test.counter"}, wire.NewRegistry(), func() any { return new(counter) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,52 +142,56 @@ func TestTimeoutErrorMatches(t *testing.T) {
 	}
 }
 
-// AdmitNew's check runs only when the envelope would create the
-// activation: refused, nothing is created and the envelope fails with the
-// check's error; once the activation exists, the check is not asked.
-func TestAdmitNewGuardsOnlyActivation(t *testing.T) {
-	k, err := NewKind(reflect.TypeFor[counter](), "test.admit", wire.NewRegistry(), func() any { return new(counter) })
+// Config.Admit runs only when a message would create the activation:
+// refused, nothing is created and the message fails with the check's
+// error; once the activation exists, the check is not asked. It sees the
+// caller's ctx.
+func TestAdmitGuardsOnlyActivation(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), KindOptions{Name: "test.admit"}, wire.NewRegistry(), func() any { return new(counter) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHost(Config{}, nil)
+	type verdict struct{}
+	asked := 0
+	h, err := NewHost(Config{Admit: func(ctx context.Context, kk *Kind, key string) error {
+		asked++
+		if kk != k || key != "x" {
+			t.Errorf("admit asked for %s/%s", kk.Name, key)
+		}
+		err, _ := ctx.Value(verdict{}).(error)
+		return err
+	}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close(context.Background())
 	add := k.MethodByName("Add")
 	refuse := errors.New("not mine")
-	asked := 0
-	call := func(here bool, check func() error) (int, error) {
+	call := func(here bool, check error) (int, error) {
 		e := &cAdd{d: 1}
 		e.Init(e, add)
-		e.AdmitNew(admitFunc(func(*Kind, string) error { asked++; return check() }))
 		ask := h.Ask
 		if here {
 			ask = h.AskHere
 		}
-		err := ask(context.Background(), k, "x", &e.Envelope)
+		err := ask(context.WithValue(context.Background(), verdict{}, check), k, "x", &e.Envelope)
 		return e.r, err
 	}
 	for _, here := range []bool{false, true} {
-		if _, err := call(here, func() error { return refuse }); !errors.Is(err, refuse) {
+		if _, err := call(here, refuse); err != refuse {
 			t.Fatalf("refused activation (here %v): %v", here, err)
 		}
 	}
 	if h.Len() != 0 || asked != 2 {
 		t.Fatalf("after refusals: %d activations, check asked %d times", h.Len(), asked)
 	}
-	if n, err := call(true, func() error { return nil }); err != nil || n != 1 {
+	if n, err := call(true, nil); err != nil || n != 1 {
 		t.Fatalf("admitted: %d %v", n, err)
 	}
-	if n, err := call(false, func() error { return refuse }); err != nil || n != 2 || asked != 3 {
+	if n, err := call(false, refuse); err != nil || n != 2 || asked != 3 {
 		t.Fatalf("active key: %d %v, check asked %d times (want 3: not again)", n, err, asked)
 	}
 }
-
-type admitFunc func(*Kind, string) error
-
-func (f admitFunc) AdmitNew(k *Kind, key string) error { return f(k, key) }
 
 // Waiters spin only while the process's waiting callers and draining
 // mailboxes fit in its Ps; with one P, while at most one mailbox drains.
@@ -219,20 +214,20 @@ func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
 	}
 }
 
-// Callers waiting on another node count as waiters: with more of them
-// than Ps, local waiters stop spinning.
-func TestRemoteWaitsCountTowardSpinning(t *testing.T) {
-	_, h := counterHost(t, "test.spin")
+// Callers waiting on another node (Config.ExternalWaits) count as
+// waiters: with more of them than Ps, local waiters stop spinning.
+func TestExternalWaitsCountTowardSpinning(t *testing.T) {
+	var external atomic.Int32
+	h, err := NewHost(Config{ExternalWaits: external.Load}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer h.Close(context.Background())
 	waitFor(t, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
-	procs := int(h.procs.Load())
-	for range procs + 1 {
-		WaitBegins()
-	}
+	procs := h.procs.Load()
+	external.Store(procs + 1)
 	busy := h.spin()
-	for range procs + 1 {
-		WaitEnds()
-	}
+	external.Store(0)
 	if busy != 0 || h.spin() == 0 {
 		t.Fatalf("spin rounds with %d remote waits: %d, after them: %d; want 0, then some", procs+1, busy, h.spin())
 	}
@@ -257,7 +252,7 @@ func (e *cWait) Invoke(ctx context.Context, state any) error {
 // counterHost returns a host and a counter kind named name.
 func counterHost(t *testing.T, name string) (*Kind, *Host) {
 	t.Helper()
-	k, err := NewKind(reflect.TypeFor[counter](), name, wire.NewRegistry(), func() any { return new(counter) })
+	k, err := NewKind(reflect.TypeFor[counter](), KindOptions{Name: name}, wire.NewRegistry(), func() any { return new(counter) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +299,7 @@ func TestPeekWaitsForTheRunningHandlerOnly(t *testing.T) {
 	for range 3 { // queued behind the running handler, each blocked until released
 		e := &cWait{release: queued}
 		e.Init(e, add)
-		if err := h.Tell(ctx, k, "p", &e.Envelope); err != nil {
+		if err := h.tell(ctx, k, "p", &e.Envelope); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,7 +410,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // time (up to sweepEvery late), a cancellable ctx still cancels, and the
 // late reply of the timed-out handler goes nowhere.
 func TestCoarseCallTimeout(t *testing.T) {
-	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
+	k := &Kind{KindOptions: KindOptions{Name: "test.blocker"}, New: func() any { return new(blocker) }}
 	block := &Method{Name: "Block"}
 	h, err := NewHost(Config{CallTimeout: time.Second}, nil)
 	if err != nil {
@@ -474,7 +469,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 // BeforeWait runs when a call is about to wait for its activation, and
 // not when AskHere runs the handler at once on the caller's goroutine.
 func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
-	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
+	k := &Kind{KindOptions: KindOptions{Name: "test.blocker"}, New: func() any { return new(blocker) }}
 	block := &Method{Name: "Block"}
 	var waits atomic.Int32
 	type marker struct{}
@@ -518,4 +513,12 @@ func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
 	if err := <-queued; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tell queues e without waiting for it: a one-way message, its outcome
+// for the supervisor only.
+func (h *Host) tell(ctx context.Context, k *Kind, key string, e *Envelope) error {
+	e.hctx.Context = ctx
+	_, _, err := h.enqueueOr(k, key, e, false)
+	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
-	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/wire"
@@ -13,38 +12,6 @@ import (
 
 // Forever is an idle timeout that never expires.
 const Forever = time.Duration(1<<63 - 1)
-
-// Quorum is how many replicas must take part in a write or a read:
-// One, Majority, All, or an explicit count Quorum(n) with n ≥ 1.
-type Quorum int
-
-// The symbolic quorums. Explicit counts are positive.
-const (
-	One      Quorum = 1
-	Majority Quorum = -1
-	All      Quorum = -2
-)
-
-// Of resolves q against replicas r: the number of acknowledgements needed.
-func (q Quorum) Of(r int) int {
-	switch q {
-	case Majority:
-		return r/2 + 1
-	case All:
-		return r
-	}
-	return int(q)
-}
-
-func (q Quorum) String() string {
-	switch q {
-	case Majority:
-		return "majority"
-	case All:
-		return "all"
-	}
-	return fmt.Sprint(int(q))
-}
 
 // Directive is a supervisor's decision about an activation whose handler
 // failed.
@@ -54,7 +21,8 @@ const (
 	// Keep leaves the activation and its state as the handler left them.
 	Keep Directive = iota
 	// Reset discards the activation without its Deactivate hook; the next
-	// call starts from the last replicated state, or zero state locally.
+	// call starts from the last committed state (Config.Durability), or
+	// the zero state.
 	Reset
 	// Stop deactivates gracefully after the failed message (the hook runs);
 	// the next call reactivates.
@@ -86,15 +54,15 @@ type Failure struct {
 // not block. A panicking supervisor counts as Keep.
 type Supervisor func(kind, key string, err error, f Failure) Directive
 
-// Activator is implemented by actors that want a hook on every activation,
+// activator is implemented by actors that want a hook on every activation,
 // run after state is restored and before the first message.
-type Activator interface {
+type activator interface {
 	Activate(ctx context.Context) error
 }
 
-// Deactivator is implemented by actors that want a hook when an activation
+// deactivator is implemented by actors that want a hook when an activation
 // ends gracefully (idle, explicit deactivation, Stop, shutdown).
-type Deactivator interface {
+type deactivator interface {
 	Deactivate(ctx context.Context) error
 }
 
@@ -110,7 +78,8 @@ const (
 	DuplexStream              // M(ctx, iter.Seq2[E, error]) iter.Seq2[F, error]
 )
 
-// Method is one callable handler of a kind.
+// Method is one callable handler of a kind. NewKind derives it; it is
+// read only afterwards.
 type Method struct {
 	Name   string
 	Index  int          // index in the method set of *T
@@ -118,30 +87,33 @@ type Method struct {
 	Arg    reflect.Type // argument (element type for ClientStream/Duplex); nil when none
 	Result reflect.Type // result (element type for ServerStream/Duplex); nil for error-only
 	Func   reflect.Value
-
-	// Typed is the API layer's own use: casty keeps there a
-	// reflection-free invoker for calls that arrive from other nodes,
-	// attached the first time this process calls the method. Empty until
-	// then (those calls go through Func).
-	Typed atomic.Value
 }
 
-// Kind describes an actor or service type: everything derived from its Go
-// type at registration, plus its options.
-type Kind struct {
-	Name        string        // wire name
-	Type        reflect.Type  // the struct type T
-	New         func() any    // returns a new zero *T
-	IdleTimeout time.Duration // 0: the host's default
-	Supervisor  Supervisor    // nil: the host's
-	Replicas    int           // copies of the state (1 locally)
-	Write, Read Quorum
-
+// KindOptions are a kind's options. NewKind fixes them; they are read only
+// afterwards.
+type KindOptions struct {
+	// Name is the kind's wire name. Empty: wire.DefaultName of the type.
+	Name string
+	// IdleTimeout deactivates an idle activation of the kind. Zero: the
+	// host's Config.IdleTimeout; Forever: never.
+	IdleTimeout time.Duration
+	// Supervisor decides the kind's failures. Nil: the host's.
+	Supervisor Supervisor
 	// Service marks a stateless kind whose calls run concurrently, at most
-	// Concurrency at a time per activation.
+	// Concurrency (at least 1) at a time per activation.
 	Service     bool
 	Concurrency int
+}
 
+// Kind describes an actor or service type: everything NewKind derived from
+// its Go type, and its options. A Kind is read only once NewKind returns it.
+type Kind struct {
+	KindOptions
+	Type reflect.Type // the struct type T
+	New  func() any   // returns a new zero *T
+
+	// HasActivate and HasDeactivate say whether *T implements activator
+	// and deactivator.
 	HasActivate, HasDeactivate bool
 
 	byPtr  map[uintptr]*Method
@@ -153,17 +125,22 @@ var (
 	errorType = reflect.TypeFor[error]()
 )
 
-// NewKind derives a kind from the struct type t: validates the state (the
-// exported fields) and every handler's argument and result with reg, and
-// indexes the handlers by function pointer and by name. Exported methods
-// whose shape is not a handler shape are simply not callable.
-func NewKind(t reflect.Type, name string, reg *wire.Registry, newState func() any) (*Kind, error) {
+// NewKind derives a kind from the struct type t with options o: validates
+// the options, the state (the exported fields) and every handler's argument
+// and result with reg, and indexes the handlers by function pointer and by
+// name. Exported methods whose shape is not a handler shape are simply not
+// callable.
+func NewKind(t reflect.Type, o KindOptions, reg *wire.Registry, newState func() any) (*Kind, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("casty: actor type %v must be a struct", t)
 	}
-	if name == "" {
-		name = wire.DefaultName(t)
+	if o.Name == "" {
+		o.Name = wire.DefaultName(t)
 	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	name := o.Name
 	// The state is itself a message (its snapshot crosses the wire): it is
 	// registered under the kind's name unless it already has one.
 	if _, ok := reg.NameOf(t); !ok {
@@ -172,12 +149,12 @@ func NewKind(t reflect.Type, name string, reg *wire.Registry, newState func() an
 		}
 	}
 	k := &Kind{
-		Name: name, Type: t, New: newState, Replicas: 1, Write: One, Read: One,
+		KindOptions: o, Type: t, New: newState,
 		byPtr: map[uintptr]*Method{}, byName: map[string]*Method{},
 	}
 	pt := reflect.PointerTo(t)
-	k.HasActivate = pt.Implements(reflect.TypeFor[Activator]())
-	k.HasDeactivate = pt.Implements(reflect.TypeFor[Deactivator]())
+	k.HasActivate = pt.Implements(reflect.TypeFor[activator]())
+	k.HasDeactivate = pt.Implements(reflect.TypeFor[deactivator]())
 	for i := range pt.NumMethod() {
 		m := pt.Method(i)
 		if m.Name == "Activate" || m.Name == "Deactivate" {
@@ -272,8 +249,8 @@ func (k *Kind) MethodByName(name string) *Method { return k.byName[name] }
 // envelope; it does not allocate.
 func (k *Kind) MethodByNameBytes(name []byte) *Method { return k.byName[string(name)] }
 
-// Methods returns the handlers in method-set order.
-func (k *Kind) Methods() []*Method {
+// methods returns the handlers in method-set order.
+func (k *Kind) methods() []*Method {
 	out := make([]*Method, 0, len(k.byName))
 	for _, m := range k.byName {
 		out = append(out, m)
@@ -286,27 +263,13 @@ func (k *Kind) Methods() []*Method {
 	return out
 }
 
-// Validate checks the kind's options.
-func (k *Kind) Validate() error {
-	if k.Replicas < 1 {
-		return fmt.Errorf("casty: actor %s: replicas must be at least 1, got %d", k.Name, k.Replicas)
+// validate checks the options.
+func (o *KindOptions) validate() error {
+	if o.IdleTimeout < 0 {
+		return fmt.Errorf("casty: actor %s: negative idle timeout %v", o.Name, o.IdleTimeout)
 	}
-	for _, q := range []struct {
-		what string
-		q    Quorum
-	}{{"write", k.Write}, {"read", k.Read}} {
-		if q.q == 0 || q.q < All {
-			return fmt.Errorf("casty: actor %s: invalid %s quorum %d", k.Name, q.what, int(q.q))
-		}
-		if n := q.q.Of(k.Replicas); n > k.Replicas {
-			return fmt.Errorf("casty: actor %s: %s quorum %d exceeds replicas %d", k.Name, q.what, n, k.Replicas)
-		}
-	}
-	if k.IdleTimeout < 0 {
-		return fmt.Errorf("casty: actor %s: negative idle timeout %v", k.Name, k.IdleTimeout)
-	}
-	if k.Service && k.Concurrency < 1 {
-		return fmt.Errorf("casty: service %s: concurrency must be at least 1, got %d", k.Name, k.Concurrency)
+	if o.Service && o.Concurrency < 1 {
+		return fmt.Errorf("casty: service %s: concurrency must be at least 1, got %d", o.Name, o.Concurrency)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func Canceled(err error) *Schedule { return &Schedule{done: true, err: err} }
 // finished (fixed delay). A schedule with the same id (the function's code
 // pointer) replaces the earlier one.
 func ScheduleFor(ctx context.Context, id uintptr, name string, after, every time.Duration, run func(context.Context, any) error) *Schedule {
-	a := From(ctx)
+	a := FromContext(ctx)
 	if a == nil {
 		return Canceled(errNotInHandler)
 	}
@@ -71,7 +71,7 @@ func ScheduleFor(ctx context.Context, id uintptr, name string, after, every time
 // is dropped if the activation ends first, or if the returned schedule is
 // cancelled before it runs.
 func Emit(ctx context.Context, name string, run func(context.Context, any) error) *Schedule {
-	a := From(ctx)
+	a := FromContext(ctx)
 	if a == nil {
 		return Canceled(errNotInHandler)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// SpyBuffer is how many undelivered events a spy holds before it drops the
+// spyBuffer is how many undelivered events a spy holds before it drops the
 // oldest.
-const SpyBuffer = 1024
+const spyBuffer = 1024
 
 // SpyFilter selects events by glob (path.Match syntax) on kind and key;
 // an empty pattern matches everything.
@@ -175,7 +175,7 @@ func NewSpyQueue(f SpyFilter) (*SpyQueue, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	return &SpyQueue{filter: f, buf: make([]Event, SpyBuffer), notify: make(chan struct{}, 1)}, nil
+	return &SpyQueue{filter: f, buf: make([]Event, spyBuffer), notify: make(chan struct{}, 1)}, nil
 }
 
 // Filter returns the queue's filter.
@@ -239,7 +239,7 @@ func stripPayload(ev Event) Event {
 
 // Spy subscribes to this host's events matching f until ctx ends. Events
 // are buffered from the moment Spy returns; the sequence ends when ctx does.
-// A slow consumer never slows an actor: beyond SpyBuffer pending events the
+// A slow consumer never slows an actor: beyond spyBuffer pending events the
 // oldest are dropped and a Lag{Dropped: n} is delivered in their place.
 func (h *Host) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) {
 	q, err := NewSpyQueue(f)

@@ -80,8 +80,8 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		attachTyped(meth, func() typedUnary { return servQR[T, Q, R]{m} })
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
+		typedInvokers.attach(meth, func() typedUnary { return servQR[T, Q, R]{m} })
+		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -112,8 +112,8 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 		return zero, err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		attachTyped(meth, func() typedUnary { return servR[T, R]{m} })
-		if remote, resp, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		typedInvokers.attach(meth, func() typedUnary { return servR[T, R]{m} })
+		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {
 			return decodeResult[R](resp, err)
 		}
 	}
@@ -142,8 +142,8 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		attachTyped(meth, func() typedUnary { return servQ[T, Q]{m} })
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); remote {
+		typedInvokers.attach(meth, func() typedUnary { return servQ[T, Q]{m} })
+		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
 			return err
 		}
 	}
@@ -166,8 +166,8 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 		return err
 	}
 	if cl := ref.sys.cl; cl != nil {
-		attachTyped(meth, func() typedUnary { return serv0[T]{m} })
-		if remote, _, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at(), callReq{Op: opCall, Method: meth.Name}, nil); remote {
+		typedInvokers.attach(meth, func() typedUnary { return serv0[T]{m} })
+		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {
 			return err
 		}
 	}
@@ -176,7 +176,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 }
 
-// ---- typed invokers for calls from other nodes (route.go: typedUnary) ----
+// ---- typed invokers for calls from other nodes (serve.go: typedUnary) ----
 
 type servQR[T, Q, R any] struct {
 	m func(*T, context.Context, Q) (R, error)
@@ -185,7 +185,7 @@ type servQR[T, Q, R any] struct {
 func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		callQR[T, Q, R]
-		x served
+		x servedCtx
 	}{callQR: callQR[T, Q, R]{m: s.m}}
 	if len(rc.arg) > 0 {
 		if err := wire.UnmarshalValue(rc.arg, &e.q); err != nil {
@@ -206,7 +206,7 @@ type servR[T, R any] struct {
 func (s servR[T, R]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		callR[T, R]
-		x served
+		x servedCtx
 	}{callR: callR[T, R]{m: s.m}}
 	e.Init(e, rc.m)
 	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x); !ok {
@@ -222,7 +222,7 @@ type servQ[T, Q any] struct {
 func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		doQ[T, Q]
-		x served
+		x servedCtx
 	}{doQ: doQ[T, Q]{m: s.m}}
 	if len(rc.arg) > 0 {
 		if err := wire.UnmarshalValue(rc.arg, &e.q); err != nil {
@@ -241,7 +241,7 @@ type serv0[T any] struct {
 func (s serv0[T]) serve(ctx context.Context, rc remoteCall) callResp {
 	e := &struct {
 		do0[T]
-		x served
+		x servedCtx
 	}{do0: do0[T]{m: s.m}}
 	e.Init(e, rc.m)
 	resp, _ := rc.ask(ctx, &e.Envelope, &e.x)

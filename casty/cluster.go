@@ -69,9 +69,6 @@ type cluster struct {
 	logger *slog.Logger
 
 	closeOnce sync.Once
-	hidden    sync.Map     // kind names this node pretends not to know (tests)
-	hiding    atomic.Bool  // hidden is not empty
-	refuse    atomic.Int32 // refuse this many more keys as wrong owner (tests)
 
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen

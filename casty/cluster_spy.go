@@ -14,12 +14,11 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-// A cluster-scope spy opens one mux stream to every other member (opSpy);
-// each member filters its own events with the spy's globs and sends only
-// the matching ones, as frameElem frames of wireEvent. When a member's
-// stream breaks, the spy delivers a Gap naming it.
-
-const opSpy uint8 = 4
+// A cluster-scope spy opens one mux stream to every other member, whose
+// header is a callReq (opSpy, envelope.go) carrying a spyReq as its
+// argument; each member filters its own events with the spy's globs and
+// sends only the matching ones, as frameElem frames of wireEvent (SPEC.md).
+// When a member's stream breaks, the spy delivers a Gap naming it.
 
 type spyReq struct {
 	Kind     string `msgpack:"k,omitempty"`
@@ -175,7 +174,7 @@ func (cl *cluster) openSpy(ctx context.Context, m Member, arg []byte) (*frameCon
 	if err != nil {
 		return nil, err
 	}
-	header, _ := wire.Marshal(callReq{Op: opSpy, Arg: arg})
+	header := appendCallReq(nil, &callReq{Op: opSpy, Arg: arg})
 	st, err := sess.OpenStream(octx, header)
 	if err != nil {
 		return nil, err
@@ -218,7 +217,7 @@ func (cl *cluster) relaySpy(ctx context.Context, m Member, fc *frameConn, q *act
 func (cl *cluster) serveSpy(st *mux.Stream, fc *frameConn, req *callReq) {
 	var sr spyReq
 	if err := wire.Unmarshal(req.Arg, &sr); err != nil {
-		fc.writeValue(frameStatus, &wireError{Code: codeUnknown, Message: err.Error()})
+		fc.writeError(frameStatus, &wireError{Code: codeUnknown, Message: err.Error()})
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,7 +229,7 @@ func (cl *cluster) serveSpy(st *mux.Stream, fc *frameConn, req *callReq) {
 	}()
 	events, err := cl.sys.host.Spy(ctx, actor.SpyFilter{Kind: sr.Kind, Key: sr.Key, Payloads: sr.Payloads})
 	if err != nil {
-		fc.writeValue(frameStatus, encodeError(err))
+		fc.writeError(frameStatus, encodeError(err))
 		return
 	}
 	if fc.write(frameStatus, nil) != nil {

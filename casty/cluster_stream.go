@@ -20,19 +20,18 @@ import (
 
 // Across nodes, each actor stream is a mux stream of its own, so yamux's
 // per-stream credit window carries backpressure end to end. The opener's
-// header is a callReq (opStream); then both sides exchange frames:
+// header is a callReq (opStream, envelope.go); then both sides exchange
+// frames (SPEC.md):
 //
-//	kind byte | uvarint length | payload (msgpack)
+//	kind byte | uvarint length | payload
 //
 // The server's first frame is a status (an empty one means "accepted";
 // otherwise a wireError, after which nothing else comes). Elements travel
-// as frameElem; an in-band error as frameErr; the caller's side of an
-// upload ends with frameEnd; a client stream's result comes back as
-// frameResult, a failure as frameErr. Either side closing the stream ends
-// it: the server's handler sees its consumer leave, the caller sees the
-// owner die.
-
-const opStream uint8 = 3
+// as frameElem (msgpack); an in-band error as frameErr (a wireError); the
+// caller's side of an upload ends with frameEnd; a client stream's result
+// comes back as frameResult (msgpack), a failure as frameErr. Either side
+// closing the stream ends it: the server's handler sees its consumer
+// leave, the caller sees the owner die.
 
 const (
 	frameStatus byte = 'S'
@@ -70,6 +69,11 @@ func (f *frameConn) writeValue(kind byte, v any) error {
 		return err
 	}
 	return f.write(kind, b)
+}
+
+// writeError writes we as a frame of kind (frameStatus or frameErr).
+func (f *frameConn) writeError(kind byte, we *wireError) error {
+	return f.write(kind, appendWireError(nil, we))
 }
 
 func (f *frameConn) read() (byte, []byte, error) {
@@ -112,16 +116,16 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	defer st.Close()
 	fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
 	var req callReq
-	err := wire.Unmarshal(st.Header(), &req)
+	err := decodeCallReq(st.Header(), &req)
 	if err == nil && req.Op == opSpy {
 		cl.serveSpy(st, fc, &req)
 		return
 	}
 	if err != nil || req.Op != opStream {
-		fc.writeValue(frameStatus, &wireError{Code: codeUnknown, Message: "casty: malformed stream header"})
+		fc.writeError(frameStatus, &wireError{Code: codeUnknown, Message: "casty: malformed stream header"})
 		return
 	}
-	refuse := func(r callResp) { fc.writeValue(frameStatus, r.Err) }
+	refuse := func(r callResp) { fc.writeError(frameStatus, r.Err) }
 	k, refused := cl.admit(&req)
 	if refused != nil {
 		refuse(*refused)
@@ -148,7 +152,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		p := reflect.New(meth.Arg)
 		if len(req.Arg) > 0 {
 			if err := wire.Unmarshal(req.Arg, p.Interface()); err != nil {
-				fc.writeValue(frameErr, &wireError{Code: codeUnknown, Message: err.Error()})
+				fc.writeError(frameErr, &wireError{Code: codeUnknown, Message: err.Error()})
 				return
 			}
 		}
@@ -167,7 +171,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	err = cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
 	switch {
 	case err != nil && !inv.sentErr:
-		fc.writeValue(frameErr, encodeError(err))
+		fc.writeError(frameErr, encodeError(err))
 	case err == nil && meth.Shape == actor.ClientStream:
 		if meth.Result != nil && inv.result.IsValid() {
 			fc.writeValue(frameResult, inv.result.Interface())
@@ -227,7 +231,7 @@ func (r *remoteStream) produce(ctx context.Context, seq reflect.Value) error {
 		if e := args[1]; !e.IsNil() {
 			failed = e.Interface().(error)
 			r.sentErr = true
-			r.fc.writeValue(frameErr, encodeError(&actor.FailedError{Kind: "", Message: failed.Error(), Err: failed}))
+			r.fc.writeError(frameErr, encodeError(&actor.FailedError{Kind: "", Message: failed.Error(), Err: failed}))
 			return []reflect.Value{reflect.ValueOf(false)}
 		}
 		if err := r.fc.writeValue(frameElem, args[0].Interface()); err != nil {
@@ -267,9 +271,11 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 					return nil
 				}
 			case frameErr:
-				var we wireError
-				wire.Unmarshal(b, &we)
-				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(errors.New(we.Message))})
+				msg := "casty: malformed error frame from the caller"
+				if we, err := decodeWireError(b); err == nil {
+					msg = we.Message
+				}
+				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(errors.New(msg))})
 				return nil
 			}
 		}
@@ -282,12 +288,9 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 // moved (nothing has run yet). It returns nil when this node owns the key.
 func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte) (*frameConn, error) {
 	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx)}
-	header, err := wire.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
+	header := appendCallReq(nil, &req)
 	var fc *frameConn
-	_, err = cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
+	_, err := cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
@@ -303,12 +306,12 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 			return nil, nil
 		}
 		st.Close()
-		var we wireError
-		if err := wire.Unmarshal(b, &we); err != nil {
+		we, err := decodeWireError(b)
+		if err != nil {
 			return nil, fmt.Errorf("%w: malformed stream status from %s", ErrActorUnavailable, d.addr)
 		}
 		if we.Code == codeWrongOwner || we.Code == codeMoving {
-			return &we, nil
+			return we, nil
 		}
 		return nil, we.decode()
 	})
@@ -340,8 +343,8 @@ func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) b
 				return
 			}
 		case frameErr:
-			var we wireError
-			if err := wire.Unmarshal(b, &we); err != nil {
+			we, err := decodeWireError(b)
+			if err != nil {
 				yield(zero, err)
 				return
 			}
@@ -365,7 +368,7 @@ func writeElems[E any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, er
 				return ctx.Err()
 			}
 			if err != nil {
-				fc.writeValue(frameErr, &wireError{Code: codeFailed, Message: err.Error()})
+				fc.writeError(frameErr, &wireError{Code: codeFailed, Message: err.Error()})
 				return err
 			}
 			if err := fc.writeValue(frameElem, v); err != nil {
@@ -406,8 +409,8 @@ func remoteUpload[E, R any](ctx context.Context, fc *frameConn, elems iter.Seq2[
 		}
 		return r, err
 	case frameErr:
-		var we wireError
-		if err := wire.Unmarshal(b, &we); err != nil {
+		we, err := decodeWireError(b)
+		if err != nil {
 			return r, err
 		}
 		return r, we.decode()

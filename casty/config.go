@@ -225,5 +225,5 @@ func (c Config) Validate() error {
 
 func (c Config) engine() actor.Config {
 	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout,
-		BeforeWait: mux.HandOff}
+		BeforeWait: mux.HandOff, Admit: admitPlaced, ExternalWaits: remoteWaits.Load}
 }

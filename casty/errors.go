@@ -1,6 +1,10 @@
 package casty
 
-import "github.com/casty-go/casty/actor"
+import (
+	"errors"
+
+	"github.com/casty-go/casty/actor"
+)
 
 // Infrastructure errors, for errors.Is. Definite errors mean the call did
 // not take effect; indeterminate ones mean it may have (see each).
@@ -12,8 +16,8 @@ var (
 	// down with the call queued. Definite when refused at the door.
 	ErrActorUnavailable = actor.ErrActorUnavailable
 	// ErrQuorumUnavailable: a replicated write did not reach its write
-	// quorum. Indeterminate.
-	ErrQuorumUnavailable = actor.ErrQuorumUnavailable
+	// quorum. Indeterminate: a replica may hold it.
+	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
 	// ErrRangeMoving: the key's range is moving between nodes. Definite.
 	ErrRangeMoving = actor.ErrRangeMoving
 	// ErrUnknownActorType: the kind or method is not known where the call

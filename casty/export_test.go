@@ -2,8 +2,12 @@ package casty
 
 import (
 	"context"
+	"sync/atomic"
+
+	"github.com/casty-go/casty/actor"
 
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/mux"
 )
 
 // Crash stops a cluster node the way a killed process stops: no drain, no
@@ -37,19 +41,66 @@ func MemberEvents(s *System) (<-chan string, func()) {
 	return out, func() { unsub(); <-done }
 }
 
-// HideKind makes a node behave as if it had never declared the kind.
-func HideKind(s *System, name string) { s.cl.hidden.Store(name, true); s.cl.hiding.Store(true) }
+// HideKind makes a node behave as if it had never declared the kind: its
+// handlers answer calls and stream opens for it "unknown".
+func HideKind(s *System, name string) {
+	cl := s.cl
+	intercept(cl, func(req *callReq) *callResp {
+		if req.Kind != name {
+			return nil
+		}
+		r := cl.unknownKind(req.Kind)
+		return &r
+	})
+}
+
+// intercept puts refuse in front of the node's request and stream
+// handlers: a request it answers (non-nil) goes no further. It replaces
+// any earlier interception.
+func intercept(cl *cluster, refuse func(req *callReq) *callResp) {
+	cl.node.HandleRequests(mux.LaneMessage, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		var req callReq
+		if decodeCallReq(payload, &req) == nil {
+			if r := refuse(&req); r != nil {
+				return appendCallResp(nil, r), nil
+			}
+		}
+		return cl.handle(ctx, sess, payload)
+	})
+	cl.node.HandleStreams(func(from *mux.Session, st *mux.Stream) {
+		var req callReq
+		if decodeCallReq(st.Header(), &req) == nil && req.Op == opStream {
+			if r := refuse(&req); r != nil {
+				newFrameConn(st, cl.sys.cfg.MaxMessage).writeError(frameStatus, r.Err)
+				st.Close()
+				return
+			}
+		}
+		cl.handleStream(from, st)
+	})
+}
 
 var _ = gossip.EventJoined
 
 // RefuseAsWrongOwner makes the node answer the next n calls or stream
-// opens as if its ring gave their keys to another node.
-func RefuseAsWrongOwner(s *System, n int32) { s.cl.refuse.Store(n) }
+// opens of actors as if its ring gave their keys to another node.
+func RefuseAsWrongOwner(s *System, n int32) {
+	cl := s.cl
+	var left atomic.Int32
+	left.Store(n)
+	intercept(cl, func(req *callReq) *callResp {
+		if k := kinds.get(req.Kind); k == nil || k.Service || left.Add(-1) < 0 {
+			return nil
+		}
+		r := cl.wrongOwner(req.Kind, req.Key)
+		return &r
+	})
+}
 
 // Misplaced returns r with its ring point replaced: a Ref whose point does
 // not match its key, as a buggy or hostile caller would send it.
 func Misplaced[T any](r Ref[T], point uint64) Ref[T] {
-	r.point, r.placed = point, true
+	r.at = placement{point: point, known: true}
 	return r
 }
 
@@ -68,5 +119,8 @@ func PointOwnedBy(via, owner *System) uint64 {
 // for the rest of the process, as on a node that never calls the method
 // itself.
 func Untyped(kind, method string) {
-	kinds.get(kind).MethodByName(method).Typed.Store(typedBox{})
+	typedInvokers.set(kinds.get(kind).MethodByName(method), nil, true)
 }
+
+// WithDurability sets the host's actor.Durability (replication's seam).
+func WithDurability(d actor.Durability) Option { return withDurability(d) }

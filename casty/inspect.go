@@ -112,7 +112,7 @@ func (k *Kind[T]) StateOf(ctx context.Context, sys *System, key string) (T, bool
 		ctx = context.Background()
 	}
 	if cl := sys.cl; cl != nil {
-		if remote, resp, err := cl.dispatch(ctx, k.k, key, placement{}, callReq{Op: opStateOf}, nil); remote {
+		if resp, local, err := cl.dispatch(ctx, k.k, key, placement{}, callReq{Op: opStateOf}, nil); !local {
 			if err != nil || !resp.Ok {
 				return out, false, err
 			}

@@ -9,16 +9,37 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-// Quorum is how many replicas take part in a write or read: One, Majority,
-// All, or Quorum(n).
-type Quorum = actor.Quorum
+// Quorum is how many replicas must take part in a write or a read:
+// One, Majority, All, or an explicit count Quorum(n) with n ≥ 1.
+type Quorum int
 
-// The quorums. Quorum(n) asks for exactly n replicas.
+// The symbolic quorums. Explicit counts are positive.
 const (
-	One      = actor.One
-	Majority = actor.Majority
-	All      = actor.All
+	One      Quorum = 1
+	Majority Quorum = -1
+	All      Quorum = -2
 )
+
+// Of resolves q against replicas r: the number of acknowledgements needed.
+func (q Quorum) Of(r int) int {
+	switch q {
+	case Majority:
+		return r/2 + 1
+	case All:
+		return r
+	}
+	return int(q)
+}
+
+func (q Quorum) String() string {
+	switch q {
+	case Majority:
+		return "majority"
+	case All:
+		return "all"
+	}
+	return fmt.Sprint(int(q))
+}
 
 // Forever is an idle timeout that never expires.
 const Forever = actor.Forever
@@ -109,7 +130,10 @@ func declare[T any](service bool, opts []KindOption) (*actor.Kind, error) {
 	if !service && o.set["Concurrency"] {
 		return nil, fmt.Errorf("casty: actor %v: Concurrency is a service option", t)
 	}
-	k, err := actor.NewKind(t, o.name, wire.Default, func() any { return new(T) })
+	k, err := actor.NewKind(t, actor.KindOptions{
+		Name: o.name, IdleTimeout: o.idle, Supervisor: o.supervisor,
+		Service: service, Concurrency: o.concurrency,
+	}, wire.Default, func() any { return new(T) })
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +152,39 @@ func declare[T any](service bool, opts []KindOption) (*actor.Kind, error) {
 			}
 		}
 	}
-	k.Replicas, k.Write, k.Read = o.replicas, o.write, o.read
-	k.IdleTimeout, k.Supervisor = o.idle, o.supervisor
-	k.Service, k.Concurrency = service, o.concurrency
-	if err := k.Validate(); err != nil {
+	r := replication{replicas: o.replicas, write: o.write, read: o.read}
+	if err := r.validate(k.Name); err != nil {
 		return nil, err
 	}
-	if err := kinds.add(k); err != nil {
+	if err := kinds.add(k, r); err != nil {
 		return nil, err
 	}
 	return k, nil
+}
+
+// replication is how a kind's state is kept: on Replicas nodes, a write
+// acknowledged by Write of them, a read answered by Read of them.
+type replication struct {
+	replicas    int
+	write, read Quorum
+}
+
+func (r replication) validate(name string) error {
+	if r.replicas < 1 {
+		return fmt.Errorf("casty: actor %s: replicas must be at least 1, got %d", name, r.replicas)
+	}
+	for _, q := range []struct {
+		what string
+		q    Quorum
+	}{{"write", r.write}, {"read", r.read}} {
+		if q.q == 0 || q.q < All {
+			return fmt.Errorf("casty: actor %s: invalid %s quorum %d", name, q.what, int(q.q))
+		}
+		if n := q.q.Of(r.replicas); n > r.replicas {
+			return fmt.Errorf("casty: actor %s: %s quorum %d exceeds replicas %d", name, q.what, n, r.replicas)
+		}
+	}
+	return nil
 }
 
 // Name returns the kind's wire name.
@@ -149,7 +196,7 @@ func (k *Kind[T]) Ref(sys *System, key string) Ref[T] {
 	r := Ref[T]{sys: sys, kind: k.k, key: key}
 	if sys != nil && sys.cl != nil {
 		// Hash the key onto the ring once per Ref, not once per call.
-		r.point, r.placed = pointOf(k.k, key), true
+		r.at = placementOf(k.k, key, placement{})
 	}
 	return r
 }
@@ -166,15 +213,11 @@ type Declared[T any] interface {
 // Ref is a typed address of one actor: kind, key and the system to reach it
 // through. Pass it to Call, Call0, Do and Do0.
 type Ref[T any] struct {
-	sys    *System
-	kind   *actor.Kind
-	key    string
-	point  uint64 // the key's ring point, when placed
-	placed bool
+	sys  *System
+	kind *actor.Kind
+	key  string
+	at   placement // the key's ring point, in cluster mode (points.go)
 }
-
-// at is where the ref's key sits on the ring.
-func (r Ref[T]) at() placement { return placement{point: r.point, known: r.placed} }
 
 // Key returns the actor's key.
 func (r Ref[T]) Key() string { return r.key }

@@ -13,7 +13,7 @@ import (
 // pointOf is ring.Point whether the cache hits, misses, holds another
 // kind's entry for the key, or is bypassed for long keys.
 func TestPointOfMatchesRingPoint(t *testing.T) {
-	a, b := &actor.Kind{Name: "test.points.a"}, &actor.Kind{Name: "test.points.b"}
+	a, b := &actor.Kind{KindOptions: actor.KindOptions{Name: "test.points.a"}}, &actor.Kind{KindOptions: actor.KindOptions{Name: "test.points.b"}}
 	keys := []string{"", "x", "room-42", strings.Repeat("k", 64), strings.Repeat("k", 100000)}
 	for i := range 3 * pointSlots { // more keys than slots: collisions evict
 		keys = append(keys, fmt.Sprint("key-", i))
@@ -32,7 +32,7 @@ func TestPointOfMatchesRingPoint(t *testing.T) {
 // A slot torn by a concurrent writer (its point from one key, its check
 // from another) is a miss, not a wrong point.
 func TestPointOfRejectsTornSlots(t *testing.T) {
-	k := &actor.Kind{Name: "test.points.torn"}
+	k := &actor.Kind{KindOptions: actor.KindOptions{Name: "test.points.torn"}}
 	h := func(key string) uint64 {
 		return maphash.String(pointSeed, key) ^ maphash.String(pointSeed, k.Name)*0x9e3779b97f4a7c15
 	}
@@ -56,7 +56,7 @@ func TestPointOfRejectsTornSlots(t *testing.T) {
 }
 
 func BenchmarkRefPoint(b *testing.B) {
-	k := &actor.Kind{Name: "test.points.bench"}
+	k := &actor.Kind{KindOptions: actor.KindOptions{Name: "test.points.bench"}}
 	b.Run("cached", func(b *testing.B) {
 		for b.Loop() {
 			pointOf(k, "room-42")

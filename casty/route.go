@@ -4,456 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
-	"github.com/casty-go/casty/wire"
 )
 
-// Calls between nodes travel as one request on the mux message lane:
-// callReq out, callResp back, both msgpack (wire/SPEC.md). A node serves
-// only the keys it owns on its ring; a caller whose ring disagrees is told
-// "wrong owner", refreshes its view and retries (twice at most), which is
-// safe because the call ran nowhere.
-
-const (
-	opCall    uint8 = 1
-	opStateOf uint8 = 2
-)
-
-type callReq struct {
-	Op       uint8    `msgpack:"o"`
-	Kind     string   `msgpack:"k"`
-	Key      string   `msgpack:"y"`
-	Method   string   `msgpack:"m,omitempty"`
-	Arg      []byte   `msgpack:"a,omitempty"`
-	Chain    []string `msgpack:"c,omitempty"`
-	Deadline int64    `msgpack:"d,omitempty"` // unix ns
-
-	// Binary envelopes only (codec.go): the key's ring point when the
-	// caller knows it, and what decoding resolved the names to.
-	point  uint64
-	placed bool
-	kind   *actor.Kind
-	meth   *actor.Method
-}
-
-type callResp struct {
-	Result []byte     `msgpack:"r,omitempty"`
-	Ok     bool       `msgpack:"ok,omitempty"`
-	Err    *wireError `msgpack:"e,omitempty"`
-
-	enc []byte // the whole envelope, when already encoded (resultResp)
-}
-
-// Error codes on the wire.
-const (
-	codeFailed      = "failed"
-	codeTimeout     = "timeout"
-	codeUnavailable = "unavailable"
-	codeReentrancy  = "reentrancy"
-	codeUnknown     = "unknown"
-	codeQuorum      = "quorum"
-	codeMoving      = "moving"
-	codeWrongOwner  = "wrong-owner"
-)
-
-type wireError struct {
-	Code      string `msgpack:"c"`
-	Message   string `msgpack:"m"`
-	Kind      string `msgpack:"k,omitempty"`
-	Key       string `msgpack:"y,omitempty"`
-	Method    string `msgpack:"f,omitempty"`
-	Directive int    `msgpack:"d,omitempty"`
-	Cause     string `msgpack:"s,omitempty"` // the sentinel a failure wraps
-	ErrType   string `msgpack:"t,omitempty"` // registered error type
-	ErrData   []byte `msgpack:"b,omitempty"`
-}
-
-var sentinels = []struct {
-	code string
-	err  error
-}{
-	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
-	{codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-}
-
-func sentinelCode(err error) string {
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			return s.code
-		}
-	}
-	return ""
-}
-
-func sentinelFor(code string) error {
-	for _, s := range sentinels {
-		if s.code == code {
-			return s.err
-		}
-	}
-	return nil
-}
-
-// encodeError turns an error from the host into its wire form.
-func encodeError(err error) *wireError {
-	var fe *actor.FailedError
-	if errors.As(err, &fe) {
-		we := &wireError{Code: codeFailed, Message: fe.Message, Kind: fe.Kind, Key: fe.Key, Method: fe.Method,
-			Directive: int(fe.Directive), Cause: sentinelCode(fe.Err)}
-		for e := fe.Err; e != nil; e = errors.Unwrap(e) {
-			t := reflect.TypeOf(e)
-			if t.Kind() == reflect.Pointer {
-				t = t.Elem()
-			}
-			if name, ok := wire.Default.NameOf(t); ok {
-				if b, merr := wire.Marshal(e); merr == nil {
-					we.ErrType, we.ErrData = name, b
-				}
-				break
-			}
-		}
-		return we
-	}
-	var re *actor.ReentrancyError
-	if errors.As(err, &re) {
-		return &wireError{Code: codeReentrancy, Message: err.Error(), Kind: re.Kind, Key: re.Key}
-	}
-	if code := sentinelCode(err); code != "" {
-		return &wireError{Code: code, Message: err.Error()}
-	}
-	return &wireError{Code: codeUnavailable, Message: err.Error()}
-}
-
-// remoteError is a failure cause that came from another node: its message,
-// and the sentinel it matched there.
-type remoteError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.sentinel }
-
-// decode turns a wire error back into the error the caller would have got
-// locally: the same sentinels, *ActorFailedError with the registered
-// original when its type is known here.
-func (we *wireError) decode() error {
-	switch we.Code {
-	case codeFailed:
-		fe := &actor.FailedError{Kind: we.Kind, Key: we.Key, Method: we.Method, Message: we.Message, Directive: actor.Directive(we.Directive)}
-		if t, ok := wire.Default.TypeOf(we.ErrType); ok && we.ErrType != "" {
-			v := reflect.New(t)
-			if wire.Unmarshal(we.ErrData, v.Interface()) == nil {
-				if e, ok := v.Interface().(error); ok {
-					fe.Err = e
-				} else if e, ok := v.Elem().Interface().(error); ok {
-					fe.Err = e
-				}
-			}
-		}
-		if fe.Err == nil && we.Cause != "" {
-			fe.Err = &remoteError{msg: we.Message, sentinel: sentinelFor(we.Cause)}
-		}
-		return fe
-	case codeReentrancy:
-		return &actor.ReentrancyError{Kind: we.Kind, Key: we.Key}
-	case codeTimeout:
-		return &remoteError{msg: we.Message, sentinel: ErrTimeout}
-	}
-	if s := sentinelFor(we.Code); s != nil {
-		return &remoteError{msg: we.Message, sentinel: s}
-	}
-	return &remoteError{msg: we.Message, sentinel: ErrActorUnavailable}
-}
-
-// ---- serving ----
-
-// remoteInvoke runs a call that arrived from another node, by reflection.
-type remoteInvoke struct {
-	actor.Envelope
-	x      served
-	meth   *actor.Method
-	arg    reflect.Value
-	result reflect.Value
-}
-
-func (r *remoteInvoke) Invoke(ctx context.Context, state any) error {
-	in := []reflect.Value{reflect.ValueOf(state), reflect.ValueOf(ctx)}
-	if r.meth.Arg != nil {
-		in = append(in, r.arg)
-	}
-	out := r.meth.Func.Call(in)
-	if r.meth.Result != nil {
-		r.result = out[0]
-	}
-	if errV := out[len(out)-1]; !errV.IsNil() {
-		return errV.Interface().(error)
-	}
-	return nil
-}
-
-func (r *remoteInvoke) Arg() any {
-	if r.meth.Arg == nil {
-		return nil
-	}
-	return r.arg.Interface()
-}
-
-func (r *remoteInvoke) Result() any {
-	if !r.result.IsValid() {
-		return nil
-	}
-	return r.result.Interface()
-}
-
-// handle serves one request from another node.
-func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) ([]byte, error) {
-	var req callReq
-	if err := decodeCallReq(payload, &req); err != nil {
-		return nil, err
-	}
-	resp := cl.serveReq(ctx, &req)
-	b := resp.envelope()
-	if max := cl.sys.cfg.MaxMessage; len(b) > max {
-		// mux would refuse it, and the caller could not tell that the
-		// handler ran: say so, as the handler's outcome.
-		b = appendCallResp(nil, &callResp{Err: &wireError{Code: codeFailed, Kind: req.Kind, Key: req.Key, Method: req.Method,
-			Message: fmt.Sprintf("casty: the result encodes to %d bytes, over Config.MaxMessage (%d); the handler ran and its effects stand: return large data through Stream", len(b), max)}})
-	}
-	return b, nil
-}
-
-// envelope returns r's wire form: the result is already encoded into it
-// when r came from resultResp.
-func (r *callResp) envelope() []byte {
-	if r.Err == nil && r.enc != nil {
-		return r.enc
-	}
-	return appendCallResp(nil, r)
-}
-
-// resultResp is the answer carrying result, msgpack-encoded straight into
-// the response envelope.
-func resultResp[R any](k *actor.Kind, m *actor.Method, result R) callResp {
-	b, err := wire.AppendValue(appendCallRespHead(make([]byte, 0, 32), &callResp{}), result)
-	if err != nil {
-		return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", k.Name, m.Name, err))
-	}
-	return callResp{enc: b}
-}
-
-func argResp(k *actor.Kind, m *actor.Method, err error) callResp {
-	return errResp(codeUnknown, fmt.Sprintf("casty: %s.%s: argument: %v", k.Name, m.Name, err))
-}
-
-// typedUnary serves a call from another node without reflection; Call,
-// Call0, Do and Do0 attach one to their method the first time this process
-// uses them (actor.Method.Typed), the argument and result types being
-// known there.
-type typedUnary interface {
-	serve(ctx context.Context, rc remoteCall) callResp
-}
-
-// remoteCall is a call from another node, admitted for a handler of k.
-// It is passed by value: nothing of the request escapes to the heap.
-type remoteCall struct {
-	cl       *cluster
-	k        *actor.Kind
-	m        *actor.Method
-	key      string
-	arg      []byte
-	point    uint64
-	placed   bool
-	deadline int64 // unix ns; 0 for none
-	chain    []string
-}
-
-func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remoteCall {
-	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, point: req.point, placed: req.placed,
-		deadline: req.Deadline, chain: req.Chain}
-}
-
-// served is what serving a remote call needs beside its envelope, kept in
-// the struct the invoker allocates for the envelope anyway: the handler's
-// context with the caller's deadline, and the ring point to check.
-type served struct {
-	ctx   deadlineCtx
-	point uint64
-}
-
-// ask runs e, whose envelope struct holds x, on this node's host. It
-// reports false with the answer when the call failed.
-func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *served) (callResp, bool) {
-	if rc.deadline != 0 {
-		// The caller's mux cancels this request's ctx when its own deadline
-		// passes; handlers still see that deadline, without a timer here.
-		x.ctx = deadlineCtx{Context: ctx, d: time.Unix(0, rc.deadline)}
-		ctx = &x.ctx
-	}
-	ctx = actor.WithChain(ctx, rc.chain)
-	if rc.placed {
-		x.point = rc.point
-		e.AdmitNew(x)
-	}
-	err := rc.cl.sys.host.AskHere(ctx, rc.k, rc.key, e)
-	switch {
-	case err == nil:
-		return callResp{}, true
-	case errors.Is(err, errMisplaced):
-		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
-	}
-	return callResp{Err: encodeError(err)}, false
-}
-
-// errMisplaced refuses a call whose ring point is not its key's.
-var errMisplaced = errors.New("casty: the ring point does not match the key")
-
-// AdmitNew verifies, when a call from another node is about to activate
-// its key, that the ring point the caller sent (and admit trusted) is the
-// key's: a key is hashed once per activation, not once per call.
-func (x *served) AdmitNew(k *actor.Kind, key string) error {
-	if ring.Point(k.Name, key) != x.point {
-		return errMisplaced
-	}
-	return nil
-}
-
-func (cl *cluster) wrongOwner(kind, key string) callResp {
-	return errResp(codeWrongOwner, fmt.Sprintf("casty: node %s does not own %s/%s on its ring", cl.addr, kind, key))
-}
-
-// typedBox is what Method.Typed holds (an atomic.Value wants one concrete
-// type).
-type typedBox struct{ inv typedUnary }
-
-// attachTyped gives m its typed invoker, once.
-func attachTyped(m *actor.Method, inv func() typedUnary) {
-	if m.Typed.Load() == nil {
-		m.Typed.CompareAndSwap(nil, typedBox{inv()})
-	}
-}
-
-func errResp(code, msg string) callResp {
-	return callResp{Err: &wireError{Code: code, Message: msg}}
-}
-
-// admit decides whether this node takes work for req's kind and key: it
-// refuses while leaving (moving), for a kind it does not know, and for a
-// key its ring gives to another node (wrong owner). Calls and streams both
-// ask.
-func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
-	if cl.closed.Load() {
-		r := errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
-		return nil, &r
-	}
-	k := req.kind
-	if k == nil {
-		k = kinds.get(req.Kind)
-	}
-	if k != nil && cl.hiding.Load() {
-		if _, hidden := cl.hidden.Load(req.Kind); hidden {
-			k = nil
-		}
-	}
-	if k == nil {
-		r := errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s is not declared on node %s", req.Kind, cl.addr))
-		return nil, &r
-	}
-	if !k.Service && (!cl.owns(k, req) || cl.refuse.Load() > 0 && cl.refuse.Add(-1) >= 0) {
-		r := cl.wrongOwner(req.Kind, req.Key)
-		return nil, &r
-	}
-	return k, nil
-}
-
-func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
-	k, refused := cl.admit(req)
-	if refused != nil {
-		return *refused
-	}
-	switch req.Op {
-	case opStateOf:
-		if req.Deadline != 0 {
-			ctx = deadlineCtx{Context: ctx, d: time.Unix(0, req.Deadline)}
-		}
-		ctx = actor.WithChain(ctx, req.Chain)
-		var b []byte
-		ok, err := cl.sys.host.Peek(ctx, k, req.Key, func(state any) (err error) {
-			b, err = wire.Marshal(state)
-			return err
-		})
-		if err != nil {
-			return callResp{Err: encodeError(err)}
-		}
-		return callResp{Ok: ok, Result: b}
-	case opCall:
-		meth := req.meth
-		if meth == nil || req.kind != k {
-			meth = k.MethodByName(req.Method)
-		}
-		if meth == nil || meth.Shape != actor.Unary {
-			return errResp(codeUnknown, fmt.Sprintf("casty: unknown actor type: %s has no handler %q on node %s", req.Kind, req.Method, cl.addr))
-		}
-		if t, ok := meth.Typed.Load().(typedBox); ok && t.inv != nil {
-			return t.inv.serve(ctx, cl.remoteCall(k, meth, req))
-		}
-		inv := &remoteInvoke{meth: meth}
-		if meth.Arg != nil {
-			p := reflect.New(meth.Arg)
-			if len(req.Arg) > 0 {
-				if err := wire.Unmarshal(req.Arg, p.Interface()); err != nil {
-					return argResp(k, meth, err)
-				}
-			}
-			inv.arg = p.Elem()
-		}
-		inv.Init(inv, meth)
-		if resp, ok := cl.remoteCall(k, meth, req).ask(ctx, &inv.Envelope, &inv.x); !ok {
-			return resp
-		}
-		if meth.Result != nil {
-			return resultResp(k, meth, inv.result.Interface())
-		}
-		return callResp{}
-	}
-	return errResp(codeUnknown, fmt.Sprintf("casty: unknown operation %d", req.Op))
-}
-
-// owns reports whether this node owns req's key on its current ring. A
-// call's ring point, sent by the caller, is taken as is here; a call that
-// would activate its key checks it against the key first (pointCheck), so
-// a wrong point never places an actor on a node that does not own it.
-func (cl *cluster) owns(k *actor.Kind, req *callReq) bool {
-	if cl.lite {
-		return false
-	}
-	point := req.point
-	if !req.placed {
-		point = ring.Point(k.Name, req.Key)
-	}
-	owner, ok := cl.view.Load().ring.Owner(point)
-	return ok && owner == cl.self
-}
-
-// ---- calling ----
+// The calling side: a call goes to the owner of its key on this node's
+// ring (target). When that is this node it runs here with nothing encoded;
+// otherwise dispatch encodes a callReq (envelope.go) and sends it as one
+// request on the mux message lane, and route retries — only where provably
+// nothing ran — when the owner's ring disagrees.
 
 // dest is where a call goes.
 type dest struct {
 	local bool
 	id    ring.NodeID
 	addr  string
-}
-
-// placement is a key's ring point when the caller already knows it.
-type placement struct {
-	point uint64
-	known bool
 }
 
 func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error) {
@@ -492,22 +62,22 @@ const maxPooledReq = 64 << 10
 const routeAttempts = 2
 
 // dispatch sends a call (or a StateOf) to the key's owner when that is
-// another node. It returns remote=false, doing nothing, when this node owns
-// the key: the caller then runs it locally with no serialization. encode
-// produces the argument's bytes, at most once.
-func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at placement, req callReq, encode func(dst []byte) ([]byte, error)) (remote bool, resp callResp, err error) {
+// another node, and returns its answer. It reports local, doing nothing,
+// when this node owns the key: the caller then runs it here, with no
+// serialization. encode produces the argument's bytes, at most once.
+func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at placement, req callReq, encode func(dst []byte) ([]byte, error)) (resp callResp, local bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !at.known && !k.Service {
-		at = placement{point: pointOf(k, key), known: true}
+	if !k.Service {
+		at = placementOf(k, key, at)
 	}
 	// The common case first, with nothing allocated: this node owns the
 	// key. (Not for a lite member's service call, which is never local:
 	// target would take a turn of the round robin that route then skips.)
 	if !k.Service || !cl.lite {
 		if d, err := cl.target(k, key, at); err != nil || d.local {
-			return err != nil, resp, err
+			return resp, err == nil, err
 		}
 	}
 	// Without a deadline of the caller's, the call gets CallTimeout: the
@@ -527,11 +97,11 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		}
 		reqBufs.Put(buf)
 	}()
-	local, err := cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
+	local, err = cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
 			req.Deadline = deadline.UnixNano()
-			req.point, req.placed = at.point, at.known
+			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
 			if encode != nil {
 				if payload, err = encode(payload); err != nil {
@@ -547,9 +117,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
 			}
 		}
-		actor.WaitBegins()
+		remoteWaits.Add(1)
 		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
-		actor.WaitEnds()
+		remoteWaits.Add(-1)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, k, key, req.Method)
@@ -571,7 +141,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		}
 		return nil, nil
 	})
-	return !local, resp, err
+	return resp, local, err
 }
 
 // route runs exchange against the key's owner, as this node's ring has
@@ -637,10 +207,6 @@ func ctxError(ctx context.Context, k *actor.Kind, key, method string) error {
 
 func ringParse(s string) (ring.NodeID, error) { return ring.ParseNodeID(s) }
 
-// deadlineCtx reports a deadline enforced elsewhere (by the remote caller).
-type deadlineCtx struct {
-	context.Context
-	d time.Time
-}
-
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.d, true }
+// remoteWaits counts this process's callers waiting for another node's
+// answer: the host's Config.ExternalWaits.
+var remoteWaits atomic.Int32

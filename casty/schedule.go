@@ -19,7 +19,7 @@ type Schedule = actor.Schedule
 
 // tickFunc adapts fn to the engine, refusing a receiver of another type.
 func tickFunc[T any](ctx context.Context, fn func(*T, context.Context) error) (uintptr, string, func(context.Context, any) error, error) {
-	a := actor.From(ctx)
+	a := actor.FromContext(ctx)
 	if a == nil {
 		return 0, "", nil, fmt.Errorf("casty: schedule: ctx is not a handler's context")
 	}

@@ -2,6 +2,7 @@ package casty
 
 import (
 	"context"
+	"sync"
 
 	"github.com/casty-go/casty/actor"
 )
@@ -13,7 +14,7 @@ type ActorContext struct{ a *actor.Activation }
 // Self returns the activation ctx belongs to: pass it a handler's ctx (or
 // one derived from it). Calls made with that ctx carry the call chain that
 // reentrancy detection follows.
-func Self(ctx context.Context) ActorContext { return ActorContext{a: actor.From(ctx)} }
+func Self(ctx context.Context) ActorContext { return ActorContext{a: actor.FromContext(ctx)} }
 
 // InHandler reports whether the context belongs to a handler.
 func (c ActorContext) InHandler() bool { return c.a != nil }
@@ -43,11 +44,20 @@ func (c ActorContext) Deactivate() {
 }
 
 // System returns the system the activation runs on, for calls to other
-// actors (pass the handler's ctx to them).
+// actors (pass the handler's ctx to them); nil outside a handler.
 func (c ActorContext) System() *System {
 	if c.a == nil {
 		return nil
 	}
-	sys, _ := c.a.Host().Owner.(*System)
-	return sys
+	return systemOf(c.a.Host())
+}
+
+// systems maps each live host to the System that runs it, for Self. A
+// System is added when it starts and removed once Close has drained it.
+var systems sync.Map // *actor.Host → *System
+
+func systemOf(h *actor.Host) *System {
+	sys, _ := systems.Load(h)
+	s, _ := sys.(*System)
+	return s
 }

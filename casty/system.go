@@ -38,6 +38,13 @@ type systemOptions struct {
 	cluster     string
 	clusterSet  bool
 	tls         *TLS
+	durability  actor.Durability // keeps the actors' state (replication)
+}
+
+// withDurability sets the host's Durability: the seam replication plugs
+// into (actor.Durability).
+func withDurability(d actor.Durability) Option {
+	return func(o *systemOptions) { o.durability = d }
 }
 
 // WithConfig sets every timeout, size and interval (zero fields keep their
@@ -106,12 +113,13 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 		ec.Supervisor = o.supervisor
 	}
 	ec.Interceptor = o.interceptor
+	ec.Durability = o.durability
 	host, err := actor.NewHost(ec, o.injectors)
 	if err != nil {
 		return nil, nil, err
 	}
 	sys := &System{host: host, cfg: cfg, logger: o.logger}
-	host.Owner = sys
+	systems.Store(host, sys)
 	return sys, o, nil
 }
 
@@ -156,12 +164,14 @@ func (s *System) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var err error
 	if s.cl != nil {
-		var err error
 		s.cl.closeOnce.Do(func() { err = s.cl.shutdown(ctx, true) })
-		return err
+	} else {
+		err = s.host.Close(ctx)
 	}
-	return s.host.Close(ctx)
+	systems.Delete(s.host)
+	return err
 }
 
 // Active returns the number of live activations on this node.

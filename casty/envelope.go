@@ -4,27 +4,66 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/casty-go/casty/actor"
 )
 
-// Call envelopes have a hand-written binary form: they cross the wire on
-// every remote call, and reflection-driven msgpack for them cost more than
-// the rest of the call's own work. The argument, result and error payloads
-// inside stay msgpack (wire/SPEC.md).
+// Envelopes between nodes (SPEC.md). Every request a node sends another —
+// a call, a StateOf, a stream open, a spy subscription — is one callReq,
+// hand-encoded (below), whose op says what it asks; calls and StateOf
+// travel as one request on the mux message lane and are answered by one
+// callResp; streams and spies send the callReq as their mux stream's
+// header and then exchange frames (cluster_stream.go). The argument,
+// result and element payloads inside stay msgpack (wire/SPEC.md).
+
+// Operations: what a callReq asks. They are numbered here and only here.
+const (
+	opCall    uint8 = 1 // run a unary handler; answered by a callResp
+	opStateOf uint8 = 2 // read the live state; answered by a callResp
+	opStream  uint8 = 3 // open a streaming handler; the header of a mux stream
+	opSpy     uint8 = 4 // subscribe to the node's events; the header of a mux stream
+)
+
+// callReq is a request from another node.
+type callReq struct {
+	Op       uint8
+	Kind     string // the kind's wire name
+	Key      string
+	Method   string    // the handler (opCall, opStream)
+	Arg      []byte    // the argument, msgpack; a view into the received envelope
+	Chain    []string  // the call chain, "kind/key" innermost first (reentrancy)
+	Deadline int64     // unix ns; 0 for none
+	at       placement // the key's ring point, when the caller knows it (points.go)
+
+	// What decoding resolved the names to: set for declared kinds.
+	kind *actor.Kind
+	meth *actor.Method
+}
+
+// callResp is the answer to an opCall or opStateOf.
+type callResp struct {
+	Result []byte     // the result (or the state), msgpack
+	Ok     bool       // opStateOf: the actor was active
+	Err    *wireError // the failure, when the request failed
+
+	enc []byte // the whole envelope, when already encoded (resultResp)
+}
+
+// The binary form: these envelopes cross the wire on every remote call,
+// and reflection-driven msgpack for them cost more than the rest of the
+// call's own work.
 //
 //	request:  op u8 | flags u8 (1: ring point present) | kind str | key str
 //	          | [point u64, big endian] | method str | deadline varint
 //	          | chain uvarint n, n × str | arg (the rest of the envelope)
-//	response: flags u8 (1 ok, 2 error)
-//	          | [error: code str | message str | kind str | key str
-//	             | method str | directive varint | cause str | type str | data bytes]
-//	          | result (the rest of the envelope)
+//	response: flags u8 (1 ok, 2 error) | [error] | result (the rest)
+//	error:    code str | message str | kind str | key str | method str
+//	          | directive varint | cause str | type str | data bytes
 //
 // str and bytes are a uvarint length then the bytes. Every length is
 // checked against what remains; anything else is refused with
 // errMalformedEnvelope, never a panic. The argument and the result come
-// last so that they are encoded straight into the envelope. The ring point
-// is the caller's hash of the key, which spares the owner hashing it again
-// on every call (route.go: admit).
+// last so that they are encoded straight into the envelope.
 
 var errMalformedEnvelope = errors.New("casty: malformed call envelope")
 
@@ -138,14 +177,14 @@ const reqPlaced byte = 1
 func appendCallReqHead(dst []byte, r *callReq) []byte {
 	e := encoder{b: dst}
 	var flags byte
-	if r.placed {
+	if r.at.known {
 		flags |= reqPlaced
 	}
 	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
 	e.str(r.Key)
-	if r.placed {
-		e.b = binary.BigEndian.AppendUint64(e.b, r.point)
+	if r.at.known {
+		e.b = binary.BigEndian.AppendUint64(e.b, r.at.point)
 	}
 	e.str(r.Method)
 	e.b = binary.AppendVarint(e.b, r.Deadline)
@@ -189,8 +228,8 @@ func decodeCallReq(b []byte, r *callReq) error {
 		}
 	}
 	r.Key = d.str()
-	if r.placed = flags&reqPlaced != 0; r.placed {
-		r.point = d.u64()
+	if r.at.known = flags&reqPlaced != 0; r.at.known {
+		r.at.point = d.u64()
 	}
 	if mb := d.raw(); d.err == nil {
 		if r.kind != nil {
@@ -237,17 +276,28 @@ func appendCallRespHead(dst []byte, r *callResp) []byte {
 		flags |= respErr
 	}
 	e.b = append(e.b, flags)
-	if we := r.Err; we != nil {
-		e.str(we.Code)
-		e.str(we.Message)
-		e.str(we.Kind)
-		e.str(we.Key)
-		e.str(we.Method)
-		e.b = binary.AppendVarint(e.b, int64(we.Directive))
-		e.str(we.Cause)
-		e.str(we.ErrType)
-		e.bytes(we.ErrData)
+	if r.Err != nil {
+		e.wireError(r.Err)
 	}
+	return e.b
+}
+
+func (e *encoder) wireError(we *wireError) {
+	e.str(we.Code)
+	e.str(we.Message)
+	e.str(we.Kind)
+	e.str(we.Key)
+	e.str(we.Method)
+	e.b = binary.AppendVarint(e.b, int64(we.Directive))
+	e.str(we.Cause)
+	e.str(we.ErrType)
+	e.bytes(we.ErrData)
+}
+
+// appendWireError appends we alone: the payload of a stream's error frame.
+func appendWireError(dst []byte, we *wireError) []byte {
+	e := encoder{b: dst}
+	e.wireError(we)
 	return e.b
 }
 
@@ -262,23 +312,38 @@ func appendCallResp(dst []byte, r *callResp) []byte {
 	return append(appendCallRespHead(dst, r), r.Result...)
 }
 
+func (d *decoder) wireError() *wireError {
+	we := &wireError{}
+	we.Code = d.str()
+	we.Message = d.str()
+	we.Kind = d.str()
+	we.Key = d.str()
+	we.Method = d.str()
+	we.Directive = int(d.varint())
+	we.Cause = d.str()
+	we.ErrType = d.str()
+	we.ErrData = d.bytes()
+	return we
+}
+
+// decodeWireError decodes a wire error alone (a stream's error frame);
+// nothing may follow it.
+func decodeWireError(b []byte) (*wireError, error) {
+	d := decoder{b: b}
+	we := d.wireError()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return we, d.err
+}
+
 // decodeCallResp decodes a response envelope; its Result is a view into b.
 func decodeCallResp(b []byte, r *callResp) error {
 	d := decoder{b: b}
 	flags := d.u8()
 	r.Ok = flags&respOk != 0
 	if flags&respErr != 0 {
-		we := &wireError{}
-		we.Code = d.str()
-		we.Message = d.str()
-		we.Kind = d.str()
-		we.Key = d.str()
-		we.Method = d.str()
-		we.Directive = int(d.varint())
-		we.Cause = d.str()
-		we.ErrType = d.str()
-		we.ErrData = d.bytes()
-		r.Err = we
+		r.Err = d.wireError()
 	}
 	if d.err == nil && flags&^(respOk|respErr) != 0 {
 		d.fail("unknown flags")

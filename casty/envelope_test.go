@@ -14,7 +14,7 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		{Op: opCall, Kind: "shop.Order", Key: "order-42", Method: "Add", Arg: []byte{0x02}, Chain: []string{"a/b", "c/d"}, Deadline: 1234567890123},
 		{Op: opStateOf, Kind: "k", Key: ""},
 		{Op: opCall, Kind: "ünï", Key: string(make([]byte, 300)), Deadline: -5},
-		{Op: opCall, Kind: "k", Key: "x", Method: "M", point: 1<<64 - 1, placed: true, Arg: []byte{0xc0}},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", at: placement{point: 1<<64 - 1, known: true}, Arg: []byte{0xc0}},
 	}
 	for _, in := range reqs {
 		var out callReq
@@ -39,6 +39,23 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(in, out) {
 			t.Fatalf("response round trip:\n in  %+v\n out %+v", in, out)
 		}
+	}
+}
+
+// A stream's error frame carries a wire error alone, in the same encoding
+// as inside a response; trailing bytes are refused.
+func TestWireErrorFrameRoundTrip(t *testing.T) {
+	in := &wireError{Code: codeFailed, Message: "no", Kind: "k", Key: "y", Method: "M", Directive: 1, Cause: codeMoving, ErrType: "t", ErrData: []byte{9}}
+	out, err := decodeWireError(appendWireError(nil, in))
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	if _, err := decodeWireError(append(appendWireError(nil, in), 0)); !errors.Is(err, errMalformedEnvelope) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	var r callReq
+	if err := decodeCallReq(appendCallReq(nil, &callReq{Op: opSpy, Arg: []byte{0x80}}), &r); err != nil || r.Op != opSpy || len(r.Arg) != 1 {
+		t.Fatalf("a spy header: %+v %v", r, err)
 	}
 }
 

@@ -1,0 +1,122 @@
+package actor
+
+import "context"
+
+// Durability is implemented by the layer above the engine to keep
+// activations' state beyond their life (casty's replication). Set it in
+// Config.Durability; the engine knows nothing of where the state goes.
+//
+// The host calls it on these rules:
+//
+//   - Restore runs once per activation, before its first message. A
+//     Restore error fails that message and every message queued behind it
+//     with the error unchanged, and discards the activation; the next
+//     message starts a fresh one, which runs Restore again.
+//   - The Session's Commit runs after every handler that succeeded, or
+//     failed with the supervisor's Keep: calls, ticks, emits, and a
+//     streaming handler once at its end. A Commit error reaches the caller
+//     unchanged, the handler's emits are dropped, and the activation is
+//     discarded without its Deactivate hook (ReasonLost); the messages
+//     queued behind it are not failed: they run on a fresh activation,
+//     which runs Restore again. The discarded activation's schedules die.
+//   - A handler whose failure the supervisor answers with Reset or Stop
+//     is not committed: the next activation restores the last committed
+//     state.
+//   - Release runs exactly once for every activation that got a non-nil
+//     Session, whatever ends it, before its successor on the host starts.
+//   - Services never restore nor commit; neither do Peek, the Activate and
+//     Deactivate hooks, nor what they change.
+type Durability interface {
+	// Restore runs when an activation starts, on the goroutine that runs
+	// its first message (possibly the caller's: see Session.Commit),
+	// before the injectors and the Activate hook. It fills a.State(), a
+	// fresh zero *T, from the durable copies, and returns the activation's
+	// session: nil when there is nothing to commit for this activation,
+	// which then costs nothing per handler. ctx is bounded by
+	// Config.CallTimeout. On error the session is ignored (released when
+	// non-nil).
+	Restore(ctx context.Context, a *Activation) (Session, error)
+}
+
+// Session is one activation's link to its durable copies, returned by
+// Durability.Restore. The host calls it from one goroutine at a time: the
+// activation's.
+type Session interface {
+	// Commit runs after every handler of the activation that succeeded,
+	// or failed with directive Keep (failed then says so: its partial
+	// changes are committed), on the activation's goroutine, before the
+	// caller gets its answer and before the handler's emits are queued.
+	// ctx is the handler's: its deadline is the caller's (for ticks and
+	// emits, the activation's life).
+	//
+	// Commit may run on the caller's goroutine (Host.AskHere), and that
+	// goroutine may be a connection's reader: an implementation that may
+	// block (waiting for replicas) must first hand the reader on — casty
+	// calls mux.HandOff(ctx) — just as a mux.RequestHandler must before
+	// it waits.
+	Commit(ctx context.Context, failed bool) error
+	// Release is called once when the activation ends, whatever the
+	// reason, after its last Commit.
+	Release()
+}
+
+// restore runs the host's Durability for a starting activation. It
+// returns the Restore error, or nil with a.sess set.
+func (a *Activation) restore() error {
+	d := a.host.cfg.Durability
+	if d == nil || a.kind.Service {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.CallTimeout)
+	defer cancel()
+	var sess Session
+	err := a.host.guard(func() (err error) {
+		sess, err = d.Restore(ctx, a)
+		return err
+	})
+	if err != nil {
+		if sess != nil {
+			a.host.guard(func() error { sess.Release(); return nil })
+		}
+		return &restoreError{err}
+	}
+	a.sess = sess
+	return nil
+}
+
+// restoreError marks an activation failure that came from Restore: its
+// error reaches the callers unchanged, not as a handler's *FailedError.
+type restoreError struct{ err error }
+
+func (e *restoreError) Error() string { return e.err.Error() }
+func (e *restoreError) Unwrap() error { return e.err }
+
+// commit commits the handler e just ran. On a Commit error it finishes e
+// with that error, drops the handler's emits and marks the activation
+// lost; it reports false then, and the caller must not finish e.
+func (a *Activation) commit(e *Envelope, failed bool) bool {
+	err := a.host.guard(func() error { return a.sess.Commit(&e.hctx, failed) })
+	if err == nil {
+		return true
+	}
+	a.mu.Lock()
+	if a.x != nil {
+		for _, em := range a.x.emits {
+			em.sched.done = true
+		}
+		a.x.emits = nil
+	}
+	a.mu.Unlock()
+	a.requestStop(ReasonLost)
+	a.host.cfg.Logger.Warn("casty: commit failed; the activation is discarded", "kind", a.kind.Name, "key", a.key, "method", e.method.Name, "err", err)
+	e.finish(err)
+	return false
+}
+
+// release ends the activation's session, once.
+func (a *Activation) release() {
+	if s := a.sess; s != nil {
+		a.sess = nil
+		a.host.guard(func() error { s.Release(); return nil })
+	}
+}
