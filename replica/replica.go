@@ -281,7 +281,8 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		// A member votes only where it has synced: a copy it holds from
 		// before it last left the range, or from a commit while it was
 		// syncing, may be older than an acknowledged write elsewhere.
-		out.Voter = m.Version == r.version && r.synced(m.Kind, r.point(m.Kind, m.Key))
+		out.Voter = m.Version == r.version && (m.Digest == 0 || r.digest == 0 || m.Digest == r.digest) &&
+			r.synced(m.Kind, r.point(m.Kind, m.Key))
 	case OpCommit:
 		rec.promised = m.Ballot
 		r.commit(rec, m, out)

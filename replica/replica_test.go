@@ -96,13 +96,14 @@ func TestNewcomerVotesOnlyOnceSynced(t *testing.T) {
 	point := func(_, key string) uint64 { return uint64(len(key)) }
 	r := NewReplica(point)
 	r.Joined()
-	prep := &Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(5, 1)}
+	r.Observe(1)
+	prep := &Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(5, 1), Version: 1}
 	if got := r.Handle(prep, 0); got.Status != StatusOK || got.Voter {
 		t.Fatalf("a newcomer's promise: %v voter=%v", got.Status, got.Voter)
 	}
 	rng := Range{Start: 1, End: 2} // holds point 2 ("xx")
 	r.Unsync("k", rng)
-	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Range: rng}, 0); got.Status != StatusUnsynced {
+	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Range: rng, Version: 1}, 0); got.Status != StatusUnsynced {
 		t.Fatalf("a sync of a range it has not synced itself: %v", got.Status)
 	}
 	y := NewSync("k", rng, 1, 0, []NodeID{{1}, {2}, {3}}, SyncNeed(3, 2), r, 0)

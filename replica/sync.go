@@ -27,8 +27,8 @@ type Sync struct {
 	rng     Range
 	version uint64
 	digest  uint64
-	prev    []NodeID
-	need    int
+	groups  []Group
+	prev    []NodeID // every member of every group, once
 	local   *Replica
 	batch   int
 
@@ -37,14 +37,53 @@ type Sync struct {
 	done     bool
 }
 
+// Group is a set of members a sync must hear Need of.
+type Group struct {
+	Members []NodeID
+	Need    int
+}
+
 // NewSync prepares the sync of kind's range rng, entered at placement
 // version, from prev (the range's replica set before; this member is not
-// in it). need is SyncNeed(len(prev)+absent, w) as the runtime computes
-// it against the previous set's full size.
+// in it), of which need must answer: SyncNeed(n, w) with n the previous
+// set's full size.
 func NewSync(kind string, rng Range, version, digest uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
-	local.ObserveDigest(version, digest)
-	return &Sync{kind: kind, rng: rng, version: version, digest: digest, prev: prev, need: need, local: local, batch: batch,
+	return NewJointSync(kind, rng, version, digest, []Group{{Members: prev, Need: need}}, local, batch)
+}
+
+// NewJointSync is NewSync with several sets, each of which must answer:
+// a runtime whose view of the previous placement may be incomplete syncs
+// from the range's set before the change and from the set it has without
+// this member in the new placement.
+func NewJointSync(kind string, rng Range, version, digest uint64, groups []Group, local *Replica, batch int) *Sync {
+	y := &Sync{kind: kind, rng: rng, version: version, digest: digest, groups: groups, local: local, batch: batch,
 		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}}
+	seen := map[NodeID]bool{}
+	for _, g := range groups {
+		for _, id := range g.Members {
+			if !seen[id] {
+				seen[id] = true
+				y.prev = append(y.prev, id)
+			}
+		}
+	}
+	return y
+}
+
+// satisfied reports whether every group has Need finished members.
+func (y *Sync) satisfied() bool {
+	for _, g := range y.groups {
+		n := 0
+		for _, id := range g.Members {
+			if y.finished[id] {
+				n++
+			}
+		}
+		if n < g.Need {
+			return false
+		}
+	}
+	return true
 }
 
 // Done reports whether the range is synced.
@@ -59,7 +98,7 @@ func (y *Sync) ask(to NodeID) Out {
 
 // Start asks every member of the previous set.
 func (y *Sync) Start() []Out {
-	if y.need <= 0 {
+	if y.satisfied() {
 		y.finish()
 		return nil
 	}
@@ -106,7 +145,7 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 		return []Out{y.ask(from)}
 	}
 	y.finished[from] = true
-	if len(y.finished) >= y.need {
+	if y.satisfied() {
 		y.finish()
 	}
 	return nil
