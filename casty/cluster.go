@@ -70,18 +70,41 @@ type cluster struct {
 
 	closeOnce sync.Once
 
+	rp    *replicator   // nil for a lite member
+	ticks chan struct{} // closed to stop the placement ticker
+
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen
 	joined   bool
+	known    *layout // every placement fact this node knows
+	deaths   deathWatch
 }
 
 // view is one consistent picture of the membership: the ring of full
 // members and every live member's address.
 type view struct {
-	ring    *ring.Ring
+	ring    *ring.Ring // live full members: where Replicas(1) kinds live
 	addrs   map[ring.NodeID]string
 	members []Member
 	changed chan struct{} // closed when a newer view replaces this one
+	pl      *layout       // where replicated kinds live (placement.go)
+	up      map[ring.NodeID]bool
+}
+
+// ownerOf returns the member that serves k's actor at point: for a
+// replicated kind the first live member of its replica set on the
+// placement, otherwise the owner on the ring of live members.
+func (v *view) ownerOf(k *actor.Kind, point uint64) (ring.NodeID, bool) {
+	if n := replicasOf(k); n > 1 && v.pl != nil {
+		var buf [8]ring.NodeID
+		for _, id := range v.pl.ring.AppendReplicas(buf[:0], point, n) {
+			if v.up[id] {
+				return id, true
+			}
+		}
+		return ring.NodeID{}, false
+	}
+	return v.ring.Owner(point)
 }
 
 // Start starts a full member listening on addr and joins the cluster
@@ -106,9 +129,17 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var rp *replicator
+	if !lite {
+		rp = newReplicator()
+		opts = append([]Option{withDurability(rp)}, opts...)
+	}
 	sys, o, err := newSystemWith(opts)
 	if err != nil {
 		return nil, err
+	}
+	if o.durability == actor.Durability(rp) {
+		o.replicator = rp
 	}
 	cl, err := newCluster(ctx, sys, o, addr, lite)
 	if err != nil {
@@ -146,6 +177,8 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		joinedCh: make(chan struct{}),
 	}
 	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}, changed: make(chan struct{})})
+	cl.known = newLayout(placementFacts{})
+	cl.ticks = make(chan struct{})
 
 	mcfg := mux.DefaultConfig()
 	mcfg.NodeID = rawID
@@ -184,6 +217,10 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	tr = gossip.NewMuxTransport(node, adv)
 	cl.tr = tr
 	node.HandleRequests(mux.LaneMessage, cl.handle)
+	if o.replicator != nil {
+		cl.rp = o.replicator
+		cl.rp.attach(cl, len(o.seeds) > 0)
+	}
 	node.HandleStreams(cl.handleStream)
 	go func() {
 		defer close(cl.serve)
@@ -216,6 +253,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	cl.unsub = unsub
 	cl.refresh()
 	go cl.watch(events)
+	go cl.tick()
 
 	if len(gcfg.Seeds) > 0 {
 		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.JoinTimeout); err != nil {
@@ -327,16 +365,36 @@ func (cl *cluster) watch(events <-chan gossip.Event) {
 	}
 }
 
-// refresh rebuilds the view from the agent's table and evicts the
-// activations this node no longer owns.
-func (cl *cluster) refresh() {
-	alive := cl.agent.Alive()
-	v := &view{addrs: map[ring.NodeID]string{}, changed: make(chan struct{})}
+// refresh rebuilds the view from the agent's table — the ring of live
+// members, and the placement of replicated kinds (placement.go) — and
+// evicts the activations this node no longer serves.
+func (cl *cluster) refresh() { cl.rebuild(placementFacts{}) }
+
+// learn merges placement facts another member sent.
+func (cl *cluster) learn(f placementFacts) { cl.rebuild(f) }
+
+func (cl *cluster) rebuild(extra placementFacts) {
+	table := cl.agent.Members()
+	v := &view{addrs: map[ring.NodeID]string{}, changed: make(chan struct{}), up: map[ring.NodeID]bool{}}
 	var ids []ring.NodeID
 	others := 0
-	for _, m := range alive {
+	var facts placementFacts
+	for _, m := range table {
 		id := ring.NodeID(m.ID)
+		if m.Role == gossip.RoleMember {
+			switch m.Status {
+			case gossip.Left:
+				facts.Joined = append(facts.Joined, id)
+				facts.Removed = append(facts.Removed, id)
+			case gossip.Alive, gossip.Suspect:
+				facts.Joined = append(facts.Joined, id)
+			}
+		}
+		if m.Status != gossip.Alive {
+			continue
+		}
 		v.addrs[id] = m.Addr
+		v.up[id] = true
 		if id != cl.self {
 			others++
 		}
@@ -352,24 +410,93 @@ func (cl *cluster) refresh() {
 		return
 	}
 	v.ring = r
-	old := cl.view.Swap(v)
-	if old != nil {
-		close(old.changed)
-	}
+
 	cl.mu.Lock()
+	oldPl := cl.known
+	pl := cl.known.merge(facts).merge(extra)
+	gone := cl.deaths.removals(pl, func(id ring.NodeID) bool { return v.up[id] }, time.Now(), cl.sys.cfg.RemoveDeadAfter)
+	if len(gone) > 0 {
+		pl = pl.merge(placementFacts{Removed: gone})
+	}
+	cl.known = pl
+	v.pl = pl
+	old := cl.view.Swap(v)
 	if others > 0 && !cl.joined {
 		cl.joined = true
 		close(cl.joinedCh)
 	}
 	cl.mu.Unlock()
+	if old != nil {
+		close(old.changed)
+	}
+	if pl != oldPl && cl.rp != nil {
+		for _, id := range gone {
+			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", "node", cl.self.String(), "peer", id.String())
+		}
+		cl.rp.adopt(pl)
+	}
 	if old != nil && !cl.lite && cl.sys.host != nil {
 		cl.sys.host.Evict(func(k *actor.Kind, key string) bool {
 			if k.Service {
 				return false
 			}
-			owner, ok := r.OwnerOf(k.Name, key)
-			return ok && owner != cl.self
+			point := ring.Point(k.Name, key)
+			owner, ok := v.ownerOf(k, point)
+			if ok && owner != cl.self {
+				return true
+			}
+			// A replicated actor whose replica set changed restarts from
+			// its replicas on the new placement.
+			if n := replicasOf(k); n > 1 && old.pl != nil && pl != old.pl {
+				return !slices.Equal(old.pl.ring.Replicas(point, n), pl.ring.Replicas(point, n))
+			}
+			return false
 		}, actor.ReasonMoved)
+	}
+}
+
+// tick re-evaluates the placement every second while a placed member is
+// down, so a death is turned into a removal when RemoveDeadAfter has
+// passed even if gossip has nothing new to say.
+func (cl *cluster) tick() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-cl.ticks:
+			return
+		case <-t.C:
+		}
+		v := cl.view.Load()
+		if v.pl == nil {
+			continue
+		}
+		for _, id := range v.pl.ring.Members() {
+			if !v.up[id] {
+				cl.refresh()
+				break
+			}
+		}
+	}
+}
+
+// awaitPlacement waits, at most max, until this node's placement reaches
+// version.
+func (cl *cluster) awaitPlacement(ctx context.Context, version uint64, max time.Duration) {
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for {
+		v := cl.view.Load()
+		if v.pl != nil && v.pl.version >= version {
+			return
+		}
+		select {
+		case <-v.changed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -389,6 +516,10 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	if drain {
 		err = cl.sys.host.Close(ctx)
 	}
+	cl.closeTicks()
+	if cl.rp != nil {
+		cl.rp.close()
+	}
 	lctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.DrainTimeout)
 	defer cancel()
 	if lerr := cl.agent.Leave(lctx); lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
@@ -399,6 +530,16 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	<-cl.done
 	cl.shutdownTransport()
 	return err
+}
+
+func (cl *cluster) closeTicks() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	select {
+	case <-cl.ticks:
+	default:
+		close(cl.ticks)
+	}
 }
 
 func (cl *cluster) shutdownTransport() {
@@ -414,9 +555,34 @@ func (s *System) OwnerOf(kind, key string) (m Member, ok bool) {
 		return m, false
 	}
 	v := s.cl.view.Load()
-	id, ok := v.ring.OwnerOf(kind, key)
+	var id ring.NodeID
+	if k := kinds.get(kind); k != nil {
+		id, ok = v.ownerOf(k, ring.Point(kind, key))
+	} else {
+		id, ok = v.ring.OwnerOf(kind, key)
+	}
 	if !ok {
 		return m, false
 	}
 	return Member{ID: id.String(), Addr: v.addrs[id]}, true
+}
+
+// crash stops the member the way a killed process stops: no drain, no
+// LEFT, no Deactivate hooks; its connections drop at once. Tests and
+// castytest use it; Close afterwards does nothing more.
+func (cl *cluster) crash() {
+	cl.closeOnce.Do(func() {
+		cl.closed.Store(true)
+		cl.closeTicks()
+		cl.shutdownTransport()
+		if cl.rp != nil {
+			cl.rp.close()
+		}
+		cl.agent.Close()
+		cl.unsub()
+		<-cl.done
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = cl.sys.host.Close(ctx)
+	})
 }

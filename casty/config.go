@@ -29,8 +29,19 @@ type Config struct {
 
 	// Replication (cluster mode).
 
-	// ReplicationTimeout bounds a quorum write. Default 5 s.
+	// ReplicationTimeout bounds one replication round: an activation's
+	// quorum read, a commit's quorum write, a Read(Majority) confirm (the
+	// caller's deadline bounds it too, when sooner). Default 5 s.
 	ReplicationTimeout time.Duration
+	// RemoveDeadAfter is how long a member must have been dead (or gone
+	// from the membership table) before the placement of replicated kinds
+	// drops it, so its replica slots move to live members, who sync them
+	// first (replica/SPEC.md). Only a member that sees a strict majority of
+	// the placement alive removes anyone. Until then an actor with a dead
+	// replica still has its other replicas for its quorums. A member that
+	// comes back after its removal holds nothing any more: restart it.
+	// Default 30 s.
+	RemoveDeadAfter time.Duration
 	// HandoffTimeout bounds the range handoff of a closing node. Default 10 s.
 	HandoffTimeout time.Duration
 	// ReplicationBatch is the largest commit part in bytes; bigger commits
@@ -104,6 +115,7 @@ func DefaultConfig() Config {
 		DrainTimeout:        10 * time.Second,
 		ReplicationTimeout:  5 * time.Second,
 		HandoffTimeout:      10 * time.Second,
+		RemoveDeadAfter:     30 * time.Second,
 		ReplicationBatch:    256 << 10,
 		MaxFrame:            256 << 10,
 		MaxMessage:          4 << 20,
@@ -150,6 +162,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.DrainTimeout, d.DrainTimeout)
 	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
 	fill(&c.HandoffTimeout, d.HandoffTimeout)
+	fill(&c.RemoveDeadAfter, d.RemoveDeadAfter)
 	filli(&c.ReplicationBatch, d.ReplicationBatch)
 	filli(&c.MaxFrame, d.MaxFrame)
 	filli(&c.MaxMessage, d.MaxMessage)
@@ -185,7 +198,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{
 		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
-		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout},
+		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout}, {"RemoveDeadAfter", c.RemoveDeadAfter},
 		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
 		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
 		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},

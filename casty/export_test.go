@@ -10,19 +10,6 @@ import (
 	"github.com/casty-go/casty/mux"
 )
 
-// Crash stops a cluster node the way a killed process stops: no drain, no
-// LEFT, connections dropped.
-func Crash(s *System) {
-	s.cl.closeOnce.Do(func() {
-		s.cl.closed.Store(true)
-		s.cl.agent.Close()
-		s.cl.unsub()
-		<-s.cl.done
-		s.cl.shutdownTransport()
-		s.host.Close(context.Background())
-	})
-}
-
 // MemberEvents subscribes to the node's membership events as strings
 // "kind addr".
 func MemberEvents(s *System) (<-chan string, func()) {
@@ -124,3 +111,13 @@ func Untyped(kind, method string) {
 
 // WithDurability sets the host's actor.Durability (replication's seam).
 func WithDurability(d actor.Durability) Option { return withDurability(d) }
+
+// Crash stops a member as a killed process would (no drain, no LEFT).
+func Crash(s *System) { s.cl.crash() }
+
+// Settled reports whether a member has adopted a placement of n members
+// and finished every sync it started (it votes wherever it replicates).
+func Settled(s *System, n int) bool {
+	rp := s.cl.rp
+	return rp != nil && rp.settled() && len(s.cl.view.Load().pl.ring.Members()) == n
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/pager"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -156,7 +157,15 @@ func declare[T any](service bool, opts []KindOption) (*actor.Kind, error) {
 	if err := r.validate(k.Name); err != nil {
 		return nil, err
 	}
-	if err := kinds.add(k, r); err != nil {
+	var schema *pager.Schema
+	if r.replicas > 1 {
+		// A replicated state must page: say so at declaration, not at the
+		// first commit.
+		if schema, err = pager.NewSchema(t); err != nil {
+			return nil, fmt.Errorf("casty: actor %s: its state cannot be replicated: %w", k.Name, err)
+		}
+	}
+	if err := kinds.add(k, r, schema); err != nil {
 		return nil, err
 	}
 	return k, nil

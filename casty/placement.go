@@ -33,15 +33,15 @@ type placementFacts struct {
 	Removed []ring.NodeID `msgpack:"r"`
 }
 
-// placement is one version of the placement, immutable.
-type placement struct {
+// layout is one version of the placement of replicated kinds, immutable.
+type layout struct {
 	facts   placementFacts
 	version uint64
 	digest  uint64
 	ring    *ring.Ring // the placed members: joined and not removed
 }
 
-func newPlacement(f placementFacts) *placement {
+func newLayout(f placementFacts) *layout {
 	slices.SortFunc(f.Joined, ring.NodeID.Compare)
 	f.Joined = slices.Compact(f.Joined)
 	slices.SortFunc(f.Removed, ring.NodeID.Compare)
@@ -61,12 +61,12 @@ func newPlacement(f placementFacts) *placement {
 	for _, id := range f.Removed {
 		h = append(h, id[:]...)
 	}
-	return &placement{facts: f, version: uint64(len(f.Joined) + len(f.Removed)), digest: ring.Hash(h) | 1, ring: r}
+	return &layout{facts: f, version: uint64(len(f.Joined) + len(f.Removed)), digest: ring.Hash(h) | 1, ring: r}
 }
 
 // merge returns the placement knowing both p's facts and f's (p itself
 // when f adds nothing).
-func (p *placement) merge(f placementFacts) *placement {
+func (p *layout) merge(f placementFacts) *layout {
 	joined, removed := p.facts.Joined, p.facts.Removed
 	grew := false
 	for _, id := range f.Joined {
@@ -84,11 +84,11 @@ func (p *placement) merge(f placementFacts) *placement {
 	if !grew {
 		return p
 	}
-	return newPlacement(placementFacts{Joined: joined, Removed: removed})
+	return newLayout(placementFacts{Joined: joined, Removed: removed})
 }
 
 // encode returns the facts' wire form (sent with a refusal).
-func (p *placement) encode() []byte {
+func (p *layout) encode() []byte {
 	b, _ := msgpack.Marshal(&p.facts)
 	return b
 }
@@ -103,7 +103,7 @@ func decodeFacts(b []byte) (placementFacts, bool) {
 }
 
 // placed reports whether id holds replicated state in p.
-func (p *placement) placed(id ring.NodeID) bool { return p.ring.Has(id) }
+func (p *layout) placed(id ring.NodeID) bool { return p.ring.Has(id) }
 
 // deadline bookkeeping for removals.
 type deathWatch struct {
@@ -113,7 +113,7 @@ type deathWatch struct {
 // removals returns the placed members that may be removed now: dead (or
 // gone from the table) for at least after, decided only while a strict
 // majority of the placement is alive.
-func (w *deathWatch) removals(p *placement, alive func(ring.NodeID) bool, now time.Time, after time.Duration) []ring.NodeID {
+func (w *deathWatch) removals(p *layout, alive func(ring.NodeID) bool, now time.Time, after time.Duration) []ring.NodeID {
 	if w.since == nil {
 		w.since = map[ring.NodeID]time.Time{}
 	}

@@ -3,10 +3,13 @@ package casty
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/pager"
 )
 
 // kinds is the process-wide table of declared kinds, by wire name, so a
@@ -24,11 +27,12 @@ type kindTable struct {
 
 // declared is a kind as casty declared it.
 type declared struct {
-	k    *actor.Kind
-	repl replication
+	k      *actor.Kind
+	repl   replication
+	schema *pager.Schema // how its state pages (replicated kinds only)
 }
 
-func (t *kindTable) add(k *actor.Kind, r replication) error {
+func (t *kindTable) add(k *actor.Kind, r replication, schema *pager.Schema) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var cur map[string]*declared
@@ -40,9 +44,49 @@ func (t *kindTable) add(k *actor.Kind, r replication) error {
 	}
 	next := make(map[string]*declared, len(cur)+1)
 	maps.Copy(next, cur)
-	next[k.Name] = &declared{k: k, repl: r}
+	next[k.Name] = &declared{k: k, repl: r, schema: schema}
 	t.byName.Store(&next)
+	if r.replicas > 1 {
+		anyReplicated.Store(true)
+	}
 	return nil
+}
+
+// anyReplicated is set once a kind with Replicas > 1 is declared: until
+// then routing skips the replicated-kind lookup.
+var anyReplicated atomic.Bool
+
+// declaredOf returns the kind named name as declared, nil when unknown.
+func (t *kindTable) declaredOf(name string) *declared {
+	if p := t.byName.Load(); p != nil {
+		return (*p)[name]
+	}
+	return nil
+}
+
+// replicated lists the kinds declared with Replicas > 1, by name.
+func (t *kindTable) replicated() []*declared {
+	var out []*declared
+	if p := t.byName.Load(); p != nil {
+		for _, d := range *p {
+			if d.repl.replicas > 1 {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *declared) int { return strings.Compare(a.k.Name, b.k.Name) })
+	return out
+}
+
+// replicas returns the replica count of k (1 unless declared otherwise).
+func replicasOf(k *actor.Kind) int {
+	if !anyReplicated.Load() {
+		return 1
+	}
+	if d := kinds.declaredOf(k.Name); d != nil {
+		return d.repl.replicas
+	}
+	return 1
 }
 
 func (t *kindTable) get(name string) *actor.Kind {

@@ -42,8 +42,11 @@ func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error)
 	if !at.known {
 		at.point = ring.Point(k.Name, key)
 	}
-	owner, ok := v.ring.Owner(at.point)
+	owner, ok := v.ownerOf(k, at.point)
 	if !ok {
+		if replicasOf(k) > 1 {
+			return dest{}, fmt.Errorf("%w: %s/%s: no replica of it is alive", ErrQuorumUnavailable, k.Name, key)
+		}
 		return dest{}, fmt.Errorf("%w: %s/%s: no full member in the cluster", ErrActorUnavailable, k.Name, key)
 	}
 	if owner == cl.self {

@@ -287,6 +287,6 @@ func (cl *cluster) owns(k *actor.Kind, req *callReq) bool {
 	if !req.at.known {
 		point = ring.Point(k.Name, req.Key)
 	}
-	owner, ok := cl.view.Load().ring.Owner(point)
+	owner, ok := cl.view.Load().ownerOf(k, point)
 	return ok && owner == cl.self
 }

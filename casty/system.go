@@ -39,6 +39,7 @@ type systemOptions struct {
 	clusterSet  bool
 	tls         *TLS
 	durability  actor.Durability // keeps the actors' state (replication)
+	replicator  *replicator      // the member's replication runtime, when it is the durability
 }
 
 // withDurability sets the host's Durability: the seam replication plugs

@@ -16,8 +16,8 @@ func FuzzDecode(f *testing.F) {
 		{Op: OpCommit, Kind: "k", Key: "x", Ballot: ballot(5, 1), Delta: &pager.Delta{Basis: stamp(3, 2), Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1, 2}}}, Dropped: []string{"W"}}},
 		{Op: OpAck, Kind: "k", Key: "x", Ballot: ballot(5, 1), Status: StatusNeedFull, Stamp: stamp(6, 1)},
 		{Op: OpFetch, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(3, 2), Have: &pager.Listing{Stamp: stamp(1, 1), Pages: []pager.PageInfo{{Key: "V", Stamp: stamp(1, 1), Size: 2}}}},
-		{Op: OpSync, Kind: "k", Version: 4, Range: Range{Start: 10, End: 20}},
-		{Op: OpSynced, Kind: "k", Range: Range{Start: 10, End: 20}, More: true, Records: []Record{{Key: "x", Accepted: ballot(2, 2), Stamp: stamp(3, 2), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}}},
+		{Op: OpSync, Kind: "k", Version: 4, Ranges: []Range{{Start: 10, End: 20}}},
+		{Op: OpSynced, Kind: "k", Ranges: []Range{{Start: 10, End: 20}}, More: true, Records: []Record{{Key: "x", Accepted: ballot(2, 2), Stamp: stamp(3, 2), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}}},
 	}
 	for _, m := range seeds {
 		b, err := m.Encode()

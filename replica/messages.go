@@ -50,7 +50,7 @@ const (
 	// OpConfirmed answers OpConfirm: Status, Promised, Accepted, Stamp.
 	OpConfirmed
 	// OpSync asks for the copies held of Kind's actors whose ring points
-	// fall in Range, from the actor after Key on (Key empty: from the
+	// fall in Ranges, from the actor after Key on (Key empty: from the
 	// start): a member that just entered the range's replica set pulls
 	// what the range's previous set holds. Reply OpSynced.
 	OpSync
@@ -121,13 +121,17 @@ type Msg struct {
 	// Voter (OpPromise) says the answer counts toward the read quorum:
 	// the replica has synced the actor's range (or never left it).
 	Voter   bool     `msgpack:"w,omitempty"`
-	Range   Range    `msgpack:"g"`
+	Ranges  []Range  `msgpack:"g,omitempty"` // OpSync, OpSynced: the ranges asked for
 	Records []Record `msgpack:"c,omitempty"`
 	More    bool     `msgpack:"m,omitempty"`
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
 	Facts []byte `msgpack:"f,omitempty"`
 }
+
+// maxRanges bounds the ranges of one sync (a member's share of a ring of
+// 128 vnodes per member stays far below it).
+const maxRanges = 1 << 16
 
 // Range is an arc of the ring: the points p with Start < p <= End, wrapping
 // past the largest point; Start == End is the whole ring.
@@ -212,6 +216,9 @@ func (m *Msg) validate() error {
 	}
 	if m.Status > StatusUnsynced {
 		return fmt.Errorf("%w: unknown status %d", ErrCorrupt, m.Status)
+	}
+	if len(m.Ranges) > maxRanges {
+		return fmt.Errorf("%w: %d ranges, at most %d", ErrCorrupt, len(m.Ranges), maxRanges)
 	}
 	if m.Part < 0 || m.Part >= pager.MaxParts {
 		return fmt.Errorf("%w: part %d", ErrCorrupt, m.Part)

@@ -97,6 +97,11 @@ func (r *Replica) SetFacts(f func() []byte) { r.facts = f }
 // where it holds a state.
 func (r *Replica) Joined() { r.strict = true }
 
+// ForgetUnsynced drops every unsynced range of every kind, before a
+// member that restarts its syncs from scratch (a joiner that learned a
+// newer placement before it finished) marks the ranges of the new one.
+func (r *Replica) ForgetUnsynced() { r.unsynced = map[string][]Range{} }
+
 // Unsync marks ranges this member just entered as not synced for kind:
 // until Synced, it answers prepares there as a non-voter unless it holds a
 // state, and refuses syncs of them.
@@ -128,6 +133,13 @@ func (r *Replica) synced(kind string, p uint64) bool {
 		}
 	}
 	return true
+}
+
+// votes reports whether this member's answer to m counts toward a quorum:
+// it is on m's placement and has synced m's actor's range there.
+func (r *Replica) votes(m *Msg) bool {
+	return m.Version == r.version && (m.Digest == 0 || r.digest == 0 || m.Digest == r.digest) &&
+		r.synced(m.Kind, r.point(m.Kind, m.Key))
 }
 
 // syncedRange reports whether no unsynced range of kind overlaps rng.
@@ -230,6 +242,9 @@ func (r *Replica) rec(kind, k string) *record {
 // nothing. batch bounds the parts of a fetch reply.
 func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	out := &Msg{Op: m.Op.reply(), Kind: m.Kind, Key: m.Key, Ballot: m.Ballot, Part: m.Part}
+	if m.Op == OpSync {
+		out.Ranges = m.Ranges // a refusal names what it refuses too
+	}
 	if out.Op == 0 {
 		out.Op, out.Status, out.Reason = OpAck, StatusCorrupt, fmt.Sprintf("replica: %v is not a request", m.Op)
 		return out
@@ -281,11 +296,15 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		// A member votes only where it has synced: a copy it holds from
 		// before it last left the range, or from a commit while it was
 		// syncing, may be older than an acknowledged write elsewhere.
-		out.Voter = m.Version == r.version && (m.Digest == 0 || r.digest == 0 || m.Digest == r.digest) &&
-			r.synced(m.Kind, r.point(m.Kind, m.Key))
+		out.Voter = r.votes(m)
 	case OpCommit:
 		rec.promised = m.Ballot
 		r.commit(rec, m, out)
+		// Only a member that has synced the range on the placement the
+		// owner is on counts toward the write quorum: every acknowledged
+		// write then sits on W synced members, which is what a newcomer's
+		// sync relies on.
+		out.Voter = r.votes(m)
 	case OpFetch:
 		r.fetch(rec, m, out, batch)
 	case OpConfirm:
@@ -367,8 +386,12 @@ func (r *Replica) Install(kind, k string, s State, pages []pager.Page) error {
 // sync answers OpSync: the records of kind in the range, in key order
 // from after m.Key, cut at batch bytes.
 func (r *Replica) sync(m *Msg, out *Msg, batch int) {
-	out.Range = m.Range
-	if m.Version > r.version || !r.syncedRange(m.Kind, m.Range) {
+	out.Ranges = m.Ranges
+	synced := true
+	for _, rng := range m.Ranges {
+		synced = synced && r.syncedRange(m.Kind, rng)
+	}
+	if m.Version > r.version || !synced {
 		// Not synced there, or not yet on the placement the requester is
 		// on (it has not marked what it enters there).
 		out.Status = StatusUnsynced
@@ -379,7 +402,7 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 	}
 	var keys []string
 	for k, rec := range r.recs {
-		if k.kind == m.Kind && k.key > m.Key && (!rec.store.Stamp().IsZero()) && m.Range.Contains(r.point(k.kind, k.key)) {
+		if k.kind == m.Kind && k.key > m.Key && (!rec.store.Stamp().IsZero()) && inRanges(m.Ranges, r.point(k.kind, k.key)) {
 			keys = append(keys, k.key)
 		}
 	}
@@ -417,4 +440,13 @@ func (r *Replica) Adopt(kind string, rec Record) (bool, error) {
 		nr.promised = rec.Accepted
 	}
 	return true, nil
+}
+
+func inRanges(rs []Range, p uint64) bool {
+	for _, r := range rs {
+		if r.Contains(p) {
+			return true
+		}
+	}
+	return false
 }

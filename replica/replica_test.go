@@ -103,10 +103,10 @@ func TestNewcomerVotesOnlyOnceSynced(t *testing.T) {
 	}
 	rng := Range{Start: 1, End: 2} // holds point 2 ("xx")
 	r.Unsync("k", rng)
-	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Range: rng, Version: 1}, 0); got.Status != StatusUnsynced {
+	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Ranges: []Range{rng}, Version: 1}, 0); got.Status != StatusUnsynced {
 		t.Fatalf("a sync of a range it has not synced itself: %v", got.Status)
 	}
-	y := NewSync("k", rng, 1, 0, []NodeID{{1}, {2}, {3}}, SyncNeed(3, 2), r, 0)
+	y := NewSync("k", []Range{rng}, 1, 0, []NodeID{{1}, {2}, {3}}, SyncNeed(3, 2), r, 0)
 	out := y.Start()
 	if len(out) != 3 {
 		t.Fatalf("%d requests, want 3", len(out))

@@ -56,6 +56,10 @@ type Result struct {
 	// placement: the runtime merges it before a new session can succeed.
 	Version uint64
 	Facts   []byte
+	// Abstained counts the replicas that answered but could not vote (they
+	// have not synced the actor's range on this placement yet): a round
+	// that failed with abstentions may succeed once they have.
+	Abstained int
 }
 
 // Round names a session's rounds.
@@ -177,7 +181,7 @@ func (s *Session) begin(r Round) error {
 
 // finish ends the current round with err (nil: success).
 func (s *Session) finish(err error) {
-	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state, Version: s.version, Facts: s.facts}
+	res := Result{Round: s.round, Err: err, Fenced: s.fenced, Promised: s.highest, State: s.state, Version: s.version, Facts: s.facts, Abstained: s.abstain}
 	if s.round == RoundCommit || s.round == RoundInstall {
 		res.Applied = s.applied
 	}
@@ -289,7 +293,7 @@ func (s *Session) quorumLost(need int) error {
 	if s.fenced {
 		return fmt.Errorf("%w: %s/%s: a replica promised ballot %v, above this owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
 	}
-	return fmt.Errorf("%w: %s/%s: %d of %d replicas refused, %d answers needed", ErrQuorumUnavailable, s.kind, s.key, s.refused, len(s.set.Members), need)
+	return fmt.Errorf("%w: %s/%s: of %d replicas %d refused and %d have not synced its range yet, %d answers needed", ErrQuorumUnavailable, s.kind, s.key, len(s.set.Members), s.refused, s.abstain, need)
 }
 
 func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
@@ -537,6 +541,19 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 		}
 		return s.sendParts(from, s.full)
 	default:
+		if m.Status == StatusOK && !m.Voter {
+			// Applied there, but it does not count: that member has not
+			// synced the range on this placement.
+			if _, dup := s.answers[from]; dup {
+				return nil
+			}
+			s.answers[from] = StatusOK
+			s.abstain++
+			if from == s.set.Self {
+				s.applied = true
+			}
+			break
+		}
 		if !s.tally(from, m.Status) {
 			return nil
 		}
@@ -604,8 +621,8 @@ func (s *Session) Expire() {
 	if s.round == RoundNone || s.over {
 		return
 	}
-	s.finish(fmt.Errorf("%w: %s/%s: %s round timed out with %d of %d answers (%d needed)",
-		ErrQuorumUnavailable, s.kind, s.key, s.round, s.oks, len(s.set.Members), s.need()))
+	s.finish(fmt.Errorf("%w: %s/%s: %s round timed out with %d of %d answers (%d needed; %d refused, %d not synced)",
+		ErrQuorumUnavailable, s.kind, s.key, s.round, s.oks, len(s.set.Members), s.need(), s.refused, s.abstain))
 }
 
 func (s *Session) need() int {

@@ -1,5 +1,7 @@
 package replica
 
+import "slices"
+
 // SyncNeed returns how many members of a range's previous replica set of
 // n members a sync must hear from, for a kind whose commits need w
 // acknowledgements: enough to meet every write quorum of that set (n-w+1:
@@ -11,8 +13,8 @@ func SyncNeed(n, w int) int {
 	return min(need, n)
 }
 
-// Sync is a member pulling, for one kind and one range of the ring it just
-// entered, the copies held by the range's previous replica set, so that its
+// Sync is a member pulling, for one kind and the ranges of the ring it just
+// entered that had one previous replica set, the copies held by the range's previous replica set, so that its
 // own "I hold nothing" becomes a vote there. Each copy received is adopted
 // when newer than the one held (Replica.Adopt); once need members of the
 // previous set have answered in full, the range is marked synced
@@ -24,7 +26,7 @@ func SyncNeed(n, w int) int {
 // finished (after the runtime's timeout).
 type Sync struct {
 	kind    string
-	rng     Range
+	rngs    []Range
 	version uint64
 	digest  uint64
 	groups  []Group
@@ -34,7 +36,22 @@ type Sync struct {
 
 	cursor   map[NodeID]string
 	finished map[NodeID]bool
+	unsynced map[NodeID]bool // members that answered they have not synced the ranges
 	done     bool
+}
+
+// Unsynced returns the members that answered that they have not synced
+// the ranges themselves: the runtime can sync from the set the ranges have
+// without them instead (their acknowledgements never counted toward a
+// write quorum, so no acknowledged write rests on them).
+func (y *Sync) Unsynced() []NodeID {
+	var out []NodeID
+	for _, id := range y.prev {
+		if y.unsynced[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Group is a set of members a sync must hear Need of.
@@ -47,17 +64,17 @@ type Group struct {
 // version, from prev (the range's replica set before; this member is not
 // in it), of which need must answer: SyncNeed(n, w) with n the previous
 // set's full size.
-func NewSync(kind string, rng Range, version, digest uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
-	return NewJointSync(kind, rng, version, digest, []Group{{Members: prev, Need: need}}, local, batch)
+func NewSync(kind string, rngs []Range, version, digest uint64, prev []NodeID, need int, local *Replica, batch int) *Sync {
+	return NewJointSync(kind, rngs, version, digest, []Group{{Members: prev, Need: need}}, local, batch)
 }
 
 // NewJointSync is NewSync with several sets, each of which must answer:
 // a runtime whose view of the previous placement may be incomplete syncs
 // from the range's set before the change and from the set it has without
 // this member in the new placement.
-func NewJointSync(kind string, rng Range, version, digest uint64, groups []Group, local *Replica, batch int) *Sync {
-	y := &Sync{kind: kind, rng: rng, version: version, digest: digest, groups: groups, local: local, batch: batch,
-		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}}
+func NewJointSync(kind string, rngs []Range, version, digest uint64, groups []Group, local *Replica, batch int) *Sync {
+	y := &Sync{kind: kind, rngs: rngs, version: version, digest: digest, groups: groups, local: local, batch: batch,
+		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}, unsynced: map[NodeID]bool{}}
 	seen := map[NodeID]bool{}
 	for _, g := range groups {
 		for _, id := range g.Members {
@@ -89,11 +106,11 @@ func (y *Sync) satisfied() bool {
 // Done reports whether the range is synced.
 func (y *Sync) Done() bool { return y.done }
 
-// Range returns the range being synced.
-func (y *Sync) Range() Range { return y.rng }
+// Ranges returns the ranges being synced.
+func (y *Sync) Ranges() []Range { return y.rngs }
 
 func (y *Sync) ask(to NodeID) Out {
-	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Digest: y.digest, Range: y.rng}}
+	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Digest: y.digest, Ranges: y.rngs}}
 }
 
 // Start asks every member of the previous set.
@@ -126,12 +143,16 @@ func (y *Sync) Retry() []Out {
 // Step takes one reply: its records are adopted; a cut reply is continued
 // from its last record.
 func (y *Sync) Step(from NodeID, m *Msg) []Out {
-	if y.done || m.Op != OpSynced || m.Range != y.rng || m.Kind != y.kind || y.finished[from] {
+	if y.done || m.Op != OpSynced || !slices.Equal(m.Ranges, y.rngs) || m.Kind != y.kind || y.finished[from] {
 		return nil
+	}
+	if m.Status == StatusUnsynced {
+		y.unsynced[from] = true
 	}
 	if m.Status != StatusOK {
 		return nil // unsynced or behind: that member does not count (yet)
 	}
+	delete(y.unsynced, from)
 	if m.Key != y.cursor[from] {
 		return nil // a duplicate or late reply to an earlier request
 	}
@@ -153,5 +174,7 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 
 func (y *Sync) finish() {
 	y.done = true
-	y.local.Synced(y.kind, y.rng)
+	for _, r := range y.rngs {
+		y.local.Synced(y.kind, r)
+	}
 }

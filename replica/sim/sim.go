@@ -388,7 +388,10 @@ func (s *Sim) deliver(e *event) {
 		r := n.rep.Handle(m, 0)
 		s.send(e.to, e.from, r)
 	case replica.OpSynced:
-		k := int(m.Range.End) - 1
+		if len(m.Ranges) != 1 {
+			return
+		}
+		k := int(m.Ranges[0].End) - 1
 		if y := n.syncs[k]; y != nil {
 			for _, o := range y.Step(s.nodes[e.from].id, m) {
 				s.send(n.i, s.index(o.To), o.Msg)
@@ -769,7 +772,7 @@ func (s *Sim) adopt(n *node, v int) {
 			ids = append(ids, s.nodes[i].id)
 		}
 		n.rep.Unsync(kind, keyRange(k))
-		y := replica.NewSync(kind, keyRange(k), uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+		y := replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
 		n.syncs[k] = y
 		s.carrySync(n, k, y, y.Start())
 	}

@@ -1,0 +1,461 @@
+package casty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/hlc"
+	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/pager"
+	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/ring"
+)
+
+// The replication runtime: it carries out what the replica module's pure
+// machines decide (replica/SPEC.md). One replicator per member holds the
+// member's copies (replica.Replica, behind one lock), its hybrid logical
+// clock, and the placement it acts on; it plugs into the engine as its
+// actor.Durability, so every activation of a replicated kind restores from
+// a read quorum and commits after each handler.
+//
+// Requests travel on mux's replication lane. A payload's first byte says
+// what it is: laneReplica (a replica.Msg follows) or laneFacts (a request
+// for the member's placement facts).
+const (
+	laneReplica byte = 'R'
+	laneFacts   byte = 'F'
+)
+
+// errNotApplied marks a failed commit that took effect nowhere: the
+// owner's own copy refused it (a newer owner exists), so the call may be
+// retried against the rightful owner.
+var errNotApplied = errors.New("casty: the commit was applied nowhere")
+
+type replicator struct {
+	cl      *cluster
+	clock   *hlc.Clock
+	batch   int
+	timeout time.Duration
+
+	mu     sync.Mutex // guards rep, pl and every replica.Session and replica.Sync
+	rep    *replica.Replica
+	pl     *layout // the placement this member adopted
+	joiner bool    // joined a running cluster: syncs even on its first placement
+
+	// A joiner is settled once every range it entered synced once; until
+	// then each newer placement restarts its syncs (generation syncGen).
+	settledJoin bool
+	syncGen     uint64
+	pending     int // syncs of the current generation not done
+
+	pulling atomic.Bool // a facts request is in flight
+	wg      sync.WaitGroup
+	done    chan struct{}
+}
+
+func newReplicator() *replicator {
+	return &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{})}
+}
+
+// attach completes the replicator once the member's cluster exists.
+func (r *replicator) attach(cl *cluster, joiner bool) {
+	cfg := cl.sys.cfg
+	r.cl, r.batch, r.timeout, r.joiner = cl, cfg.ReplicationBatch, cfg.ReplicationTimeout, joiner
+	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: hlc.SystemMillis})
+	if joiner {
+		r.rep.Joined()
+	}
+	r.rep.SetFacts(func() []byte {
+		if r.pl == nil {
+			return nil
+		}
+		return r.pl.encode()
+	})
+	cl.node.HandleRequests(mux.LaneReplication, r.handle)
+}
+
+// close stops the syncs in flight and waits for them.
+func (r *replicator) close() {
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
+	r.wg.Wait()
+}
+
+// observe feeds every stamp of a received message to the clock, so the
+// stamps and ballots this member issues next are above them.
+func (r *replicator) observe(m *replica.Msg) {
+	for _, t := range [...]hlc.Timestamp{m.Ballot, m.Promised, m.Accepted, hlc.Timestamp(m.Stamp)} {
+		if !t.IsZero() {
+			_, _ = r.clock.Observe(t)
+		}
+	}
+	if m.Delta != nil {
+		_, _ = r.clock.Observe(hlc.Timestamp(m.Delta.Stamp))
+	}
+}
+
+// handle serves a request of another member on the replication lane. It
+// never waits: a replica answers from memory.
+func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte) ([]byte, error) {
+	if len(payload) == 0 {
+		return nil, errors.New("casty: empty replication request")
+	}
+	switch payload[0] {
+	case laneFacts:
+		r.mu.Lock()
+		var b []byte
+		if r.pl != nil {
+			b = r.pl.encode()
+		}
+		r.mu.Unlock()
+		return append([]byte{laneFacts}, b...), nil
+	case laneReplica:
+	default:
+		return nil, fmt.Errorf("casty: unknown replication request %#x", payload[0])
+	}
+	m, err := replica.Decode(payload[1:])
+	if err != nil {
+		reply := &replica.Msg{Op: replica.OpAck, Status: replica.StatusCorrupt, Reason: err.Error()}
+		b, _ := reply.Encode()
+		return append([]byte{laneReplica}, b...), nil
+	}
+	r.observe(m)
+	r.mu.Lock()
+	reply := r.rep.Handle(m, r.batch)
+	behind := r.pl == nil || m.Version > r.pl.version
+	r.mu.Unlock()
+	if behind && from != nil {
+		r.pullFacts(ring.NodeID(from.Peer()), from.PeerAddr())
+	}
+	b, err := reply.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{laneReplica}, b...), nil
+}
+
+// pullFacts asks a member that knows a newer placement for its facts, one
+// request at a time, and merges them.
+func (r *replicator) pullFacts(id ring.NodeID, addr string) {
+	if !r.pulling.CompareAndSwap(false, true) {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.pulling.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-r.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		sess, err := r.cl.node.Connect(ctx, mux.NodeID(id), addr)
+		if err != nil {
+			return
+		}
+		b, err := sess.Request(ctx, mux.LaneReplication, []byte{laneFacts})
+		if err != nil || len(b) < 1 || b[0] != laneFacts {
+			return
+		}
+		r.learn(b[1:])
+	}()
+}
+
+// learn merges placement facts received from another member.
+func (r *replicator) learn(b []byte) {
+	if f, ok := decodeFacts(b); ok {
+		r.cl.learn(f)
+	}
+}
+
+// reply is one answer to a request of a round.
+type reply struct {
+	from replica.NodeID
+	msg  *replica.Msg
+}
+
+// run carries out one round of s until it ends: it sends outs, feeds the
+// replies to s, sends what follows, and expires the round at its deadline
+// (ReplicationTimeout, or ctx's when sooner).
+func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) replica.Result {
+	r.mu.Lock()
+	res := s.Results()
+	r.mu.Unlock()
+	if len(res) > 0 {
+		r.sendAsync(outs)
+		return res[len(res)-1]
+	}
+	deadline := time.Now().Add(r.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	rctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	replies := make(chan reply, len(outs)+4)
+	send := func(outs []replica.Out) {
+		for _, o := range outs {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				m := r.request(rctx, o)
+				select {
+				case replies <- reply{o.To, m}:
+				case <-rctx.Done():
+				}
+			}()
+		}
+	}
+	send(outs)
+	for {
+		select {
+		case rp := <-replies:
+			if rp.msg == nil {
+				continue // unreachable: the round waits for others or its deadline
+			}
+			r.mu.Lock()
+			more := s.Step(rp.from, rp.msg)
+			res := s.Results()
+			r.mu.Unlock()
+			if len(res) > 0 {
+				r.sendAsync(more)
+				return res[len(res)-1]
+			}
+			send(more)
+		case <-rctx.Done():
+			return r.expire(s)
+		case <-ctx.Done():
+			return r.expire(s)
+		case <-r.done:
+			return r.expire(s)
+		}
+	}
+}
+
+func (r *replicator) expire(s *replica.Session) replica.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.Expire()
+	res := s.Results()
+	if len(res) == 0 {
+		return replica.Result{Err: replica.ErrQuorumUnavailable}
+	}
+	return res[len(res)-1]
+}
+
+// sendAsync sends requests whose replies no one waits for (repairs after
+// a round ended).
+func (r *replicator) sendAsync(outs []replica.Out) {
+	if len(outs) == 0 {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		defer cancel()
+		for _, o := range outs {
+			select {
+			case <-r.done:
+				return
+			default:
+			}
+			r.request(ctx, o)
+		}
+	}()
+}
+
+// request sends one message to a member and returns its decoded reply,
+// nil when the member could not be reached or answered garbage.
+func (r *replicator) request(ctx context.Context, o replica.Out) *replica.Msg {
+	addr := r.cl.view.Load().addrs[ring.NodeID(o.To)]
+	if addr == "" {
+		return nil // not alive in this member's view
+	}
+	b, err := o.Msg.Encode()
+	if err != nil {
+		return nil
+	}
+	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
+	if err != nil {
+		return nil
+	}
+	resp, err := sess.Request(ctx, mux.LaneReplication, append([]byte{laneReplica}, b...))
+	if err != nil || len(resp) < 1 || resp[0] != laneReplica {
+		return nil
+	}
+	m, err := replica.Decode(resp[1:])
+	if err != nil {
+		return nil
+	}
+	r.observe(m)
+	if m.Status == replica.StatusBehind && len(m.Facts) > 0 {
+		r.learn(m.Facts)
+	}
+	return m
+}
+
+// Restore activates a replicated actor from its replicas (actor.Durability).
+func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Session, error) {
+	k := a.Kind()
+	d := kinds.declaredOf(k.Name)
+	if d == nil || d.repl.replicas <= 1 || r.cl == nil {
+		return nil, nil
+	}
+	rp := d.repl
+	point := ring.Point(k.Name, a.Key())
+	var res replica.Result
+	var sess *replica.Session
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		r.mu.Lock()
+		pl := r.pl
+		if pl == nil {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: %s/%s: this member has no placement yet", ErrQuorumUnavailable, k.Name, a.Key())
+		}
+		set := r.setOf(pl, point, rp)
+		if !slices.Contains(set.Members, set.Self) {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: %s/%s: this member is not one of its replicas", ErrRangeMoving, k.Name, a.Key())
+		}
+		sess = replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
+		outs := sess.Open()
+		r.mu.Unlock()
+		res = r.run(ctx, sess, outs)
+		if res.Err == nil {
+			break
+		}
+		if !res.Promised.IsZero() {
+			_, _ = r.clock.Observe(res.Promised)
+		}
+		// Replicas on a newer placement, or still syncing the range after a
+		// membership change: the cluster is settling; try again while the
+		// caller's time lasts.
+		settling := res.Version > pl.version || res.Abstained > 0 || res.Fenced && attempt == 0
+		if !settling || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: activating %s/%s: %v", ErrQuorumUnavailable, k.Name, a.Key(), res.Err)
+		}
+		if res.Version > pl.version {
+			r.cl.awaitPlacement(ctx, res.Version, 250*time.Millisecond)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		case <-r.done:
+			return nil, fmt.Errorf("%w: activating %s/%s: the member is closing", ErrQuorumUnavailable, k.Name, a.Key())
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+	t, err := d.schema.NewTracker(&pager.Config{BatchSize: r.batch})
+	if err != nil {
+		return nil, err
+	}
+	if !res.State.Stamp.IsZero() {
+		_, _ = r.clock.Observe(hlc.Timestamp(res.State.Stamp))
+		r.mu.Lock()
+		pages := r.rep.Pages(k.Name, a.Key())
+		r.mu.Unlock()
+		if err := t.Restore(a.State(), res.State.Stamp, pages); err != nil {
+			return nil, fmt.Errorf("casty: restoring %s/%s from its replicas: %w", k.Name, a.Key(), err)
+		}
+	}
+	return &replSession{r: r, sess: sess, tracker: t, act: a, repl: rp}, nil
+}
+
+// setOf is key's replica set on pl for r's member. The caller holds r.mu.
+func (r *replicator) setOf(pl *layout, point uint64, rp replication) replica.Set {
+	ids := pl.ring.Replicas(point, rp.replicas)
+	set := replica.Set{Self: replica.NodeID(r.cl.self), W: rp.write.Of(rp.replicas), Batch: r.batch,
+		Version: pl.version, Digest: pl.digest}
+	for _, id := range ids {
+		set.Members = append(set.Members, replica.NodeID(id))
+	}
+	return set
+}
+
+// replSession is one activation's link to its replicas (actor.Session).
+type replSession struct {
+	r       *replicator
+	sess    *replica.Session
+	tracker *pager.Tracker
+	act     *actor.Activation
+	repl    replication
+	over    error // set once a newer owner fenced this one
+}
+
+// Commit replicates what the handler changed, or, for Read(Majority),
+// confirms that no newer owner exists (actor.Session).
+func (s *replSession) Commit(ctx context.Context, failed bool) error {
+	if s.over != nil {
+		return s.over
+	}
+	mux.HandOff(ctx)
+	r := s.r
+	pending, err := s.tracker.Prepare(s.act.State(), pager.Stamp(r.clock.Now()))
+	if err != nil {
+		var big *pager.PageTooLargeError
+		if errors.As(err, &big) {
+			return &CommitTooLargeError{Kind: s.act.Kind().Name, Key: s.act.Key(), Page: big.Key, Size: big.Size, Limit: big.Limit}
+		}
+		return fmt.Errorf("casty: %s/%s: preparing the commit: %w", s.act.Kind().Name, s.act.Key(), err)
+	}
+	if pending.Delta.Empty() {
+		_ = s.tracker.Commit(pending)
+		if s.repl.read == One {
+			return nil
+		}
+		r.mu.Lock()
+		outs := s.sess.Confirm()
+		r.mu.Unlock()
+		if res := r.run(ctx, s.sess, outs); res.Err != nil {
+			return fmt.Errorf("%w: %s/%s: confirming the read: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
+		}
+		return nil
+	}
+	r.mu.Lock()
+	outs := s.sess.Commit(pending.Delta)
+	r.mu.Unlock()
+	res := r.run(ctx, s.sess, outs)
+	if res.Err != nil {
+		if !res.Applied {
+			return fmt.Errorf("%w: %s/%s: %w: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied, res.Err)
+		}
+		return fmt.Errorf("%w: %s/%s: the commit may or may not have taken effect: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
+	}
+	_ = s.tracker.Commit(pending)
+	if res.Fenced {
+		s.over = fmt.Errorf("%w: %s/%s: %w: a newer owner exists", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied)
+	}
+	return nil
+}
+
+// Release ends the session (actor.Session).
+func (s *replSession) Release() {}
+
+// CommitTooLargeError is returned when a handler left a state page bigger
+// than the replication limit: the handler ran, nothing was replicated, and
+// the activation is discarded (the next call restores the last committed
+// state). Keep pages small: a TrackedMap pages per entry.
+type CommitTooLargeError struct {
+	Kind, Key string
+	Page      string // the page's key ("Field" or "Field/<entry>")
+	Size      int    // its size in bytes
+	Limit     int    // the limit (pager's MaxPageSize)
+}
+
+func (e *CommitTooLargeError) Error() string {
+	return fmt.Sprintf("casty: %s/%s: state page %q is %d bytes, over the %d-byte page limit: nothing was replicated", e.Kind, e.Key, e.Page, e.Size, e.Limit)
+}

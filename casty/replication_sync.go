@@ -1,0 +1,288 @@
+package casty
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/ring"
+)
+
+// Adopting a placement (replica/SPEC.md, "Membership changes"): before this
+// member votes on a range it just entered, it marks the range unsynced and
+// pulls it from the range's previous replica set.
+//
+// The previous set is the range's set on the placement this member acted
+// on before. A member that joined a running cluster has no such placement
+// it can trust — what it first hears of the cluster may be partial — so
+// until every range it entered has synced once, it takes the previous set
+// from the new placement without itself, and starts over on each newer
+// placement it learns; a sync under a placement older than a replica's is
+// refused, so a partial view cannot complete one.
+
+// segment is a stretch of the ring a member entered, and where it was
+// before.
+type segment struct {
+	rng  replica.Range
+	prev []ring.NodeID // the range's replica set before, this member excluded
+	n    int           // that set's size, this member excluded
+}
+
+// enteredSegments lists the stretches of the ring where self is one of the
+// n replicas on cur and was not on base (base nil: self entered
+// everything), with their replica sets on base, adjacent stretches with
+// the same previous set merged.
+func enteredSegments(base, cur *ring.Ring, self ring.NodeID, n int) []segment {
+	var points []uint64
+	for _, r := range []*ring.Ring{base, cur} {
+		if r == nil {
+			continue
+		}
+		for i := range r.Len() {
+			t, _ := r.Entry(i)
+			points = append(points, t)
+		}
+	}
+	slices.Sort(points)
+	points = slices.Compact(points)
+	if len(points) == 0 {
+		return nil
+	}
+	var out []segment
+	prevPoint := points[len(points)-1] // the wrap: (last, first]
+	for _, p := range points {
+		start := prevPoint
+		prevPoint = p
+		now := cur.Replicas(p, n)
+		if !slices.Contains(now, self) {
+			continue
+		}
+		var before []ring.NodeID
+		if base != nil {
+			before = base.Replicas(p, n)
+		}
+		if slices.Contains(before, self) {
+			continue
+		}
+		if k := len(out); k > 0 && out[k-1].rng.End == start && slices.Equal(out[k-1].prev, before) {
+			out[k-1].rng.End = p
+			continue
+		}
+		out = append(out, segment{rng: replica.Range{Start: start, End: p}, prev: before, n: len(before)})
+	}
+	if len(points) == 1 && len(out) == 1 {
+		out[0].rng = replica.Range{} // one token: the whole ring
+	}
+	return out
+}
+
+// without returns r's members other than self as a ring.
+func without(r *ring.Ring, self ring.NodeID) *ring.Ring {
+	ids := slices.DeleteFunc(r.Members(), func(id ring.NodeID) bool { return id == self })
+	out, _ := ring.New(ids)
+	return out
+}
+
+// adopt makes pl the placement this member acts on. Placements only grow
+// (placement.go); an older one is ignored.
+func (r *replicator) adopt(pl *layout) {
+	if r.cl == nil {
+		return
+	}
+	self := r.cl.self
+	r.mu.Lock()
+	old := r.pl
+	if old == pl || old != nil && pl.version < old.version {
+		r.mu.Unlock()
+		return
+	}
+	if r.joiner && !r.settledJoin && len(pl.ring.Members()) < 2 {
+		// A joiner alone in its view has not heard of the cluster yet.
+		r.mu.Unlock()
+		return
+	}
+	var base *ring.Ring
+	switch {
+	case r.joiner && !r.settledJoin:
+		base = without(pl.ring, self)
+		r.syncGen++ // syncs of an earlier placement stop
+		r.pending = 0
+		r.rep.ForgetUnsynced() // and their ranges are marked anew below
+	case old != nil:
+		base = old.ring
+	}
+	var runs []*syncRun
+	if pl.placed(self) && (base != nil || r.joiner) {
+		for _, d := range kinds.replicated() {
+			n := d.repl.replicas
+			var rngs []replica.Range
+			for _, seg := range enteredSegments(base, pl.ring, self, n) {
+				rngs = append(rngs, seg.rng)
+			}
+			if len(rngs) > 0 {
+				r.rep.Unsync(d.k.Name, rngs...)
+				runs = append(runs, &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, pl: pl, gen: r.syncGen})
+			}
+		}
+	}
+	r.rep.ObserveDigest(pl.version, pl.digest)
+	r.pl = pl
+	r.pending += len(runs)
+	if r.pending == 0 && r.joiner {
+		r.settledJoin = true
+	}
+	r.mu.Unlock()
+	for _, run := range runs {
+		r.wg.Add(1)
+		go r.runSync(run)
+	}
+}
+
+// syncRun is the sync of one kind's entered ranges on one placement.
+type syncRun struct {
+	kind    string
+	n, w    int
+	rngs    []replica.Range // not synced yet
+	pl      *layout
+	gen     uint64
+	counted bool // its completion was counted in replicator.pending
+}
+
+// runSync syncs run's ranges, a round at a time. Each round asks, for every
+// group of ranges with one replica set, that set as it is on the placement
+// without this member and without the members that said they have not
+// synced those ranges themselves (their acknowledgements never counted, so
+// no acknowledged write rests on them; replica/SPEC.md). Rounds repeat
+// until every range is synced, the member closes
+// or (a joiner) a newer placement restarts the syncs. Rounds that bring
+// nothing new back off from 50 ms to a second.
+func (r *replicator) runSync(run *syncRun) {
+	defer r.wg.Done()
+	self := r.cl.self
+	skip := map[ring.NodeID]bool{self: true}
+	pause := 50 * time.Millisecond
+	for !r.syncDone(run) {
+		start := time.Now()
+		var ids []ring.NodeID
+		for _, id := range run.pl.ring.Members() {
+			if !skip[id] {
+				ids = append(ids, id)
+			}
+		}
+		without, _ := ring.New(ids)
+		type group struct {
+			prev []replica.NodeID
+			rngs []replica.Range
+		}
+		var groups []*group
+		for _, rng := range run.rngs {
+			var prev []replica.NodeID
+			for _, id := range without.Replicas(rng.End, run.n) {
+				prev = append(prev, replica.NodeID(id))
+			}
+			i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.prev, prev) })
+			if i < 0 {
+				groups = append(groups, &group{prev: prev})
+				i = len(groups) - 1
+			}
+			groups[i].rngs = append(groups[i].rngs, rng)
+		}
+		var remaining []replica.Range
+		for _, g := range groups {
+			y := replica.NewSync(run.kind, g.rngs, run.pl.version, run.pl.digest, g.prev, replica.SyncNeed(len(g.prev), run.w), r.rep, r.batch)
+			if !r.syncRound(y) {
+				remaining = append(remaining, g.rngs...)
+			}
+			for _, id := range y.Unsynced() {
+				skip[ring.NodeID(id)] = true
+			}
+		}
+		r.mu.Lock()
+		run.rngs = remaining
+		r.mu.Unlock()
+		if len(remaining) == 0 {
+			continue // syncDone counts it
+		}
+		select {
+		case <-time.After(time.Until(start.Add(pause))):
+		case <-r.done:
+			return
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// settled reports whether this member has no sync in flight: it votes
+// everywhere it is a replica on its placement.
+func (r *replicator) settled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pl != nil && r.pending == 0
+}
+
+// syncRound runs y until it is done or a round of requests brought nothing
+// more; it reports whether y is done.
+func (r *replicator) syncRound(y *replica.Sync) bool {
+	r.mu.Lock()
+	outs := y.Start()
+	r.mu.Unlock()
+	for len(outs) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		replies := make(chan reply, len(outs))
+		for _, o := range outs {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				replies <- reply{o.To, r.request(ctx, o)}
+			}()
+		}
+		var next []replica.Out
+		for range outs {
+			var rp reply
+			select {
+			case rp = <-replies:
+			case <-r.done:
+				cancel()
+				return false
+			}
+			if rp.msg == nil {
+				continue
+			}
+			r.mu.Lock()
+			next = append(next, y.Step(rp.from, rp.msg)...)
+			r.mu.Unlock()
+		}
+		cancel()
+		outs = next
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return y.Done()
+}
+
+// syncDone reports whether run is over (done, superseded or closing), and
+// settles a joiner whose last sync finished.
+func (r *replicator) syncDone(run *syncRun) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.gen != r.syncGen {
+		return true
+	}
+	if len(run.rngs) > 0 {
+		return false
+	}
+	if !run.counted {
+		run.counted = true
+		r.pending--
+		if r.pending == 0 && r.joiner {
+			r.settledJoin = true
+		}
+	}
+	return true
+}

@@ -1,0 +1,128 @@
+package casty_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// Ledger is a replicated counter.
+type Ledger struct {
+	N    int
+	Hist []int
+}
+
+func (c *Ledger) Add(_ context.Context, d int) (int, error) {
+	c.N += d
+	c.Hist = append(c.Hist, c.N)
+	return c.N, nil
+}
+
+func (c *Ledger) Get(context.Context) (int, error) { return c.N, nil }
+
+var (
+	Ledgers       = casty.Actor[Ledger](casty.Name("test.Ledger"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
+	LooseLedgers  = casty.Actor[Ledger](casty.Name("test.LooseLedger"), casty.Replicas(3), casty.Write(casty.One))
+	SingleLedgers = casty.Actor[Ledger](casty.Name("test.SingleLedger"))
+)
+
+func replicationConfig() casty.Config {
+	c := fastCluster()
+	c.ReplicationTimeout = 2 * time.Second
+	c.RemoveDeadAfter = time.Hour
+	return c
+}
+
+// startReplicated starts n members and waits until each has synced what
+// it replicates.
+func startReplicated(t *testing.T, n int, opts ...casty.Option) []*casty.System {
+	t.Helper()
+	nodes := startCluster(t, n, append([]casty.Option{casty.WithConfig(replicationConfig())}, opts...)...)
+	waitFor(t, 15*time.Second, "every member synced", func() bool {
+		for _, s := range nodes {
+			if !casty.Settled(s, n) {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+// callUntil retries f until it succeeds or the deadline passes (a call
+// may fail while the membership settles after a crash).
+func callUntil[R any](t *testing.T, d time.Duration, what string, f func(ctx context.Context) (R, error)) R {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		r, err := f(ctx)
+		cancel()
+		if err == nil {
+			return r
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %v: %v", what, d, last)
+	panic("unreachable")
+}
+
+// TestReplicatedStateSurvivesItsOwnersCrash: acknowledged writes of a
+// Replicas(3), Write(Majority) actor are all there after its owner dies
+// without a goodbye, when the next call activates it on another member.
+func TestReplicatedStateSurvivesItsOwnersCrash(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	var owner *casty.System
+	for _, n := range nodes {
+		if m, ok := nodes[0].OwnerOf(Ledgers.Name(), "t1"); ok && m.Addr == n.Addr() {
+			owner = n
+		}
+	}
+	if owner == nil {
+		t.Fatal("no owner for t1")
+	}
+	var via *casty.System
+	for _, n := range nodes {
+		if n != owner {
+			via = n
+		}
+	}
+	for i := 1; i <= 10; i++ {
+		n, err := casty.Call(ctx, Ledgers.Ref(via, "t1"), (*Ledger).Add, 1)
+		if err != nil || n != i {
+			t.Fatalf("add #%d: %d, %v", i, n, err)
+		}
+	}
+	casty.Crash(owner)
+	got := callUntil(t, 20*time.Second, "reading t1 after its owner crashed", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, Ledgers.Ref(via, "t1"), (*Ledger).Get)
+	})
+	if got != 10 {
+		t.Fatalf("after the owner's crash t1 = %d, want the 10 acknowledged adds", got)
+	}
+	st, ok, err := Ledgers.StateOf(ctx, via, "t1")
+	if err != nil || !ok || len(st.Hist) != 10 {
+		t.Fatalf("state after failover: %+v ok=%v err=%v", st, ok, err)
+	}
+}
+
+// TestQuorumCountedAgainstConfiguredReplicas: on a one-member cluster a
+// Replicas(3) kind needing a majority cannot commit; with Write(One) it
+// can.
+func TestQuorumCountedAgainstConfiguredReplicas(t *testing.T) {
+	nodes := startReplicated(t, 1)
+	ctx := context.Background()
+	_, err := casty.Call(ctx, Ledgers.Ref(nodes[0], "q"), (*Ledger).Add, 1)
+	if !errors.Is(err, casty.ErrQuorumUnavailable) {
+		t.Fatalf("Replicas(3), Write(Majority) on one member: %v, want ErrQuorumUnavailable", err)
+	}
+	if n, err := casty.Call(ctx, LooseLedgers.Ref(nodes[0], "q"), (*Ledger).Add, 1); err != nil || n != 1 {
+		t.Fatalf("Replicas(3), Write(One) on one member: %d, %v", n, err)
+	}
+}
