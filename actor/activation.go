@@ -60,10 +60,10 @@ type Activation struct {
 	evicted  bool         // its key moved away: queued calls fail with ErrRangeMoving
 	status   uint8        // statusActive, statusClosing, statusClosed
 	stopReq  Reason       // deactivate after the current message
-	inflight int          // service calls running
+	inflight int32        // service calls running (packed beside failures: an activation stays in its size class)
+	failures atomic.Int32 // consecutive failures
 	current  *Method      // the handler running now, for drain diagnostics
 	lastUsed int64        // host clock, ns: end of the last call
-	failures atomic.Int32 // consecutive failures
 	seq      atomic.Uint64
 	obs      atomic.Pointer[observers] // who receives this activation's events
 	x        *extras                   // rarely used parts, allocated on first use
@@ -138,7 +138,7 @@ func (a *Activation) pushFront(es []*Envelope) bool {
 // claim marks the mailbox as being drained unless it already is; it reports
 // whether the caller must start the worker.
 func (a *Activation) claim() bool {
-	if a.running || (a.kind.Service && a.inflight >= a.kind.Concurrency) {
+	if a.running || (a.kind.Service && int(a.inflight) >= a.kind.Concurrency) {
 		return false
 	}
 	a.running = true
@@ -185,7 +185,7 @@ func (a *Activation) drain() {
 			runtime.Gosched()
 			continue
 		}
-		if a.empty() || (a.kind.Service && a.inflight >= a.kind.Concurrency) || a.stopReq != ReasonNone {
+		if a.empty() || (a.kind.Service && int(a.inflight) >= a.kind.Concurrency) || a.stopReq != ReasonNone {
 			a.running = false
 			a.current = nil
 			if a.touched {

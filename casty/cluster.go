@@ -143,7 +143,7 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 	}
 	cl, err := newCluster(ctx, sys, o, addr, lite)
 	if err != nil {
-		sys.host.Close(context.Background())
+		sys.discard()
 		return nil, err
 	}
 	sys.cl = cl

@@ -45,6 +45,9 @@ const (
 	ReasonReset      = actor.ReasonReset
 	ReasonDrain      = actor.ReasonDrain
 	ReasonMoved      = actor.ReasonMoved
+	// ReasonLost: the activation's state could not be made durable (a
+	// replicated write failed); it ended without its Deactivate hook.
+	ReasonLost = actor.ReasonLost
 )
 
 // Scope says which nodes a spy watches.

@@ -90,7 +90,7 @@ func newSystem(opts []Option) (*System, error) {
 		return nil, err
 	}
 	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" {
-		sys.host.Close(context.Background())
+		sys.discard()
 		return nil, fmt.Errorf("casty: Seeds, Advertise and WithTLS are cluster options: use Start or Connect")
 	}
 	return sys, nil
@@ -122,6 +122,12 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	sys := &System{host: host, cfg: cfg, logger: o.logger}
 	systems.Store(host, sys)
 	return sys, o, nil
+}
+
+// discard closes the host of a system that failed to start.
+func (s *System) discard() {
+	s.host.Close(context.Background())
+	systems.Delete(s.host)
 }
 
 // Config returns the system's configuration, defaults filled in.
