@@ -412,7 +412,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // A CallTimeout of a second or more is enforced by the host's sweeper
 // rather than a timer per call: the call still ends with *TimeoutError on
-// time (up to sweepEvery late), a cancellable ctx still cancels, and the
+// time (up to sweep.Every late), a cancellable ctx still cancels, and the
 // late reply of the timed-out handler goes nowhere.
 func TestCoarseCallTimeout(t *testing.T) {
 	k := &Kind{Name: "test.blocker", New: func() any { return new(blocker) }}
@@ -468,7 +468,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 	if err := call(context.Background(), "stuck", open); err != nil {
 		t.Fatalf("after the timeout: %v", err)
 	}
-	waitFor(t, "the sweeper to stop", func() bool { return !h.sweeping.Load() })
+	waitFor(t, "the sweeper to stop", func() bool { return !h.timeouts.Running() })
 }
 
 // BeforeWait runs when a call is about to wait for its activation, and

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/casty-go/casty/sweep"
 )
 
 // RequestHandler answers a request received on a lane. payload belongs to
@@ -53,7 +55,7 @@ type Node struct {
 	wg            sync.WaitGroup
 	done          chan struct{}
 	workers       workerPool
-	sweeping      atomic.Bool     // the request-timeout sweeper runs (sweep.go)
+	timeouts      sweep.Sweeper   // expires requests past RequestTimeout (sweep.go)
 	watching      atomic.Bool     // the inline watchdog runs (inline.go)
 	inline        atomic.Int32    // readers running a request themselves
 	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)

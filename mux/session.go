@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/casty-go/casty/sweep"
 )
 
 // Stream preamble kinds: the first byte of every yamux stream says what it
@@ -224,7 +226,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 	id := s.nextID.Add(1)
 	ch := resultChans.Get().(chan result)
 	p := pendingReq{ch: ch, lane: l}
-	coarse := timeout >= coarseTimeout
+	coarse := timeout >= sweep.Threshold
 	if coarse {
 		p.deadline = nanotime() + int64(timeout)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/sweep"
 )
 
 func forEachConn(t *testing.T, f func(t *testing.T, ct connType)) {
@@ -157,9 +159,9 @@ func TestDeadlineCancelsRemoteHandler(t *testing.T) {
 	t.Run("RequestTimeout swept", func(t *testing.T) {
 		deadlineCancelsRemoteHandler(t, func(sa *Session) error {
 			start := time.Now()
-			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), coarseTimeout)
-			if el := time.Since(start); el < coarseTimeout || el > coarseTimeout+500*time.Millisecond {
-				t.Errorf("a %v timeout fired after %v", coarseTimeout, el)
+			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), sweep.Threshold)
+			if el := time.Since(start); el < sweep.Threshold || el > sweep.Threshold+500*time.Millisecond {
+				t.Errorf("a %v timeout fired after %v", sweep.Threshold, el)
 			}
 			return err
 		})
@@ -181,17 +183,17 @@ func TestSweeperStopsWhenNothingIsWatched(t *testing.T) {
 		_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("x"), time.Hour)
 		answered <- err
 	}()
-	eventually(t, 5*time.Second, "the sweeper to start", func() bool { return a.sweeping.Load() })
+	eventually(t, 5*time.Second, "the sweeper to start", func() bool { return a.timeouts.Running() })
 	// It keeps running while the request is pending.
-	time.Sleep(5 * sweepEvery) // an absence check: it must not stop meanwhile
-	if !a.sweeping.Load() {
+	time.Sleep(5 * sweep.Every) // an absence check: it must not stop meanwhile
+	if !a.timeouts.Running() {
 		t.Fatal("the sweeper stopped while a watched request was pending")
 	}
 	close(release)
 	if err := <-answered; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.sweeping.Load() })
+	eventually(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.timeouts.Running() })
 }
 
 func deadlineCancelsRemoteHandler(t *testing.T, request func(*Session) error) {
