@@ -224,7 +224,7 @@ func TestSpinOnlyWhileTheWaitersFitThePs(t *testing.T) {
 func TestRemoteWaitsCountTowardSpinning(t *testing.T) {
 	_, h := counterHost(t, "test.spin")
 	defer h.Close(context.Background())
-	waitFor(t, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
+	waitFor(t, 5*time.Second, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
 	procs := int(h.procs.Load())
 	for range procs + 1 {
 		WaitBegins()
@@ -401,12 +401,18 @@ func (e *cBlock) Invoke(ctx context.Context, state any) error {
 	return state.(*blocker).Block(ctx, e.ch)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor checks cond until it holds, failing t if within passes first. It
+// checks at once, then after pauses that double from 1 ms to at most 10 ms
+// (the rule every module's tests follow): a quick condition is seen within
+// a millisecond, a slow one costs a check per 10 ms.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
+	deadline := time.Now().Add(within)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
+		time.Sleep(pause)
 	}
 }
 
@@ -445,7 +451,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 	cancelled := make(chan error, 1)
 	go func() { cancelled <- call(ctx, "other", other) }()
 	// Cancel once the call waits (the sweeper watches it), not before.
-	waitFor(t, "the call to wait", func() bool {
+	waitFor(t, 5*time.Second, "the call to wait", func() bool {
 		for i := range h.watches {
 			sh := &h.watches[i]
 			sh.mu.Lock()
@@ -468,7 +474,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 	if err := call(context.Background(), "stuck", open); err != nil {
 		t.Fatalf("after the timeout: %v", err)
 	}
-	waitFor(t, "the sweeper to stop", func() bool { return !h.timeouts.Running() })
+	waitFor(t, 5*time.Second, "the sweeper to stop", func() bool { return !h.timeouts.Running() })
 }
 
 // BeforeWait runs when a call is about to wait for its activation, and
@@ -507,10 +513,10 @@ func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
 	release := make(chan struct{})
 	busy := make(chan error, 1)
 	go func() { busy <- call(false, "busy", release) }()
-	waitFor(t, "the busy actor's handler", func() bool { return waits.Load() == 2 })
+	waitFor(t, 5*time.Second, "the busy actor's handler", func() bool { return waits.Load() == 2 })
 	queued := make(chan error, 1)
 	go func() { queued <- call(true, "busy", open) }() // behind the running handler
-	waitFor(t, "the queued call to wait", func() bool { return waits.Load() == 3 })
+	waitFor(t, 5*time.Second, "the queued call to wait", func() bool { return waits.Load() == 3 })
 	close(release)
 	if err := <-busy; err != nil {
 		t.Fatal(err)

@@ -170,15 +170,18 @@ func connect(t testing.TB, ct connType, ca, cb Config, setup func(a, b *Node)) (
 	return a, b, sa, sb
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+// waitFor checks cond until it holds, failing t if within passes first. It
+// checks at once, then after pauses that double from 1 ms to at most 10 ms
+// (the rule every module's tests follow): a quick condition is seen within
+// a millisecond, a slow one costs a check per 10 ms.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
+	deadline := time.Now().Add(within)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 

@@ -183,7 +183,7 @@ func TestSweeperStopsWhenNothingIsWatched(t *testing.T) {
 		_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("x"), time.Hour)
 		answered <- err
 	}()
-	eventually(t, 5*time.Second, "the sweeper to start", func() bool { return a.timeouts.Running() })
+	waitFor(t, 5*time.Second, "the sweeper to start", func() bool { return a.timeouts.Running() })
 	// It keeps running while the request is pending.
 	time.Sleep(5 * sweep.Every) // an absence check: it must not stop meanwhile
 	if !a.timeouts.Running() {
@@ -193,7 +193,7 @@ func TestSweeperStopsWhenNothingIsWatched(t *testing.T) {
 	if err := <-answered; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.timeouts.Running() })
+	waitFor(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.timeouts.Running() })
 }
 
 func deadlineCancelsRemoteHandler(t *testing.T, request func(*Session) error) {
@@ -239,7 +239,7 @@ func TestOneWayMessagesArriveInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 5*time.Second, "all messages", func() bool {
+		waitFor(t, 5*time.Second, "all messages", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(got) == n
@@ -284,7 +284,7 @@ func TestSlowMessageHandlerHoldsUpOnlyItsLane(t *testing.T) {
 		release <- struct{}{}
 		release <- struct{}{}
 		release <- struct{}{}
-		eventually(t, 5*time.Second, "the replication messages", func() bool {
+		waitFor(t, 5*time.Second, "the replication messages", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(got) == 3
@@ -350,7 +350,7 @@ func TestCompressionOnlyAboveThresholdAndWhenSmaller(t *testing.T) {
 				if err := sa.Send(context.Background(), LaneMessage, p); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, 5*time.Second, "delivery", func() bool { return got.Load() == want })
+				waitFor(t, 5*time.Second, "delivery", func() bool { return got.Load() == want })
 				return cc.n.Load() - before
 			}
 			compressible := bytes.Repeat([]byte("a"), 1<<20)
@@ -437,7 +437,7 @@ func TestNodeCloseFailsPendingAndStopsEverything(t *testing.T) {
 		if len(a.Sessions()) != 0 {
 			t.Fatal("sessions survive Close")
 		}
-		eventually(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
+		waitFor(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
 	})
 }
 
