@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/casty-go/casty/sweep"
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 const numShards = 64

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/casty-go/casty/internal/wait"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -401,20 +402,8 @@ func (e *cBlock) Invoke(ctx context.Context, state any) error {
 	return state.(*blocker).Block(ctx, e.ch)
 }
 
-// waitFor checks cond until it holds, failing t if within passes first. It
-// checks at once, then after pauses that double from 1 ms to at most 10 ms
-// (the rule every module's tests follow): a quick condition is seen within
-// a millisecond, a slow one costs a check per 10 ms.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(pause)
-	}
-}
+// waitFor is wait.For: every module's tests poll at the same intervals.
+var waitFor = wait.For
 
 // A CallTimeout of a second or more is enforced by the host's sweeper
 // rather than a timer per call: the call still ends with *TimeoutError on

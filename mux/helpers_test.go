@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // connType names one way of carrying a session, as in yamux's tests.
@@ -170,20 +172,8 @@ func connect(t testing.TB, ct connType, ca, cb Config, setup func(a, b *Node)) (
 	return a, b, sa, sb
 }
 
-// waitFor checks cond until it holds, failing t if within passes first. It
-// checks at once, then after pauses that double from 1 ms to at most 10 ms
-// (the rule every module's tests follow): a quick condition is seen within
-// a millisecond, a slow one costs a check per 10 ms.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(pause)
-	}
-}
+// waitFor is wait.For: every module's tests poll at the same intervals.
+var waitFor = wait.For
 
 func echo(ctx context.Context, _ *Session, p []byte) ([]byte, error) { return p, nil }
 

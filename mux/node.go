@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/casty-go/casty/sweep"
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // RequestHandler answers a request received on a lane. payload belongs to

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/casty-go/casty/sweep"
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // Stream preamble kinds: the first byte of every yamux stream says what it

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casty-go/casty/sweep"
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 func forEachConn(t *testing.T, f func(t *testing.T, ct connType)) {

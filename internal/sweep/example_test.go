@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/casty-go/casty/sweep"
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // An owner keeps its deadlines where its waiters are, and a sweep function

@@ -1,6 +1,7 @@
 // Package sweep watches many coarse deadlines with one ticker instead of a
 // timer each. It serves actor's call timeouts and mux's request timeouts,
-// two modules that share no other dependency; it has none.
+// two modules that may not import each other; it imports nothing of
+// theirs.
 //
 // A timer per waiting call costs each call a trip through the runtime's
 // timer heap, and turns a wait on one channel into a select. Timeouts of

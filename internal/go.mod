@@ -1,4 +1,4 @@
-module github.com/casty-go/casty/sweep
+module github.com/casty-go/casty/internal
 
 go 1.26
 
