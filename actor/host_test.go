@@ -3,8 +3,8 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -276,17 +276,11 @@ func waitQueued(t *testing.T, h *Host, k *Kind, key string, n int) {
 	sh.mu.RLock()
 	a := sh.m[actID{k, key}]
 	sh.mu.RUnlock()
-	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d messages in the mailbox of %s", n, key), func() bool {
 		a.mu.Lock()
-		got := len(a.queue) - a.head
-		a.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mailbox of %s holds %d messages, want %d", key, got, n)
-		}
-	}
+		defer a.mu.Unlock()
+		return len(a.queue)-a.head == n
+	})
 }
 
 // Peek (StateOf) reads between two messages: it waits for the running
