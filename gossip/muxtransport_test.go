@@ -180,6 +180,13 @@ func allSee(observers []*socketNode, ids []NodeID, ok func(Member) bool) bool {
 // and still sees every survivor ALIVE.
 func survivorsSeeDeadOnce(t *testing.T, within time.Duration, survivors []*socketNode, killed []NodeID) {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			for i, o := range survivors {
+				t.Logf("survivor %d (%v) members: %v", i, o.agent.Self().ID, o.agent.Members())
+			}
+		}
+	}()
 	waitFor(t, within, "the survivors see the killed DEAD", func() bool {
 		return allSee(survivors, killed, isStatus(Dead))
 	})
