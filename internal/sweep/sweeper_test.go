@@ -52,6 +52,19 @@ func watch(s *Sweeper, d *deadlines, id int, at time.Time, done <-chan struct{})
 	}
 }
 
+// settled waits until the bubble is idle and checks the table's counts and
+// whether a loop still runs.
+func settled(t *testing.T, s *Sweeper, d *deadlines, waiting, expired int, running bool) {
+	t.Helper()
+	synctest.Wait()
+	if w, e := d.counts(); w != waiting || e != expired {
+		t.Fatalf("%d waiting, %d expired; want %d, %d", w, e, waiting, expired)
+	}
+	if s.Running() != running {
+		t.Fatalf("a loop runs: %v, want %v", s.Running(), running)
+	}
+}
+
 // A watched deadline fires between 0 and Every late; once nothing is left
 // the loop ends and a later deadline starts a new one.
 func TestADeadlineFiresWithinEveryAndTheLoopEnds(t *testing.T) {
@@ -64,22 +77,16 @@ func TestADeadlineFiresWithinEveryAndTheLoopEnds(t *testing.T) {
 			t.Fatal("Start returned true while a loop runs")
 		}
 		time.Sleep(Threshold + 2*Every)
-		synctest.Wait()
+		settled(t, &s, d, 0, 1, false)
 		if late := d.expired[1].Sub(at); late < 0 || late > Every {
 			t.Fatalf("fired %v after its deadline, want within [0, %v]", late, Every)
-		}
-		if s.Running() {
-			t.Fatal("the loop still runs with nothing to watch")
 		}
 		watch(&s, d, 2, time.Now().Add(Threshold), nil)
 		if !s.Running() {
 			t.Fatal("a new deadline started no loop")
 		}
 		time.Sleep(Threshold + 2*Every)
-		synctest.Wait()
-		if w, e := d.counts(); w != 0 || e != 2 {
-			t.Fatalf("%d waiting, %d expired; want 0, 2", w, e)
-		}
+		settled(t, &s, d, 0, 2, false)
 	})
 }
 
@@ -92,13 +99,7 @@ func TestDoneEndsTheLoop(t *testing.T) {
 		watch(&s, d, 1, time.Now().Add(time.Hour), done)
 		time.Sleep(3 * Every)
 		close(done)
-		synctest.Wait()
-		if s.Running() {
-			t.Fatal("the loop runs after done closed")
-		}
-		if w, e := d.counts(); w != 1 || e != 0 {
-			t.Fatalf("%d waiting, %d expired; want 1, 0", w, e)
-		}
+		settled(t, &s, d, 1, 0, false)
 	})
 }
 
@@ -124,12 +125,6 @@ func TestADeadlineRegisteredAsTheLoopStopsIsExpired(t *testing.T) {
 		}
 		go s.Run(sweep, nil)
 		time.Sleep(3 * Every)
-		synctest.Wait()
-		if w, e := d.counts(); w != 0 || e != 2 {
-			t.Fatalf("%d waiting, %d expired; want 0, 2", w, e)
-		}
-		if s.Running() {
-			t.Fatal("the loop still runs with nothing to watch")
-		}
+		settled(t, &s, d, 0, 2, false)
 	})
 }
