@@ -230,7 +230,7 @@ func TestRestoreErrorFailsTheQueueUnchanged(t *testing.T) {
 		dh := newDurableHost(t, d, nil, KindOptions{})
 		errs := make(chan error, 3)
 		go func() { errs <- dh.call(here, "r", add(1)) }()
-		waitFor(t, "the first activation", func() bool { return dh.h.Len() == 1 })
+		waitFor(t, 5*time.Second, "the first activation", func() bool { return dh.h.Len() == 1 })
 		for range 2 {
 			go func() { errs <- dh.call(false, "r", add(1)) }()
 		}
@@ -370,7 +370,7 @@ func TestCommitFollowsTheSupervisor(t *testing.T) {
 		return nil
 	})
 	<-done
-	waitFor(t, "the tick's commit", func() bool { return d.committedN("s") == 50 })
+	waitFor(t, 5*time.Second, "the tick's commit", func() bool { return d.committedN("s") == 50 })
 }
 
 // Release runs exactly once for every session, whatever ends its
@@ -391,7 +391,7 @@ func TestReleaseOncePerActivation(t *testing.T) {
 	}}
 	dh := newDurableHost(t, d, sup, KindOptions{IdleTimeout: 5 * time.Millisecond})
 	dh.call(false, "idle", add(1))
-	waitFor(t, "the idle deactivation", func() bool { return dh.rec.lastReason() == ReasonIdle })
+	waitFor(t, 5*time.Second, "the idle deactivation", func() bool { return dh.rec.lastReason() == ReasonIdle })
 	dh.call(false, "deact", func(ctx context.Context, _ *durable) error { FromContext(ctx).Deactivate(); return nil })
 	dh.call(false, "reset", func(context.Context, *durable) error { return errors.New("reset") })
 	dh.call(false, "stop", func(context.Context, *durable) error { return errors.New("stop") })
@@ -399,7 +399,7 @@ func TestReleaseOncePerActivation(t *testing.T) {
 	dh.call(false, "moved", add(1))
 	dh.h.Evict(func(_ *Kind, key string) bool { return key == "moved" }, ReasonMoved)
 	dh.call(true, "drain", add(1))
-	waitFor(t, "the deactivations", func() bool {
+	waitFor(t, 5*time.Second, "the deactivations", func() bool {
 		dh.rec.mu.Lock()
 		defer dh.rec.mu.Unlock()
 		return len(dh.rec.reasons) == 6

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 const numShards = 64
@@ -61,7 +63,7 @@ type Host struct {
 	hub      hub
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
-	sweeping atomic.Bool                // the timeout sweeper runs
+	timeouts sweep.Sweeper              // expires the watched calls (timeouts.go)
 }
 
 // NewHost starts a host. injectors run on every new activation of their
@@ -152,7 +154,7 @@ func (h *Host) await(ctx context.Context, k *Kind, key string, e *Envelope, w *w
 	var timeout <-chan time.Time
 	_, hasDeadline := ctx.Deadline()
 	bounded := !hasDeadline && !e.stream
-	coarse := bounded && h.cfg.CallTimeout >= coarseTimeout
+	coarse := bounded && h.cfg.CallTimeout >= sweep.Threshold
 	switch {
 	case coarse:
 		h.watch(e, w, h.cfg.CallTimeout)

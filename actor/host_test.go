@@ -3,14 +3,15 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/casty-go/casty/internal/wait"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -223,7 +224,7 @@ func TestExternalWaitsCountTowardSpinning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(context.Background())
-	waitFor(t, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
+	waitFor(t, 5*time.Second, "an idle process, where waiters spin", func() bool { return h.spin() > 0 })
 	procs := h.procs.Load()
 	external.Store(procs + 1)
 	busy := h.spin()
@@ -270,17 +271,11 @@ func waitQueued(t *testing.T, h *Host, k *Kind, key string, n int) {
 	sh.mu.RLock()
 	a := sh.m[actID{k, key}]
 	sh.mu.RUnlock()
-	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d messages in the mailbox of %s", n, key), func() bool {
 		a.mu.Lock()
-		got := len(a.queue) - a.head
-		a.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mailbox of %s holds %d messages, want %d", key, got, n)
-		}
-	}
+		defer a.mu.Unlock()
+		return len(a.queue)-a.head == n
+	})
 }
 
 // Peek (StateOf) reads between two messages: it waits for the running
@@ -396,18 +391,12 @@ func (e *cBlock) Invoke(ctx context.Context, state any) error {
 	return state.(*blocker).Block(ctx, e.ch)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
+// waitFor is wait.For: every module's tests poll at the same intervals.
+var waitFor = wait.For
 
 // A CallTimeout of a second or more is enforced by the host's sweeper
 // rather than a timer per call: the call still ends with *TimeoutError on
-// time (up to sweepEvery late), a cancellable ctx still cancels, and the
+// time (up to sweep.Every late), a cancellable ctx still cancels, and the
 // late reply of the timed-out handler goes nowhere.
 func TestCoarseCallTimeout(t *testing.T) {
 	k := &Kind{KindOptions: KindOptions{Name: "test.blocker"}, New: func() any { return new(blocker) }}
@@ -440,7 +429,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 	cancelled := make(chan error, 1)
 	go func() { cancelled <- call(ctx, "other", other) }()
 	// Cancel once the call waits (the sweeper watches it), not before.
-	waitFor(t, "the call to wait", func() bool {
+	waitFor(t, 5*time.Second, "the call to wait", func() bool {
 		for i := range h.watches {
 			sh := &h.watches[i]
 			sh.mu.Lock()
@@ -463,7 +452,7 @@ func TestCoarseCallTimeout(t *testing.T) {
 	if err := call(context.Background(), "stuck", open); err != nil {
 		t.Fatalf("after the timeout: %v", err)
 	}
-	waitFor(t, "the sweeper to stop", func() bool { return !h.sweeping.Load() })
+	waitFor(t, 5*time.Second, "the sweeper to stop", func() bool { return !h.timeouts.Running() })
 }
 
 // BeforeWait runs when a call is about to wait for its activation, and
@@ -502,10 +491,10 @@ func TestBeforeWaitRunsOnlyWhenACallWaits(t *testing.T) {
 	release := make(chan struct{})
 	busy := make(chan error, 1)
 	go func() { busy <- call(false, "busy", release) }()
-	waitFor(t, "the busy actor's handler", func() bool { return waits.Load() == 2 })
+	waitFor(t, 5*time.Second, "the busy actor's handler", func() bool { return waits.Load() == 2 })
 	queued := make(chan error, 1)
 	go func() { queued <- call(true, "busy", open) }() // behind the running handler
-	waitFor(t, "the queued call to wait", func() bool { return waits.Load() == 3 })
+	waitFor(t, 5*time.Second, "the queued call to wait", func() bool { return waits.Load() == 3 })
 	close(release)
 	if err := <-busy; err != nil {
 		t.Fatal(err)

@@ -7,18 +7,12 @@ import (
 )
 
 // Calls bounded by Config.CallTimeout (a ctx without a deadline) and
-// CallTimeout of a second or more are watched by one sweeper per host
-// instead of a timer per call: a timer costs every call that waits a trip
-// through the runtime's timer heap (a seventh of a contended local call)
-// and turns its wait into a select. The sweeper runs while such calls
-// wait and, every sweepEvery, fails those past their deadline exactly as
-// their timer would have: the envelope is abandoned and its caller gets a
-// *TimeoutError. A timeout fires up to sweepEvery late.
-const (
-	coarseTimeout  = time.Second
-	sweepEvery     = 10 * time.Millisecond
-	numWatchShards = 16
-)
+// CallTimeout of sweep.Threshold or more are watched by the host's
+// sweep.Sweeper instead of a timer per call (package sweep says why). While
+// such calls wait, every sweep.Every it fails those past their deadline
+// exactly as their timer would have: the envelope is abandoned and its
+// caller gets a *TimeoutError. A timeout fires up to sweep.Every late.
+const numWatchShards = 16
 
 type watchShard struct {
 	mu sync.Mutex
@@ -42,8 +36,8 @@ func (h *Host) watch(e *Envelope, w *waiter, d time.Duration) {
 	}
 	sh.m[e] = watched{w: w, deadline: h.now() + int64(d)}
 	sh.mu.Unlock()
-	if !h.sweeping.Load() && h.sweeping.CompareAndSwap(false, true) {
-		go h.sweeper()
+	if h.timeouts.Start() {
+		go h.timeouts.Run(h.sweepWatched, nil)
 	}
 }
 
@@ -53,23 +47,6 @@ func (h *Host) unwatch(e *Envelope, w *waiter) {
 	sh.mu.Lock()
 	delete(sh.m, e)
 	sh.mu.Unlock()
-}
-
-// sweeper expires watched calls until none is left, then exits.
-func (h *Host) sweeper() {
-	t := time.NewTicker(sweepEvery)
-	defer t.Stop()
-	for range t.C {
-		if h.sweepWatched() > 0 {
-			continue
-		}
-		// Nothing left: stop, unless a call registered between the sweep
-		// and the flag (it saw the flag still set).
-		h.sweeping.Store(false)
-		if h.sweepWatched() == 0 || !h.sweeping.CompareAndSwap(false, true) {
-			return
-		}
-	}
 }
 
 // sweepWatched times out the watched calls past their deadline and

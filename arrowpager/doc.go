@@ -37,8 +37,9 @@
 //     seed makes it impossible to aim for one);
 //   - a replaced buffer holding identical bytes (an append, a copy) hashes
 //     the same and ships nothing;
-//   - the cost is one hash pass over the table per commit, measured at about
-//     the speed of memory (tens of ms for 100 MB; see the repository's BENCHMARKS.md).
+//   - the cost is one hash pass over the table per commit, which runs at
+//     about the speed of memory (the repository's BENCHMARKS.md has the
+//     figures).
 //
 // Config.TrustBuffers trades that guarantee for speed: blocks whose buffers
 // were not replaced are assumed unchanged and not hashed, which makes a

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/vmihailenco/msgpack/v5"
+	"pgregory.net/rapid"
 
 	"github.com/casty-go/casty/pager"
 )
@@ -30,7 +31,7 @@ func editOneCell(st *frame, v float64) {
 	col.(*array.Float64).Float64Values()[1_234_567%st.Readings.NumRows()] = v
 }
 
-func oneCellFigure(t tb, rows int) (wire, integral int, prepare time.Duration) {
+func oneCellFigure(t rapid.TB, rows int) (wire, integral int, prepare time.Duration) {
 	st := &frame{Readings: floatTable(t, rows, figureCols)}
 	h := newHarness(t)
 	h.commit(t, st)
@@ -59,7 +60,7 @@ func oneCellFigure(t tb, rows int) (wire, integral int, prepare time.Duration) {
 	return wire, 2 * len(b), prepare
 }
 
-func checkCell(t tb, h *harness, st *frame) {
+func checkCell(t rapid.TB, h *harness, st *frame) {
 	want, _ := st.Readings.ColumnByName("c2")
 	for i := range h.replicas {
 		pages := h.replicas[i].Pages()

@@ -7,13 +7,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/vmihailenco/msgpack/v5"
+	"pgregory.net/rapid"
 
 	"github.com/casty-go/casty/pager"
 )
 
 // validPages returns the sub-pages of a small mixed table: float64, a
 // nullable string column and a list column.
-func validPages(t tb) []pager.SubPage {
+func validPages(t rapid.TB) []pager.SubPage {
 	tbl := floatTable(t, 20, 1)
 	_ = tbl.SetConfig(Config{BlockRows: 8})
 	sb := array.NewStringBuilder(memory.DefaultAllocator)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"pgregory.net/rapid"
 
 	"github.com/casty-go/casty/pager"
 )
@@ -29,7 +30,7 @@ func floatColumn(vals []float64) arrow.Array {
 
 // floatTable builds rows x cols float64 columns c0..c<cols-1>, value
 // col*1e7+row.
-func floatTable(t tb, rows, cols int) Table {
+func floatTable(t rapid.TB, rows, cols int) Table {
 	t.Helper()
 	var tbl Table
 	for c := range cols {
@@ -53,7 +54,7 @@ type harness struct {
 	clock    int64
 }
 
-func newHarness(t tb) *harness {
+func newHarness(t rapid.TB) *harness {
 	t.Helper()
 	tr, err := pager.NewTracker(reflect.TypeFor[frame]())
 	if err != nil {
@@ -64,7 +65,7 @@ func newHarness(t tb) *harness {
 
 // commit ships st's delta to both replicas (encoded, as on the wire) and
 // returns the delta and the bytes sent to the two replicas.
-func (h *harness) commit(t tb, st *frame) (pager.Delta, int) {
+func (h *harness) commit(t rapid.TB, st *frame) (pager.Delta, int) {
 	t.Helper()
 	h.clock++
 	p, err := h.tr.Prepare(st, pager.Stamp{Wall: h.clock, Node: [16]byte{3}})
@@ -97,7 +98,7 @@ func (h *harness) commit(t tb, st *frame) (pager.Delta, int) {
 }
 
 // restore rebuilds a frame from replica i.
-func (h *harness) restore(t tb, i int) *frame {
+func (h *harness) restore(t rapid.TB, i int) *frame {
 	t.Helper()
 	tr, err := pager.NewTracker(reflect.TypeFor[frame]())
 	if err != nil {
@@ -140,11 +141,3 @@ func pageKeys(d pager.Delta) []string {
 }
 
 func sorted(s []string) []string { s = slices.Clone(s); sort.Strings(s); return s }
-
-// tb is what the helpers need of *testing.T, *testing.B, *testing.F and
-// *rapid.T.
-type tb interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-}

@@ -132,7 +132,7 @@ func startSocketNodes(t *testing.T, n, host int) []*socketNode {
 func startSocketCluster(t *testing.T, n int) []*socketNode {
 	t.Helper()
 	nodes := startSocketNodes(t, n, 2)
-	eventually(t, 15*time.Second, "10 socket nodes converge", func() bool {
+	waitFor(t, 15*time.Second, "10 socket nodes converge", func() bool {
 		for _, o := range nodes {
 			for _, s := range nodes {
 				if !o.sees(s.agent.Self().ID, isStatus(Alive)) {
@@ -180,7 +180,14 @@ func allSee(observers []*socketNode, ids []NodeID, ok func(Member) bool) bool {
 // and still sees every survivor ALIVE.
 func survivorsSeeDeadOnce(t *testing.T, within time.Duration, survivors []*socketNode, killed []NodeID) {
 	t.Helper()
-	eventually(t, within, "the survivors see the killed DEAD", func() bool {
+	defer func() {
+		if t.Failed() {
+			for i, o := range survivors {
+				t.Logf("survivor %d (%v) members: %v", i, o.agent.Self().ID, o.agent.Members())
+			}
+		}
+	}()
+	waitFor(t, within, "the survivors see the killed DEAD", func() bool {
 		return allSee(survivors, killed, isStatus(Dead))
 	})
 	// absence check after the condition above: give duplicate DEAD events
@@ -211,7 +218,7 @@ func TestSocketGracefulLeaveIsLeftWithoutSuspicion(t *testing.T) {
 		t.Fatal(err)
 	}
 	others := append(append([]*socketNode(nil), nodes[:4]...), nodes[5:]...)
-	eventually(t, 10*time.Second, "LEFT everywhere", func() bool {
+	waitFor(t, 10*time.Second, "LEFT everywhere", func() bool {
 		for _, o := range others {
 			if !o.sees(id, isStatus(Left)) {
 				return false
@@ -249,7 +256,7 @@ func TestSocketForgedSuspicionIsRefuted(t *testing.T) {
 	if err := sess.Send(context.Background(), mux.LaneControl, EncodeMessage(msg)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the victim refutes: ALIVE with incarnation > 0 everywhere", func() bool {
+	waitFor(t, 10*time.Second, "the victim refutes: ALIVE with incarnation > 0 everywhere", func() bool {
 		for _, o := range nodes {
 			if !o.sees(victim.ID, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 }) {
 				return false

@@ -58,7 +58,7 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 	for _, s := range nodes {
 		everyone = append(everyone, s.agent.Self().ID)
 	}
-	eventually(t, 20*time.Second, "10 members across 4 processes converge", func() bool {
+	waitFor(t, 20*time.Second, "10 members across 4 processes converge", func() bool {
 		return allSee(nodes, everyone, isStatus(Alive))
 	})
 	for _, c := range children {
@@ -115,19 +115,19 @@ func TestSocketSIGSTOPFailsKeepalivesThenRefutes(t *testing.T) {
 	}
 	nodes := startSocketNodes(t, 3, 20)
 	child, id := startChildMember(t, nodes[0].tr.Addr(), 7, "127.0.0.23:0")
-	eventually(t, 20*time.Second, "the child to be ALIVE everywhere", func() bool {
+	waitFor(t, 20*time.Second, "the child to be ALIVE everywhere", func() bool {
 		return allSee(nodes, []NodeID{id}, isStatus(Alive))
 	})
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the frozen child to be DEAD everywhere", func() bool {
+	waitFor(t, 30*time.Second, "the frozen child to be DEAD everywhere", func() bool {
 		return allSee(nodes, []NodeID{id}, isStatus(Dead))
 	})
 	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the thawed child to be ALIVE at a higher incarnation", func() bool {
+	waitFor(t, 30*time.Second, "the thawed child to be ALIVE at a higher incarnation", func() bool {
 		return allSee(nodes, []NodeID{id}, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 })
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // fastConfig shrinks every interval so runtime tests finish in seconds.
@@ -21,17 +23,8 @@ func fastConfig(seeds ...string) *Config {
 	return c
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitFor is wait.For: every module's tests poll at the same intervals.
+var waitFor = wait.For
 
 type memCluster struct {
 	net    *MemNetwork
@@ -98,7 +91,7 @@ func isStatus(s Status) func(Member) bool { return func(m Member) bool { return 
 
 func TestAgentsConvergeOverMemNetwork(t *testing.T) {
 	c := startMem(t, 8)
-	eventually(t, 5*time.Second, "every agent sees every agent ALIVE", func() bool {
+	waitFor(t, 5*time.Second, "every agent sees every agent ALIVE", func() bool {
 		for i := range c.agents {
 			if !c.allSee(i, isStatus(Alive)) {
 				return false
@@ -113,13 +106,13 @@ func TestAgentsConvergeOverMemNetwork(t *testing.T) {
 
 func TestAgentCrashBecomesDeadAndLeaveBecomesLeft(t *testing.T) {
 	c := startMem(t, 6)
-	eventually(t, 5*time.Second, "converged", func() bool { return c.allSee(5, isStatus(Alive)) && c.allSee(4, isStatus(Alive)) })
+	waitFor(t, 5*time.Second, "converged", func() bool { return c.allSee(5, isStatus(Alive)) && c.allSee(4, isStatus(Alive)) })
 	c.net.Crash("m5")
-	eventually(t, 5*time.Second, "crashed node DEAD everywhere", func() bool { return c.allSee(5, isStatus(Dead), 5) })
+	waitFor(t, 5*time.Second, "crashed node DEAD everywhere", func() bool { return c.allSee(5, isStatus(Dead), 5) })
 	if err := c.agents[4].Leave(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "leaver LEFT everywhere", func() bool { return c.allSee(4, isStatus(Left), 4, 5) })
+	waitFor(t, 5*time.Second, "leaver LEFT everywhere", func() bool { return c.allSee(4, isStatus(Left), 4, 5) })
 }
 
 func TestSubscribersSeeJoinedThenDead(t *testing.T) {
@@ -127,7 +120,7 @@ func TestSubscribersSeeJoinedThenDead(t *testing.T) {
 	id := c.agents[3].Self().ID
 	var got []EventKind
 	deadline := time.After(5 * time.Second)
-	eventually(t, 5*time.Second, "converged", func() bool { return c.allSee(3, isStatus(Alive)) })
+	waitFor(t, 5*time.Second, "converged", func() bool { return c.allSee(3, isStatus(Alive)) })
 	c.net.Crash("m3")
 	for len(got) < 2 || got[len(got)-1] != EventDead {
 		select {
@@ -146,7 +139,7 @@ func TestSubscribersSeeJoinedThenDead(t *testing.T) {
 
 func TestPartitionHealsWithRefutation(t *testing.T) {
 	c := startMem(t, 6)
-	eventually(t, 5*time.Second, "converged", func() bool {
+	waitFor(t, 5*time.Second, "converged", func() bool {
 		for i := range c.agents {
 			if !c.allSee(i, isStatus(Alive)) {
 				return false
@@ -155,9 +148,9 @@ func TestPartitionHealsWithRefutation(t *testing.T) {
 		return true
 	})
 	c.net.Partition([]string{"m0", "m1", "m2"}, []string{"m3", "m4", "m5"})
-	eventually(t, 5*time.Second, "each side declares the other dead", func() bool { return c.allSee(5, isStatus(Dead), 3, 4, 5) })
+	waitFor(t, 5*time.Second, "each side declares the other dead", func() bool { return c.allSee(5, isStatus(Dead), 3, 4, 5) })
 	c.net.Heal()
-	eventually(t, 10*time.Second, "everyone ALIVE again after the heal", func() bool {
+	waitFor(t, 10*time.Second, "everyone ALIVE again after the heal", func() bool {
 		for i := range c.agents {
 			if !c.allSee(i, isStatus(Alive)) {
 				return false

@@ -111,7 +111,7 @@ func violate(t *testing.T, ct connType, raw []byte) {
 				_, err := sb.Request(context.Background(), LaneMessage, []byte("x"))
 				pending <- err
 			}()
-			eventually(t, 5*time.Second, "request in flight", func() bool {
+			waitFor(t, 5*time.Second, "request in flight", func() bool {
 				sa.mu.Lock()
 				defer sa.mu.Unlock()
 				return len(sa.inflight) == 1
@@ -284,7 +284,7 @@ func TestSessionIsReusedForOutboundTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sb *Session
-	eventually(t, 5*time.Second, "inbound session", func() bool {
+	waitFor(t, 5*time.Second, "inbound session", func() bool {
 		var ok bool
 		sb, ok = b.Session(testID(1))
 		return ok
@@ -313,7 +313,7 @@ func TestSessionIsReusedForOutboundTraffic(t *testing.T) {
 			t.Fatal(got, err)
 		}
 	}
-	eventually(t, 5*time.Second, "one connection", func() bool {
+	waitFor(t, 5*time.Second, "one connection", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return len(b.all) == 1
@@ -345,7 +345,7 @@ func TestSimultaneousDialConverges(t *testing.T) {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
-		eventually(t, 10*time.Second, "one connection per side", func() bool {
+		waitFor(t, 10*time.Second, "one connection per side", func() bool {
 			a.mu.Lock()
 			na := len(a.all)
 			a.mu.Unlock()
@@ -461,7 +461,7 @@ func TestSupersededSessionFinishesInFlightWorkAndForwards(t *testing.T) {
 			if _, err := a.Dial(ctx, addrB); err != nil { // initiator 1: wins
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "b to switch to a's dial", func() bool {
+			waitFor(t, 5*time.Second, "b to switch to a's dial", func() bool {
 				s, ok := b.Session(testID(1))
 				return ok && !s.Outbound()
 			})

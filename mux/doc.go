@@ -31,10 +31,9 @@
 //     the answer; answers arrive out of order; the deadline is the ctx's.
 //     The peer's RequestHandler (Node.HandleRequests) runs on a worker
 //     goroutine, or on the connection's reader itself when the request
-//     was the last thing received (the reading moves to a worker if the
-//     handler runs over a millisecond or so, or calls HandOff or Request:
-//     a handler about to wait should call HandOff); its error comes back
-//     as *RemoteError{Code, Message}.
+//     was the last thing received; a handler about to wait must call
+//     HandOff first (RequestHandler states the contract). Its error comes
+//     back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
 //     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
 //     so a slow handler (state fan-out) holds up only its own lane, within
@@ -52,16 +51,15 @@
 //
 // DESIGN.md describes every channel of a pair as a yamux stream with its
 // own credit window. Since protocol version 2 only the ephemeral streams
-// are: the three lanes travel in mux's own records on the connection (one
-// write by the sender, one read by the connection's reader, no hop through
-// yamux's send and receive loops), which took 64 concurrent requesters
-// from 229 k to 488 k requests/s and the sequential request from 1.0x to
-// 0.87x a raw yamux round trip (BENCHMARKS.md). What the lanes' credit
-// windows gave is kept by other means: a sender queues at most MaxMessage
-// bytes per lane before it waits, a write takes at most 64 KiB from each
-// busy channel so replication cannot hold calls back, and TCP's window
-// bounds what is in flight. The price: a MessageHandler that blocks stalls
-// the whole connection to that peer, not only its lane.
+// are: the three lanes travel in mux's own records on the connection, so a
+// lane envelope costs one write by the sender and one read by the
+// connection's reader, with no hop through yamux's send and receive loops
+// (BENCHMARKS.md has the figures). What the lanes' credit windows gave is
+// kept by other means: a sender queues at most MaxMessage bytes per lane
+// before it waits, a write takes at most 64 KiB from each busy channel so
+// replication cannot hold calls back, and TCP's window bounds what is in
+// flight. The price: a MessageHandler that blocks stalls the whole
+// connection to that peer, not only its lane.
 //
 // # Guarantees and limits
 //
@@ -82,6 +80,27 @@
 //     ErrClosed before sending and *RemoteError are definite.
 //   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
 //     15 s with ±25 % jitter from an injected *rand.Rand.
+//
+// # Goroutines
+//
+// A connection has one reader goroutine. Requests it reads run on that
+// reader when they are the last thing received (no hand-off, answers
+// written together), else on workers from a per-node pool; one worker at a
+// time drains each lane's messages, in order; ephemeral streams get a
+// goroutine each. Idle workers are retired, half of them every two
+// seconds.
+//
+// actor starts a fresh goroutine per busy mailbox and keeps no pool; mux
+// keeps one. Both follow one rule: start a fresh goroutine unless the work
+// regularly outgrows a new goroutine's stack. actor's drain path is kept
+// within that stack, idle activations must hold no goroutine (there may be
+// millions), and waking a goroutine parked on another core costs more than
+// starting one. A request handler runs code mux does not know (casty's
+// decodes arguments with msgpack's reflection and may run the actor's
+// method on the same goroutine), which outgrows the initial stack: a fresh
+// goroutine per request would grow and copy its stack every time, a pooled
+// worker keeps the grown one. Workers are bounded by the requests in
+// flight, not by the number of keys.
 //
 // # What the caller must do
 //

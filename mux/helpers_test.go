@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // connType names one way of carrying a session, as in yamux's tests.
@@ -170,17 +172,8 @@ func connect(t testing.TB, ct connType, ca, cb Config, setup func(a, b *Node)) (
 	return a, b, sa, sb
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor is wait.For: every module's tests poll at the same intervals.
+var waitFor = wait.For
 
 func echo(ctx context.Context, _ *Session, p []byte) ([]byte, error) { return p, nil }
 

@@ -10,13 +10,11 @@ import (
 // those requests itself, one after another, and then goes back to
 // reading: no goroutine hand-off on their path, no wake-up of another
 // goroutine just to find the socket empty, and their answers leave in one
-// write (64 callers on 3 members: 8-9 % faster than one request inline;
-// that was 9 % faster than handing the reading on first). While it runs
-// them nobody reads the connection, so it hands the reading on (to a
-// worker, with the batch's remaining requests) as soon as a request waits
-// on the network (Session.request sees its context), and the node's
-// watchdog does when a reader has run the same request for between one
-// and two inlineGrace periods.
+// write. While it runs them nobody reads the connection, so it hands the
+// reading on (to a worker, with the batch's remaining requests) as soon as
+// a handler is about to wait (HandOff; Session.request calls it), and the
+// node's watchdog does when a reader has run the same request for between
+// one and two inlineGrace periods.
 const inlineGrace = time.Millisecond
 
 // Reader states, the low bits of readerWatch.word (the rest counts the

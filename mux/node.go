@@ -15,14 +15,28 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // RequestHandler answers a request received on a lane. payload belongs to
 // the handler. ctx is cancelled when the requester gives up (its context
 // ended) or the connection closes. A returned error travels to the
-// requester as *RemoteError (see RemoteError for the code rules). The
-// handler runs in its own goroutine; requests on one lane are handled
-// concurrently and answered in completion order.
+// requester as *RemoteError (see RemoteError for the code rules).
+//
+// A handler may run on the connection's reader goroutine: when a read ends
+// with requests and nothing else buffered, the reader runs them itself,
+// one after another, and reads nothing more from that connection (no
+// answers to this node's requests, no messages, no stream data) until they
+// return. So a handler must call HandOff(ctx) before it waits on anything
+// (a lock, a channel, an actor's mailbox, another node), which moves the
+// reading to another goroutine; Session.Request calls HandOff itself. A
+// handler that waits without it stalls the connection until the node's
+// watchdog moves the reading, one to two milliseconds later, and deadlocks
+// for that long if it waits for something only that connection can bring.
+//
+// Otherwise a handler runs on a worker goroutine. Requests on one lane are
+// handled concurrently and answered in completion order.
 type RequestHandler func(ctx context.Context, from *Session, payload []byte) ([]byte, error)
 
 // MessageHandler receives a one-way message. Messages of one lane of one
@@ -53,7 +67,7 @@ type Node struct {
 	wg            sync.WaitGroup
 	done          chan struct{}
 	workers       workerPool
-	sweeping      atomic.Bool     // the request-timeout sweeper runs (sweep.go)
+	timeouts      sweep.Sweeper   // expires requests past RequestTimeout (sweep.go)
 	watching      atomic.Bool     // the inline watchdog runs (inline.go)
 	inline        atomic.Int32    // readers running a request themselves
 	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)

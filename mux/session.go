@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // Stream preamble kinds: the first byte of every yamux stream says what it
@@ -190,12 +192,12 @@ func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, 
 
 // RequestTimeout is Request with a timeout of its own besides ctx's: when
 // it passes first, the request is abandoned as if ctx had ended and the
-// error is context.DeadlineExceeded. It costs no context and no timer
-// allocation, which is why callers that apply a default timeout to every
-// request use it. A timeout of a second or more is enforced by the node's
-// sweeper, which checks pending requests every 10 ms (such a timeout
-// fires up to that much late) and costs the request no timer at all;
-// shorter ones get a pooled timer.
+// error is context.DeadlineExceeded. It allocates no context and no timer,
+// so callers that apply a default timeout to every request use it. A
+// timeout of sweep.Threshold (a second) or more is enforced by the node's
+// sweeper, which checks pending requests every sweep.Every (10 ms; such a
+// timeout fires up to that much late), and takes no timer at all; shorter
+// ones take a pooled timer.
 func (s *Session) RequestTimeout(ctx context.Context, l Lane, payload []byte, timeout time.Duration) ([]byte, error) {
 	return s.request(ctx, l, payload, timeout)
 }
@@ -224,7 +226,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 	id := s.nextID.Add(1)
 	ch := resultChans.Get().(chan result)
 	p := pendingReq{ch: ch, lane: l}
-	coarse := timeout >= coarseTimeout
+	coarse := timeout >= sweep.Threshold
 	if coarse {
 		p.deadline = nanotime() + int64(timeout)
 	}

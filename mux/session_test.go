@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 func forEachConn(t *testing.T, f func(t *testing.T, ct connType)) {
@@ -157,9 +159,9 @@ func TestDeadlineCancelsRemoteHandler(t *testing.T) {
 	t.Run("RequestTimeout swept", func(t *testing.T) {
 		deadlineCancelsRemoteHandler(t, func(sa *Session) error {
 			start := time.Now()
-			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), coarseTimeout)
-			if el := time.Since(start); el < coarseTimeout || el > coarseTimeout+500*time.Millisecond {
-				t.Errorf("a %v timeout fired after %v", coarseTimeout, el)
+			_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("wait"), sweep.Threshold)
+			if el := time.Since(start); el < sweep.Threshold || el > sweep.Threshold+500*time.Millisecond {
+				t.Errorf("a %v timeout fired after %v", sweep.Threshold, el)
 			}
 			return err
 		})
@@ -181,17 +183,17 @@ func TestSweeperStopsWhenNothingIsWatched(t *testing.T) {
 		_, err := sa.RequestTimeout(context.Background(), LaneMessage, []byte("x"), time.Hour)
 		answered <- err
 	}()
-	eventually(t, 5*time.Second, "the sweeper to start", func() bool { return a.sweeping.Load() })
+	waitFor(t, 5*time.Second, "the sweeper to start", func() bool { return a.timeouts.Running() })
 	// It keeps running while the request is pending.
-	time.Sleep(5 * sweepEvery) // an absence check: it must not stop meanwhile
-	if !a.sweeping.Load() {
+	time.Sleep(5 * sweep.Every) // an absence check: it must not stop meanwhile
+	if !a.timeouts.Running() {
 		t.Fatal("the sweeper stopped while a watched request was pending")
 	}
 	close(release)
 	if err := <-answered; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.sweeping.Load() })
+	waitFor(t, 5*time.Second, "the sweeper to stop", func() bool { return !a.timeouts.Running() })
 }
 
 func deadlineCancelsRemoteHandler(t *testing.T, request func(*Session) error) {
@@ -237,7 +239,7 @@ func TestOneWayMessagesArriveInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 5*time.Second, "all messages", func() bool {
+		waitFor(t, 5*time.Second, "all messages", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(got) == n
@@ -282,7 +284,7 @@ func TestSlowMessageHandlerHoldsUpOnlyItsLane(t *testing.T) {
 		release <- struct{}{}
 		release <- struct{}{}
 		release <- struct{}{}
-		eventually(t, 5*time.Second, "the replication messages", func() bool {
+		waitFor(t, 5*time.Second, "the replication messages", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(got) == 3
@@ -348,7 +350,7 @@ func TestCompressionOnlyAboveThresholdAndWhenSmaller(t *testing.T) {
 				if err := sa.Send(context.Background(), LaneMessage, p); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, 5*time.Second, "delivery", func() bool { return got.Load() == want })
+				waitFor(t, 5*time.Second, "delivery", func() bool { return got.Load() == want })
 				return cc.n.Load() - before
 			}
 			compressible := bytes.Repeat([]byte("a"), 1<<20)
@@ -435,7 +437,7 @@ func TestNodeCloseFailsPendingAndStopsEverything(t *testing.T) {
 		if len(a.Sessions()) != 0 {
 			t.Fatal("sessions survive Close")
 		}
-		eventually(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
+		waitFor(t, 5*time.Second, "the peer to notice", func() bool { return len(b.Sessions()) == 0 })
 	})
 }
 

@@ -73,7 +73,7 @@ func TestStalledStreamStallsOnlyItself(t *testing.T) {
 			}
 			done <- stalled.Close()
 		}()
-		eventually(t, 5*time.Second, "the window to fill", func() bool {
+		waitFor(t, 5*time.Second, "the window to fill", func() bool {
 			return written.Load() >= int64(sa.node.cfg.StreamWindow-2<<10)
 		})
 		// The writer is stuck on credit...
@@ -124,7 +124,7 @@ func TestStreamLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
+		waitFor(t, 5*time.Second, "first stream served", func() bool { return served.Load() == 1 })
 		s2, err := sa.OpenStream(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)

@@ -5,18 +5,13 @@ import (
 	"time"
 )
 
-// Request timeouts of a second or more (RequestTimeout; casty's default
-// CallTimeout is one) are enforced by one sweeper per node instead of a
-// timer per request: a timer costs every request a trip through the
-// runtime's timer heap and turns its wait into a three-way select. The
-// sweeper runs while such requests are pending and fails those past their
-// deadline every sweepEvery, exactly as the requester would have: the
-// request leaves the pending table, its requester gets
-// context.DeadlineExceeded, and the peer is told to cancel the handler.
-const (
-	coarseTimeout = time.Second
-	sweepEvery    = 10 * time.Millisecond
-)
+// Request timeouts of sweep.Threshold or more (RequestTimeout; casty's
+// default CallTimeout is one second) are enforced by the node's
+// sweep.Sweeper instead of a timer per request (package sweep says why).
+// While such requests are pending, every sweep.Every it fails those past
+// their deadline exactly as the requester would have: the request leaves
+// the pending table, its requester gets context.DeadlineExceeded, and the
+// peer is told to cancel the handler.
 
 // pendingReq is a request waiting for its answer.
 type pendingReq struct {
@@ -32,42 +27,17 @@ var epoch = time.Now()
 // nanotime is monotonic nanoseconds since epoch.
 func nanotime() int64 { return int64(time.Since(epoch)) }
 
-// sweepPending makes sure the sweeper runs.
+// sweepPending makes sure the sweeper runs. Once the node is closing no
+// sweeper starts again; Close fails what is pending.
 func (n *Node) sweepPending() {
-	if n.sweeping.Load() || !n.sweeping.CompareAndSwap(false, true) {
-		return
-	}
-	if !n.goTracked(n.sweeper) {
-		n.sweeping.Store(false)
+	if n.timeouts.Start() {
+		n.goTracked(func() { n.timeouts.Run(n.expireRequests, n.done) })
 	}
 }
 
-// sweeper expires watched requests until none is pending, then exits.
-func (n *Node) sweeper() {
-	t := time.NewTicker(sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.done:
-			n.sweeping.Store(false)
-			return
-		case <-t.C:
-		}
-		if n.sweep() > 0 {
-			continue
-		}
-		// Nothing left to watch: stop, unless a request registered
-		// between the sweep and the flag (it saw the flag still set).
-		n.sweeping.Store(false)
-		if n.sweep() == 0 || !n.sweeping.CompareAndSwap(false, true) {
-			return
-		}
-	}
-}
-
-// sweep expires the watched requests past their deadline on every session
-// and reports how many watched requests remain.
-func (n *Node) sweep() (watched int) {
+// expireRequests expires the watched requests past their deadline on every
+// session and reports how many watched requests remain.
+func (n *Node) expireRequests() (watched int) {
 	n.mu.Lock()
 	sessions := make([]*Session, 0, len(n.all))
 	for s := range n.all {

@@ -13,6 +13,8 @@ const workerIdle = 2 * time.Second
 // request runs on a goroutine whose stack has already grown: a fresh
 // goroutine per request would start on a small stack and regrow it on
 // every request (reflection-heavy handlers copy their stack each time).
+// The package doc's Goroutines section says why actor's mailboxes keep no
+// such pool.
 //
 // Idle workers form a stack: a job goes to the one that went idle last,
 // whose stack and caches are the warmest, and the janitor retires from

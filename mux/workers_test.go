@@ -22,7 +22,7 @@ func TestWorkerPoolReusesRetiresAndCloses(t *testing.T) {
 	}
 	started.Wait()
 	release.Done()
-	eventually(t, 5*time.Second, "the burst's workers to go idle", func() bool { return n.workers.idleCount() == burst })
+	waitFor(t, 5*time.Second, "the burst's workers to go idle", func() bool { return n.workers.idleCount() == burst })
 
 	// LIFO: the worker on top of the idle stack takes the next job.
 	n.workers.mu.Lock()
@@ -32,7 +32,7 @@ func TestWorkerPoolReusesRetiresAndCloses(t *testing.T) {
 	done := make(chan struct{})
 	n.goWorker(taskFunc(func() { close(done) }))
 	<-done
-	eventually(t, 5*time.Second, "the worker to return", func() bool { return n.workers.idleCount() == burst })
+	waitFor(t, 5*time.Second, "the worker to return", func() bool { return n.workers.idleCount() == burst })
 	n.workers.mu.Lock()
 	if n.workers.idle[burst-1] != top {
 		t.Error("the job did not go to the most recently idle worker")

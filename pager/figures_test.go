@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // The published figures: an in-process owner (a Tracker) and two replica
@@ -29,7 +31,7 @@ type owner struct {
 	clock    int64
 }
 
-func newOwner(t tb, typ reflect.Type) *owner {
+func newOwner(t rapid.TB, typ reflect.Type) *owner {
 	tr, err := NewTracker(typ)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func newOwner(t tb, typ reflect.Type) *owner {
 
 // commit prepares, encodes, ships to both replicas and commits; it returns
 // the bytes sent to the two replicas.
-func (o *owner) commit(t tb, state any) int {
+func (o *owner) commit(t rapid.TB, state any) int {
 	o.clock++
 	p, err := o.tr.Prepare(state, Stamp{Wall: o.clock, Node: [16]byte{7}})
 	if err != nil {
@@ -70,7 +72,7 @@ func (o *owner) commit(t tb, state any) int {
 	return wire
 }
 
-func integralBytes(t tb, state any) int {
+func integralBytes(t rapid.TB, state any) int {
 	b, err := encodeValue(state)
 	if err != nil {
 		t.Fatal(err)

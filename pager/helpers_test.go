@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"pgregory.net/rapid"
 )
 
 // point is an immutable struct value for a TrackedMap.
@@ -108,7 +110,7 @@ type testState struct {
 // canon is a canonical rendering of a value for equality checks: fmt
 // prints map keys sorted, tells nil from empty, and prints NaN stably.
 // A *testState is normalised first (tracked maps as plain maps).
-func canon(t tb, v any) string {
+func canon(t rapid.TB, v any) string {
 	t.Helper()
 	if st, ok := v.(*testState); ok {
 		blob := st.Blob.Data
@@ -134,7 +136,7 @@ func stamp(n int64) Stamp { return Stamp{Wall: n, Node: [16]byte{1}} }
 
 // deliver sends a delta to a store the way replication would: split into
 // parts of batch bytes, and on ErrNeedFull the full page set.
-func deliver(t tb, s *Store, p *Pending, batch int) {
+func deliver(t rapid.TB, s *Store, p *Pending, batch int) {
 	t.Helper()
 	err := applyAll(s, p.Delta.Split(batch))
 	if err == nil {
@@ -168,7 +170,7 @@ func applyAll(s *Store, parts []Delta) error {
 }
 
 // restoreFrom rebuilds a fresh state from a store.
-func restoreFrom(t tb, s *Store) *testState {
+func restoreFrom(t rapid.TB, s *Store) *testState {
 	t.Helper()
 	tr, err := NewTracker(reflect.TypeFor[testState]())
 	if err != nil {
@@ -179,11 +181,4 @@ func restoreFrom(t tb, s *Store) *testState {
 		t.Fatalf("restore: %v", err)
 	}
 	return &st
-}
-
-// tb is what the helpers need of *testing.T and *rapid.T.
-type tb interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
 }

@@ -14,6 +14,7 @@ import (
 type Store struct {
 	stamp   Stamp
 	pages   map[string]Page
+	bytes   int // sum of len(Key)+len(Data) over pages
 	partial *partial
 }
 
@@ -34,6 +35,10 @@ func (s *Store) Stamp() Stamp { return s.stamp }
 
 // Len returns the number of published pages.
 func (s *Store) Len() int { return len(s.pages) }
+
+// Bytes returns the size of the published pages: the sum of their keys'
+// and data's lengths.
+func (s *Store) Bytes() int { return s.bytes }
 
 // Get returns the published page under key.
 func (s *Store) Get(key string) (Page, bool) {
@@ -108,11 +113,12 @@ func (s *Store) publish(parts []Delta) {
 	d0 := parts[0]
 	if d0.Full {
 		s.pages = map[string]Page{}
+		s.bytes = 0
 	}
 	// Drops first: a key both dropped and written by one commit is written.
 	for _, d := range parts {
 		for _, k := range d.Dropped {
-			delete(s.pages, k)
+			s.remove(k)
 		}
 	}
 	for _, d := range parts {
@@ -120,10 +126,19 @@ func (s *Store) publish(parts []Delta) {
 			if p.Stamp.IsZero() {
 				p.Stamp = d.Stamp
 			}
+			s.remove(p.Key)
 			s.pages[p.Key] = p
+			s.bytes += len(p.Key) + len(p.Data)
 		}
 	}
 	s.stamp = d0.Stamp
+}
+
+func (s *Store) remove(k string) {
+	if old, ok := s.pages[k]; ok {
+		s.bytes -= len(old.Key) + len(old.Data)
+		delete(s.pages, k)
+	}
 }
 
 // Pending reports whether an incomplete multi-part commit is buffered.

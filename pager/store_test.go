@@ -211,3 +211,26 @@ func TestHugePartCountIsCorrupt(t *testing.T) {
 		t.Fatalf("decode: %v", err)
 	}
 }
+
+func TestStoreBytesFollowPublishedPages(t *testing.T) {
+	s := NewStore()
+	apply := func(d Delta) {
+		t.Helper()
+		if _, err := s.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for _, p := range s.Pages() {
+			want += len(p.Key) + len(p.Data)
+		}
+		if s.Bytes() != want {
+			t.Fatalf("after %v: Bytes %d, pages hold %d", d.Stamp, s.Bytes(), want)
+		}
+	}
+	apply(Delta{Stamp: stamp(1), Pages: []Page{pg("a", "12345"), pg("b", "1")}})
+	apply(Delta{Basis: stamp(1), Stamp: stamp(2), Pages: []Page{pg("a", "1")}, Dropped: []string{"b"}})
+	apply(Delta{Basis: stamp(2), Stamp: stamp(3), Full: true, Pages: []Page{pg("c", "123")}})
+	if s.Bytes() != 4 {
+		t.Fatalf("Bytes %d, want 4", s.Bytes())
+	}
+}

@@ -25,18 +25,24 @@ type Tracker struct {
 	pending *Pending
 }
 
+// fieldValue is what change detection keeps of one field's value: the
+// committed one in fieldState, the prepared one in fieldUpdate.
+type fieldValue struct {
+	data   []byte // Integral: the encoding, nil when the page is absent
+	val    any    // Integral with fastEq: the value
+	hasVal bool
+	flat   []byte // Integral with flat: copy of the slice's memory
+	isNil  bool   // Integral with flat: the slice was nil
+	isFlat bool   // flat and isNil are set
+	id     any    // Tracked: identity of the map
+	mark   Mark   // Paged: the pager's mark of the state
+}
+
 // fieldState is the committed state of one field.
 type fieldState struct {
-	data   []byte // Integral: committed encoding, nil when the page is absent
-	val    any    // Integral with fastEq: committed value
-	hasVal bool
-	flat   []byte           // Integral with flat: copy of the committed slice's memory
-	isNil  bool             // Integral with flat: the committed slice was nil
-	isFlat bool             // flat and isNil are set
-	stamp  Stamp            // Integral: stamp of the committed page
-	id     any              // Tracked: identity of the committed map
-	mark   Mark             // Paged: the pager's mark of the committed state
-	keys   map[string]Stamp // Tracked, Paged: committed sub-keys and their stamps
+	fieldValue
+	stamp Stamp            // Integral: stamp of the committed page
+	keys  map[string]Stamp // Tracked, Paged: committed sub-keys and their stamps
 }
 
 // NewTracker builds a tracker with default limits for the struct type t (or
@@ -94,15 +100,8 @@ type Pending struct {
 
 // fieldUpdate is what a pending commit changes in one field's state.
 type fieldUpdate struct {
+	fieldValue
 	changed bool
-	data    []byte
-	val     any
-	hasVal  bool
-	flat    []byte
-	isNil   bool
-	isFlat  bool
-	id      any
-	mark    Mark
 	set     []string // sub-keys written
 	del     []string // sub-keys dropped
 	replace bool     // sub-keys not in set are gone (tracked full re-page)

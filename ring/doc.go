@@ -25,9 +25,9 @@
 //     vnodes a joiner of an N-member ring takes about 1/(N+1) of the circle,
 //     and the load of 10 members stays within 1.3× of the mean.
 //   - Owner is a binary search narrowed by a radix index over the tokens' top
-//     bits (about one token per bucket): no allocation, under 200 ns at 100
-//     members (see the repository's BENCHMARKS.md). Hashing a key (Point) costs more than
-//     the lookup; it does not allocate in the steady state.
+//     bits (about one token per bucket), without allocating; the
+//     repository's BENCHMARKS.md has the figures. Hashing a key (Point) costs
+//     more than the lookup; it does not allocate in the steady state.
 //   - A Ring is immutable and safe for concurrent use.
 //
 // # What the caller must do
