@@ -19,13 +19,13 @@ import (
 // Transport runs membership over a mux.Node: frames travel as one-way
 // messages on mux.LaneControl, a link is the mux session to the peer (one
 // per node pair, shared with the data path), and the close of a monitored
-// peer's session is reported as that link's failure: KeepaliveFailed when
-// the session died of a keepalive failure (its Err wraps mux.ErrKeepalive),
-// gossip.LinkLost otherwise. The report waits linkGrace after the close, so that
-// frames the peer sent just before closing (a LEFT, a DISCONNECT) are
-// handled first. Unmonitor never closes a session (the data path may use
-// it). Each peer has its own send queue and goroutine, so a dial to a dead
-// address never delays frames to others.
+// peer's session is reported as that link's failure: gossip.KeepaliveFailed
+// when the session died of a keepalive failure (its Err wraps
+// mux.ErrKeepalive), gossip.LinkLost otherwise. The report waits 100 ms
+// after the close, so that frames the peer sent just before closing (a
+// LEFT, a DISCONNECT) are handled first. Unmonitor never closes a session
+// (the data path may use it). Each peer has its own send queue and
+// goroutine, so a dial to a dead address never delays frames to others.
 type Transport struct {
 	node  *mux.Node
 	addr  string
@@ -55,7 +55,7 @@ type muxPeer struct {
 }
 
 // linkGrace is how long a Transport waits after a session closes before it
-// reports the link failure.
+// reports the link failure (the 100 ms of the Transport doc).
 const linkGrace = 100 * time.Millisecond
 
 // New runs membership over node, which others reach at addr. The caller
