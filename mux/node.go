@@ -143,8 +143,12 @@ func (n *Node) HandleStreams(h StreamHandler) {
 
 // Serve accepts connections on ln until ln fails or the Node is closed,
 // running the server side of the handshake for each in its own goroutine.
-// Handshake failures are logged, never returned. Serve closes ln when it
-// returns, and returns ErrClosed after Close.
+// Handshake failures are logged, never returned. A temporary Accept error
+// (out of file descriptors, a connection aborted before it was accepted, a
+// timeout) is logged and retried after a backoff that doubles from 5 ms to
+// 1 s, so the listener outlives descriptor exhaustion. Any other Accept
+// error is logged and returned. Serve closes ln when it returns, and
+// returns ErrClosed after Close.
 func (n *Node) Serve(ln net.Listener) error {
 	n.mu.Lock()
 	if n.closed {
@@ -162,6 +166,7 @@ func (n *Node) Serve(ln net.Listener) error {
 		n.mu.Unlock()
 		ln.Close()
 	}()
+	var delay time.Duration // backoff after a temporary Accept error
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -170,12 +175,20 @@ func (n *Node) Serve(ln net.Listener) error {
 				return ErrClosed
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !acceptRetryable(err) {
+				n.log.Error("mux: listener failed, no longer accepting", "addr", ln.Addr().String(), "err", err)
+				return err
 			}
-			return err
+			delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
+			n.log.Warn("mux: accept failed, retrying", "addr", ln.Addr().String(), "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+				continue
+			case <-n.done:
+				return ErrClosed
+			}
 		}
+		delay = 0
 		if !n.goTracked(func() {
 			if _, err := n.Accept(context.Background(), conn); err != nil {
 				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
@@ -185,6 +198,27 @@ func (n *Node) Serve(ln net.Listener) error {
 			return ErrClosed
 		}
 	}
+}
+
+// The backoff of Serve after a temporary Accept error (as net/http's).
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// acceptRetryable reports whether an Accept error is temporary: a timeout,
+// or an error that says of itself it is temporary (EMFILE, ENFILE,
+// ECONNABORTED, EINTR and the like from the system call).
+func acceptRetryable(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var tmp interface{ Temporary() bool }
+	return errors.As(err, &tmp) && tmp.Temporary()
 }
 
 // goTracked runs f in a goroutine counted by the node's WaitGroup, unless
