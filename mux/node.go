@@ -64,6 +64,7 @@ type Node struct {
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
+	adm           admission // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
 }
 
@@ -189,11 +190,21 @@ func (n *Node) Serve(ln net.Listener) error {
 			}
 		}
 		delay = 0
+		host := remoteHost(conn)
+		if limit := n.admit(host); limit != "" {
+			conn.Close()
+			n.log.Warn("mux: inbound connection refused", "remote", conn.RemoteAddr().String(), "limit", limit)
+			continue
+		}
+		conn = &inboundConn{Conn: conn, release: func() { n.release(host) }}
 		if !n.goTracked(func() {
-			if _, err := n.Accept(context.Background(), conn); err != nil {
+			_, err := n.Accept(context.Background(), conn)
+			n.handshakeDone()
+			if err != nil {
 				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
 			}
 		}) {
+			n.handshakeDone()
 			conn.Close()
 			return ErrClosed
 		}

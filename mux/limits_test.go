@@ -1,0 +1,117 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// silentConns opens n TCP connections to addr from local IP from that
+// never send a byte (handshakes that do not progress).
+func silentConns(t *testing.T, addr, from string, n int) []net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	var conns []net.Conn
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// refused counts the connections the server closed at once: a read returns
+// EOF (or a reset) within wait instead of timing out.
+func refused(t *testing.T, conns []net.Conn, wait time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	closed := make(chan bool, len(conns))
+	for _, c := range conns {
+		go func() {
+			_ = c.SetReadDeadline(deadline)
+			n, err := c.Read(make([]byte, 1))
+			closed <- n == 0 && !errors.Is(err, os.ErrDeadlineExceeded)
+		}()
+	}
+	n := 0
+	for range conns {
+		if <-closed {
+			n++
+		}
+	}
+	return n
+}
+
+// limitedNode serves a node whose handshakes wait 30 s for a hello, with
+// edit applied to its config.
+func limitedNode(t *testing.T, edit func(*Config)) (*Node, string) {
+	t.Helper()
+	c := testConfig(2)
+	c.HandshakeTimeout = 30 * time.Second
+	edit(&c)
+	n := newNode(t, c)
+	return n, listen(t, n)
+}
+
+func TestInboundLimits(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Config)
+		open int
+		want int // refused at once
+	}{
+		{"handshakes in progress", func(c *Config) { c.MaxHandshakes = 3 }, 8, 5},
+		{"connections in total", func(c *Config) { c.MaxInboundConns, c.MaxInboundConnsPerHost = 4, 4 }, 8, 4},
+		{"connections per host", func(c *Config) { c.MaxInboundConnsPerHost = 2 }, 8, 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr := limitedNode(t, tc.edit)
+			conns := silentConns(t, addr, "127.0.0.1", tc.open)
+			if got := refused(t, conns, time.Second); got != tc.want {
+				t.Fatalf("%d of %d silent connections refused at once, want %d", got, tc.open, tc.want)
+			}
+		})
+	}
+}
+
+func TestPerHostLimitLeavesOtherHostsAlone(t *testing.T) {
+	_, addr := limitedNode(t, func(c *Config) { c.MaxInboundConnsPerHost = 2 })
+	silentConns(t, addr, "127.0.0.1", 2) // 127.0.0.1 is at its limit
+	other := silentConns(t, addr, "127.0.0.2", 2)
+	if got := refused(t, other, 500*time.Millisecond); got != 0 {
+		t.Fatalf("%d connections from another host refused", got)
+	}
+}
+
+func TestInboundSlotsAreReleasedWhenConnectionsClose(t *testing.T) {
+	_, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes = 2 })
+	a := newNode(t, testConfig(1))
+	for round := range 3 {
+		conns := silentConns(t, addr, "127.0.0.1", 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if _, err := a.Dial(ctx, addr); err == nil {
+			t.Fatalf("round %d: a dial got a handshake slot while both were taken", round)
+		}
+		cancel()
+		for _, c := range conns {
+			c.Close()
+		}
+		// The slots come back once the server sees the closes.
+		eventually(t, 5*time.Second, "a dial succeeds once the silent connections closed", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			s, err := a.Dial(ctx, addr)
+			if err == nil {
+				s.Close()
+			}
+			return err == nil
+		})
+	}
+}
