@@ -113,6 +113,7 @@ func TestConfigValidate(t *testing.T) {
 		"frame > window":  func(c *Config) { c.MaxFrame = c.StreamWindow + 1 },
 		"tiny message":    func(c *Config) { c.MaxMessage = 10 },
 		"streams":         func(c *Config) { c.MaxStreams = 0 },
+		"requests":        func(c *Config) { c.MaxRequests = 0 },
 		"inbound conns":   func(c *Config) { c.MaxInboundConns = 0 },
 		"per host":        func(c *Config) { c.MaxInboundConnsPerHost = 0 },
 		"per host > all":  func(c *Config) { c.MaxInboundConnsPerHost = c.MaxInboundConns + 1 },

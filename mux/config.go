@@ -81,6 +81,15 @@ type Config struct {
 	// Default 1024. Must be > 0.
 	MaxStreams int
 
+	// MaxRequests caps the peer's requests handled at once on one
+	// connection (handlers running, or queued to run). A request beyond
+	// it is answered at once with a RemoteError of code CodeOverloaded
+	// and its handler does not run (a definite failure, safe to retry).
+	// The connection is not paused instead because a handler may wait for
+	// an answer that only this connection can bring. Default 1024. Must
+	// be > 0.
+	MaxRequests int
+
 	// MaxInboundConns caps the inbound connections (accepted by Serve)
 	// open at once, in handshake or established. Serve closes a connection
 	// beyond it as soon as it is accepted, and logs it. Default 4096.
@@ -166,6 +175,7 @@ func DefaultConfig() Config {
 		MaxMessage:             4 << 20,
 		StreamWindow:           256 << 10,
 		MaxStreams:             1024,
+		MaxRequests:            1024,
 		MaxInboundConns:        4096,
 		MaxInboundConnsPerHost: 256,
 		MaxHandshakes:          128,
@@ -208,6 +218,8 @@ func (c *Config) Validate() error {
 		return bad("MaxMessage must be in [1 KiB, 1 GiB]")
 	case c.MaxStreams <= 0:
 		return bad("MaxStreams must be > 0")
+	case c.MaxRequests <= 0:
+		return bad("MaxRequests must be > 0")
 	case c.MaxInboundConns <= 0:
 		return bad("MaxInboundConns must be > 0")
 	case c.MaxInboundConnsPerHost <= 0 || c.MaxInboundConnsPerHost > c.MaxInboundConns:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -113,5 +114,59 @@ func TestInboundSlotsAreReleasedWhenConnectionsClose(t *testing.T) {
 			}
 			return err == nil
 		})
+	}
+}
+
+func TestRequestsBeyondMaxRequestsAreRefusedWithoutRunning(t *testing.T) {
+	const limit, sent = 4, 12
+	cb := testConfig(2)
+	cb.MaxRequests = limit
+	release := make(chan struct{})
+	var running, peak atomic.Int32
+	_, _, sa, _ := connect(t, viaTCP, testConfig(1), cb, func(a, b *Node) {
+		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+			HandOff(ctx)
+			now := running.Add(1)
+			for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
+			}
+			defer running.Add(-1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return p, nil
+		})
+	})
+	errs := make(chan error, sent)
+	for range sent {
+		go func() {
+			_, err := sa.Request(context.Background(), LaneMessage, []byte("x"))
+			errs <- err
+		}()
+	}
+	for i := range sent - limit { // the excess is refused at once, while the first ones hold
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d requests refused within 5 s, want %d", i, sent, sent-limit)
+		}
+		var re *RemoteError
+		if !errors.As(err, &re) || re.Code != CodeOverloaded {
+			t.Fatalf("refusal %d: got %v, want a RemoteError with CodeOverloaded", i, err)
+		}
+	}
+	eventually(t, 5*time.Second, "the admitted handlers run", func() bool { return running.Load() == limit })
+	close(release)
+	for range limit {
+		if err := <-errs; err != nil {
+			t.Fatalf("an admitted request failed: %v", err)
+		}
+	}
+	if p := peak.Load(); p != limit {
+		t.Fatalf("at most %d handlers ran at once, want %d", p, limit)
+	}
+	if _, err := sa.Request(context.Background(), LaneMessage, []byte("y")); err != nil {
+		t.Fatalf("a request after the burst: %v", err)
 	}
 }
