@@ -81,6 +81,13 @@ type Config struct {
 	// Default 1024. Must be > 0.
 	MaxStreams int
 
+	// PartialMessageTimeout bounds how long a message (request, response
+	// or one-way payload) may stay partly received: once its first bytes
+	// arrived, the rest must follow within it, or the connection is
+	// closed as a protocol violation. So a peer cannot make this node hold
+	// up to MaxMessage per lane for longer. Default 30 s. Must be > 0.
+	PartialMessageTimeout time.Duration
+
 	// MaxRequests caps the peer's requests handled at once on one
 	// connection (handlers running, or queued to run). A request beyond
 	// it is answered at once with a RemoteError of code CodeOverloaded
@@ -175,6 +182,7 @@ func DefaultConfig() Config {
 		MaxMessage:             4 << 20,
 		StreamWindow:           256 << 10,
 		MaxStreams:             1024,
+		PartialMessageTimeout:  30 * time.Second,
 		MaxRequests:            1024,
 		MaxInboundConns:        4096,
 		MaxInboundConnsPerHost: 256,
@@ -218,6 +226,8 @@ func (c *Config) Validate() error {
 		return bad("MaxMessage must be in [1 KiB, 1 GiB]")
 	case c.MaxStreams <= 0:
 		return bad("MaxStreams must be > 0")
+	case c.PartialMessageTimeout <= 0:
+		return bad("PartialMessageTimeout must be > 0")
 	case c.MaxRequests <= 0:
 		return bad("MaxRequests must be > 0")
 	case c.MaxInboundConns <= 0:

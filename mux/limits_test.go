@@ -170,3 +170,114 @@ func TestRequestsBeyondMaxRequestsAreRefusedWithoutRunning(t *testing.T) {
 		t.Fatalf("a request after the burst: %v", err)
 	}
 }
+
+// A peer that sends the start of a message and never the rest is cut off
+// after PartialMessageTimeout, although its connection is otherwise alive
+// (keepalives answered).
+func TestPartlyReceivedMessageIsBoundedInTime(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	forEachConn(t, func(t *testing.T, ct connType) {
+		ca, cb := testConfig(1), testConfig(2)
+		ca.KeepAliveInterval, cb.KeepAliveInterval = 50*time.Millisecond, 50*time.Millisecond
+		cb.PartialMessageTimeout = timeout
+		_, _, sa, sb := connect(t, ct, ca, cb, func(a, b *Node) { b.HandleRequests(LaneMessage, echo) })
+		start := time.Now()
+		rawEnvelope(t, sa, append(appendEnvelopeHeader(nil, frameRequest, 0, 7, 1000), make([]byte, 10)...))
+		select {
+		case <-sb.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a message left partly received kept the connection open for 5 s")
+		}
+		if d := time.Since(start); d < timeout {
+			t.Fatalf("closed after %v, before PartialMessageTimeout (%v)", d, timeout)
+		}
+		if err := sb.Err(); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("closed with %v, want a protocol violation", err)
+		}
+	})
+}
+
+// Large messages streamed back to back on every lane keep some message
+// partly received nearly all the time, often right behind a complete one;
+// none of them is late, so the connection must outlive many
+// PartialMessageTimeouts.
+func TestBackToBackLargeMessagesAreNotCutOff(t *testing.T) {
+	cb := testConfig(2)
+	cb.PartialMessageTimeout = time.Second
+	var got atomic.Int64
+	_, _, sa, sb := connect(t, viaTCP, testConfig(1), cb, func(a, b *Node) {
+		for l := range Lane(numLanes) {
+			b.HandleMessages(l, func(s *Session, p []byte) { got.Add(1) })
+		}
+	})
+	payload := make([]byte, 200<<10)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	end := time.Now().Add(3 * time.Second)
+	errs := make(chan error, numLanes)
+	for l := range Lane(numLanes) {
+		go func() {
+			for time.Now().Before(end) {
+				if err := sa.Send(context.Background(), l, payload); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range numLanes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sb.Err(); err != nil {
+		t.Fatalf("the receiver closed the connection after %d messages: %v", got.Load(), err)
+	}
+}
+
+// deadlineConn records the read deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	return nil
+}
+
+// The read deadline follows the earliest partly received message of any
+// lane, restarts for a message that follows a complete one, and is
+// cleared once no lane holds a partial message.
+func TestPartialDeadlineFollowsTheEarliestPartialMessage(t *testing.T) {
+	const timeout = time.Hour
+	c := &deadlineConn{}
+	s := &Session{node: &Node{cfg: Config{PartialMessageTimeout: timeout}}, conn: c, rd: &reader{}}
+	last := func() time.Time { return c.set[len(c.set)-1] }
+
+	s.trackPartial(0, false, 10) // lane 0: a message starts
+	first := last()
+	if first.IsZero() {
+		t.Fatal("no deadline for a partial message")
+	}
+	time.Sleep(time.Millisecond) // the clock must move for the next starts to differ
+	s.trackPartial(1, false, 10) // lane 1 starts later: lane 0 still bounds it
+	if !last().Equal(first) {
+		t.Fatalf("deadline %v, want lane 0's %v", last(), first)
+	}
+	s.trackPartial(0, false, 20) // more of lane 0's message: no restart
+	if !last().Equal(first) {
+		t.Fatalf("deadline moved to %v while lane 0's message was still the same", last())
+	}
+	s.trackPartial(0, true, 5) // lane 0's message completed, the next one started
+	if second := last(); !second.After(first) || second.After(time.Now().Add(timeout)) {
+		t.Fatalf("deadline %v after a restart on lane 0, want lane 1's (after %v)", second, first)
+	}
+	s.trackPartial(0, true, 0)
+	s.trackPartial(1, true, 0)
+	if !last().IsZero() {
+		t.Fatalf("deadline %v with no partial message, want none", last())
+	}
+}
