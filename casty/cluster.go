@@ -18,6 +18,7 @@ import (
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/muxtransport"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
 )
@@ -57,7 +58,7 @@ type cluster struct {
 	self   ring.NodeID
 	lite   bool
 	node   *mux.Node
-	tr     *gossip.MuxTransport
+	tr     *muxtransport.Transport
 	agent  *gossip.Agent
 	addr   string
 	view   atomic.Pointer[view]
@@ -202,19 +203,13 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 			return nil, err
 		}
 	}
-	var tr *gossip.MuxTransport
-	mcfg.OnKeepaliveFailure = func(peer mux.NodeID, err error) {
-		if tr != nil {
-			tr.KeepaliveFailed(peer, err)
-		}
-	}
 	node, err := mux.New(mcfg)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
 	cl.node = node
-	tr = gossip.NewMuxTransport(node, adv)
+	tr := muxtransport.New(node, adv)
 	cl.tr = tr
 	node.HandleRequests(mux.LaneMessage, cl.handle)
 	if o.replicator != nil {

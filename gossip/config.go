@@ -1,10 +1,11 @@
 package gossip
 
 import (
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/casty-go/casty/gossip/internal/core"
 )
 
 // Config holds every membership knob. The defaults are DESIGN.md §3's
@@ -72,61 +73,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the DESIGN.md §3 membership defaults.
-func DefaultConfig() *Config {
-	return &Config{
-		ActiveViewSize:          5,
-		PassiveViewSize:         30,
-		ActiveRandomWalkLength:  6,
-		PassiveRandomWalkLength: 3,
-		ShuffleInterval:         10 * time.Second,
-		ShuffleActive:           3,
-		ShufflePassive:          4,
-		SuspicionTimeout:        5 * time.Second,
-		AntiEntropyInterval:     30 * time.Second,
-		TombstoneTTL:            60 * time.Second,
-		GraftTimeout:            500 * time.Millisecond,
-		JoinTimeout:             10 * time.Second,
-		NeighborTimeout:         2 * time.Second,
-	}
-}
+func DefaultConfig() *Config { return (*Config)(core.DefaultConfig()) }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.
-func (c *Config) Validate() error {
-	bad := func(f string, v any) error { return fmt.Errorf("%w: %s = %v", ErrInvalidConfig, f, v) }
-	switch {
-	case c.ActiveViewSize < 1 || c.ActiveViewSize > MaxSample:
-		return bad("ActiveViewSize", c.ActiveViewSize)
-	case c.PassiveViewSize < 1 || c.PassiveViewSize > 1024:
-		return bad("PassiveViewSize", c.PassiveViewSize)
-	case c.ActiveRandomWalkLength < 0 || c.ActiveRandomWalkLength > 255:
-		return bad("ActiveRandomWalkLength", c.ActiveRandomWalkLength)
-	case c.PassiveRandomWalkLength < 0 || c.PassiveRandomWalkLength > c.ActiveRandomWalkLength:
-		return bad("PassiveRandomWalkLength", c.PassiveRandomWalkLength)
-	case c.ShuffleInterval <= 0:
-		return bad("ShuffleInterval", c.ShuffleInterval)
-	case c.ShuffleActive < 0 || c.ShufflePassive < 0 || c.ShuffleActive+c.ShufflePassive+1 > MaxSample:
-		return bad("ShuffleActive+ShufflePassive", c.ShuffleActive+c.ShufflePassive)
-	case c.SuspicionTimeout <= 0:
-		return bad("SuspicionTimeout", c.SuspicionTimeout)
-	case c.AntiEntropyInterval <= 0:
-		return bad("AntiEntropyInterval", c.AntiEntropyInterval)
-	case c.TombstoneTTL <= 0:
-		return bad("TombstoneTTL", c.TombstoneTTL)
-	case c.GraftTimeout <= 0:
-		return bad("GraftTimeout", c.GraftTimeout)
-	case c.JoinTimeout <= 0:
-		return bad("JoinTimeout", c.JoinTimeout)
-	case c.NeighborTimeout <= 0:
-		return bad("NeighborTimeout", c.NeighborTimeout)
-	case c.SeenTTL < 0 || c.LeaveLinger < 0:
-		return bad("SeenTTL", c.SeenTTL)
-	}
-	return nil
-}
-
-func (c *Config) seenTTL() time.Duration {
-	if c.SeenTTL > 0 {
-		return c.SeenTTL
-	}
-	return c.TombstoneTTL
-}
+func (c *Config) Validate() error { return (*core.Config)(c).Validate() }

@@ -6,32 +6,32 @@
 //
 // # Layers
 //
-// The protocol is a pure state machine, Node (node.go), composed of the
-// member table (members.go), HyParView (hyparview.go), Plumtree
-// (plumtree.go), suspicion (suspicion.go) and anti-entropy
-// (antientropy.go). A Node never reads the clock, never starts a goroutine
-// and never touches a socket: Start, Step (a received Message), LinkDown (a
-// monitored link failed), Tick (timers), Leave and Reannounce take the
-// current time and return an Output — messages to send, links to open or
-// close, member events, and when to tick next. The simulator in
-// gossip/sim drives hundreds of Nodes deterministically from one seed.
+// The protocol is a pure state machine, the Node of gossip/internal/core,
+// composed of the member table, HyParView, Plumtree, suspicion and
+// anti-entropy, one file each. A Node never reads the clock, never starts a
+// goroutine and never touches a socket: Start, Step (a received message),
+// LinkDown (a monitored link failed), Tick (timers), Leave and Reannounce
+// take the current time and return an Output — messages to send, links to
+// open or close, member events, and when to tick next. The simulator in
+// gossip/sim drives hundreds of Nodes deterministically from one seed. The
+// core, its message codec (format in SPEC.md) and its table merge are
+// internal: this package names only what a user needs.
 //
 // Agent (runtime.go) runs one Node on one goroutine over a Transport
-// (transport.go): MemNetwork/MemTransport (memtransport.go) is an
-// in-memory network with partitions, drops and crashes for tests of this
-// and other modules; MuxTransport (muxtransport.go) carries frames on the
-// control lane of a mux session, one per node pair. Messages are encoded by
-// EncodeMessage/DecodeMessage (wire.go, format in SPEC.md).
+// (transport.go), the seam to the network. MemNetwork/MemTransport
+// (memtransport.go) is an in-memory network with partitions, drops and
+// crashes for tests of this and other modules; gossip/muxtransport carries
+// frames on the control lane of a mux session, one per node pair.
 //
 // # What it guarantees
 //
-//   - Records merge by a total order (Supersedes): higher incarnation wins,
+//   - Records merge by a total order: higher incarnation wins,
 //     on a tie the more severe status (ALIVE < SUSPECT < LEFT < DEAD). The
 //     merge is commutative, associative and idempotent, so duplicated,
 //     late or reordered gossip converges to the same table everywhere.
 //   - Suspicion originates only from the failure of a monitored overlay
-//     link (Node.LinkDown of an active neighbour), never from a data-path
-//     connection. A suspect that hears of it refutes with a higher
+//     link (a TransportEvent with Failure set, about an active neighbour),
+//     never from a data-path connection. A suspect that hears of it refutes with a higher
 //     incarnation; a suspicion unrefuted for SuspicionTimeout becomes DEAD.
 //     A node that learns it was declared DEAD refutes and rejoins.
 //   - A graceful Leave announces LEFT with no suspicion window.
@@ -48,8 +48,8 @@
 // Give every node a unique, non-zero NodeID and an address the others can
 // dial. Use one Config for the whole cluster (DefaultConfig holds the
 // DESIGN.md §3 defaults). With Agent: pick a Transport, call Start, read
-// Members or Subscribe, and end with Leave (graceful) or Close. Driving a
-// Node directly: carry out every Output — deliver Sends, keep the links of
-// LinkOps open and report their failures with LinkDown (that report is the
-// only source of suspicion), and call Tick no later than Output.Next.
+// Members or Subscribe, and end with Leave (graceful) or Close. A Transport
+// of your own must keep the links it is asked to Monitor and report their
+// failures, and only real ones: that report is the only source of
+// suspicion.
 package gossip

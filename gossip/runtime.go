@@ -6,14 +6,17 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/casty-go/casty/gossip/internal/core"
 )
 
-// Agent runs one Node: a single goroutine feeds it transport events and
+// Agent runs one membership node (the pure state machine of
+// gossip/internal/core): a single goroutine feeds it transport events and
 // timer ticks and carries out its outputs (sends, link monitoring, member
 // events). Subscribers get member events in order; Members returns a
 // consistent snapshot of the table.
 type Agent struct {
-	node   *Node
+	node   *core.Node
 	t      Transport
 	clock  func() time.Time
 	log    *slog.Logger
@@ -32,13 +35,13 @@ type Agent struct {
 	digest  uint64
 }
 
-// Start creates the Node for self with cfg (nil means DefaultConfig) and
+// Start creates the membership node for self with cfg (nil means DefaultConfig) and
 // runs it over t until Close. The node joins through cfg.Seeds.
 func Start(self Peer, cfg *Config, t Transport) (*Agent, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	n, err := NewNode(self, cfg)
+	n, err := core.NewNode(self, (*core.Config)(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +80,7 @@ func (a *Agent) run() {
 	arm(a.carry(a.node.Start(a.clock())))
 	events := a.t.Events()
 	for {
-		var out Output
+		var out core.Output
 		select {
 		case <-a.done:
 			return
@@ -90,7 +93,7 @@ func (a *Agent) run() {
 				out = a.node.LinkDown(now, ev.From, ev.Failure)
 				break
 			}
-			m, err := DecodeMessage(ev.Frame)
+			m, err := core.DecodeMessage(ev.Frame)
 			if err != nil {
 				a.log.Info("gossip: dropped frame", "from", ev.From, "err", err)
 				continue
@@ -107,7 +110,7 @@ func (a *Agent) run() {
 }
 
 // carry executes an output and returns when to tick next.
-func (a *Agent) carry(out Output) time.Time {
+func (a *Agent) carry(out core.Output) time.Time {
 	for _, op := range out.Links {
 		if op.Open {
 			a.t.Monitor(op.Peer.Addr)
@@ -116,7 +119,7 @@ func (a *Agent) carry(out Output) time.Time {
 		}
 	}
 	for _, s := range out.Sends {
-		if err := a.t.Send(s.To.Addr, EncodeMessage(s.Msg)); err != nil {
+		if err := a.t.Send(s.To.Addr, core.EncodeMessage(s.Msg)); err != nil {
 			a.log.Debug("gossip: send failed", "to", s.To.Addr, "err", err)
 		}
 	}

@@ -1,5 +1,7 @@
 package gossip
 
+import "github.com/casty-go/casty/gossip/internal/core"
+
 // Transport carries membership frames between nodes. Addresses are the
 // strings nodes advertise (Member.Addr). A Transport is used by one Agent
 // goroutine; its methods must not block on the network (queue and return).
@@ -34,6 +36,18 @@ type Transport interface {
 // link to From (Failure non-zero).
 type TransportEvent struct {
 	From    string      // the peer's advertised address, when known
-	Frame   []byte      // an encoded Message
+	Frame   []byte      // one encoded membership message (SPEC.md), opaque to the transport
 	Failure LinkFailure // non-zero: the link to From failed
 }
+
+// LinkFailure says why a monitored link went down (TransportEvent.Failure).
+// String names it.
+type LinkFailure = core.LinkFailure
+
+// The link failure reasons a transport reports.
+const (
+	// LinkLost: the connection closed or a dial failed.
+	LinkLost = core.LinkLost
+	// KeepaliveFailed: the connection stayed open but stopped answering pings.
+	KeepaliveFailed = core.KeepaliveFailed
+)

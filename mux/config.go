@@ -81,6 +81,40 @@ type Config struct {
 	// Default 1024. Must be > 0.
 	MaxStreams int
 
+	// PartialMessageTimeout bounds how long a message (request, response
+	// or one-way payload) may stay partly received: once its first bytes
+	// arrived, the rest must follow within it, or the connection is
+	// closed as a protocol violation. So a peer cannot make this node hold
+	// up to MaxMessage per lane for longer. Default 30 s. Must be > 0.
+	PartialMessageTimeout time.Duration
+
+	// MaxRequests caps the peer's requests handled at once on one
+	// connection (handlers running, or queued to run). A request beyond
+	// it is answered at once with a RemoteError of code CodeOverloaded
+	// and its handler does not run (a definite failure, safe to retry).
+	// The connection is not paused instead because a handler may wait for
+	// an answer that only this connection can bring. Default 1024. Must
+	// be > 0.
+	MaxRequests int
+
+	// MaxInboundConns caps the inbound connections (accepted by Serve)
+	// open at once, in handshake or established. Serve closes a connection
+	// beyond it as soon as it is accepted, and logs it. Default 4096.
+	// Must be > 0.
+	MaxInboundConns int
+
+	// MaxInboundConnsPerHost caps the inbound connections open at once
+	// from one remote IP address, in handshake or established; beyond it
+	// Serve closes the connection at once and logs it. Default 256. Must
+	// be in [1, MaxInboundConns].
+	MaxInboundConnsPerHost int
+
+	// MaxHandshakes caps the inbound handshakes in progress at once (TLS
+	// plus mux handshake, each bounded by HandshakeTimeout); beyond it
+	// Serve closes a new connection at once and logs it. Default 128.
+	// Must be > 0.
+	MaxHandshakes int
+
 	// CompressThreshold is the smallest payload that is compressed;
 	// compression is kept only when it makes the payload smaller.
 	// Default 4096. Zero compresses every payload; a negative value
@@ -138,22 +172,27 @@ type Config struct {
 // NodeID, which the caller must set.
 func DefaultConfig() Config {
 	return Config{
-		ClusterName:       "casty",
-		Role:              RoleMember,
-		HandshakeTimeout:  5 * time.Second,
-		ConnectTimeout:    5 * time.Second,
-		KeepAliveInterval: 15 * time.Second,
-		KeepAliveTimeout:  5 * time.Second,
-		MaxFrame:          256 << 10,
-		MaxMessage:        4 << 20,
-		StreamWindow:      256 << 10,
-		MaxStreams:        1024,
-		CompressThreshold: 4096,
-		Codecs:            []string{CodecZstd, CodecZlib},
-		ReconnectMin:      100 * time.Millisecond,
-		ReconnectMax:      15 * time.Second,
-		ReconnectJitter:   0.25,
-		SupersedeGrace:    5 * time.Second,
+		ClusterName:            "casty",
+		Role:                   RoleMember,
+		HandshakeTimeout:       5 * time.Second,
+		ConnectTimeout:         5 * time.Second,
+		KeepAliveInterval:      15 * time.Second,
+		KeepAliveTimeout:       5 * time.Second,
+		MaxFrame:               256 << 10,
+		MaxMessage:             4 << 20,
+		StreamWindow:           256 << 10,
+		MaxStreams:             1024,
+		PartialMessageTimeout:  30 * time.Second,
+		MaxRequests:            1024,
+		MaxInboundConns:        4096,
+		MaxInboundConnsPerHost: 256,
+		MaxHandshakes:          128,
+		CompressThreshold:      4096,
+		Codecs:                 []string{CodecZstd, CodecZlib},
+		ReconnectMin:           100 * time.Millisecond,
+		ReconnectMax:           15 * time.Second,
+		ReconnectJitter:        0.25,
+		SupersedeGrace:         5 * time.Second,
 	}
 }
 
@@ -187,6 +226,16 @@ func (c *Config) Validate() error {
 		return bad("MaxMessage must be in [1 KiB, 1 GiB]")
 	case c.MaxStreams <= 0:
 		return bad("MaxStreams must be > 0")
+	case c.PartialMessageTimeout <= 0:
+		return bad("PartialMessageTimeout must be > 0")
+	case c.MaxRequests <= 0:
+		return bad("MaxRequests must be > 0")
+	case c.MaxInboundConns <= 0:
+		return bad("MaxInboundConns must be > 0")
+	case c.MaxInboundConnsPerHost <= 0 || c.MaxInboundConnsPerHost > c.MaxInboundConns:
+		return bad("MaxInboundConnsPerHost must be in [1, MaxInboundConns]")
+	case c.MaxHandshakes <= 0:
+		return bad("MaxHandshakes must be > 0")
 	case c.ReconnectMin <= 0:
 		return bad("ReconnectMin must be > 0")
 	case c.ReconnectMax < c.ReconnectMin:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -447,6 +448,42 @@ type reader struct {
 	rr    *recordReader
 	lanes [numLanes][]byte
 	jobs  []task
+
+	// When each lane's partly received envelope started arriving (zero:
+	// none), and the read deadline that bounds the earliest of them
+	// (zero: none set). See trackPartial.
+	partial  [numLanes]time.Time
+	deadline time.Time
+}
+
+// trackPartial records, after a record of lane ch was parsed, whether the
+// lane holds a partly received envelope (rest bytes left; consumed: whole
+// envelopes were taken before them, so the rest is a new one), and keeps
+// the connection's read deadline at the earliest partial's start plus
+// Config.PartialMessageTimeout. While a partial exists the deadline is set
+// again after every record, so no other deadline change outlives it.
+func (s *Session) trackPartial(ch byte, consumed bool, rest int) {
+	rd := s.rd
+	switch {
+	case rest == 0:
+		rd.partial[ch] = time.Time{}
+	case consumed || rd.partial[ch].IsZero():
+		rd.partial[ch] = time.Now()
+	}
+	var first time.Time
+	for _, t := range rd.partial {
+		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	switch {
+	case !first.IsZero():
+		rd.deadline = first.Add(s.node.cfg.PartialMessageTimeout)
+		_ = s.conn.SetReadDeadline(rd.deadline)
+	case !rd.deadline.IsZero():
+		rd.deadline = time.Time{}
+		_ = s.conn.SetReadDeadline(time.Time{})
+	}
 }
 
 // readLoop reads the connection until it ends: lane envelopes are
@@ -469,6 +506,9 @@ func (s *Session) readLoop() {
 			if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {
 				err = s.yc.deliver(b)
 			}
+			if !rd.deadline.IsZero() {
+				_ = s.conn.SetReadDeadline(rd.deadline)
+			}
 		} else if err == nil {
 			buf := rd.lanes[ch]
 			if buf, err = rd.rr.appendBody(buf, n); err == nil {
@@ -477,6 +517,9 @@ func (s *Session) readLoop() {
 				used, err = parseEnvelopes(buf, max, func(env envelope) error { return ln.dispatch(env, &rd.jobs) })
 				rest := copy(buf, buf[used:])
 				buf = buf[:rest]
+				if rest > 0 || !rd.partial[ch].IsZero() {
+					s.trackPartial(ch, used > 0, rest)
+				}
 				if cap(buf) > 1<<20 && rest < 1<<10 {
 					buf = append([]byte(nil), buf...)
 				}
@@ -506,6 +549,8 @@ func (s *Session) readLoop() {
 			switch {
 			case errors.Is(err, ErrProtocol):
 				s.violation(err)
+			case errors.Is(err, os.ErrDeadlineExceeded) && !rd.deadline.IsZero():
+				s.violation(protocolError("a message stayed partly received for PartialMessageTimeout (%v)", s.node.cfg.PartialMessageTimeout))
 			case errors.Is(err, errSessionDone):
 			default:
 				s.fail(connectionLost(err))

@@ -164,6 +164,17 @@ func TestHandshakeRejections(t *testing.T) {
 			assertHandshake(t, err, CodeWrongCluster, true)
 		})
 	})
+	t.Run("wrong cluster does not reveal the listener's name", func(t *testing.T) {
+		forEachConn(t, func(t *testing.T, ct connType) {
+			ca, cb := testConfig(1), testConfig(2)
+			ca.ClusterName, cb.ClusterName = "guess", "the-real-name"
+			_, err := dialOnce(t, ct, ca, cb)
+			assertHandshake(t, err, CodeWrongCluster, true)
+			if strings.Contains(err.Error(), cb.ClusterName) {
+				t.Fatalf("the rejection reveals the listener's cluster name: %v", err)
+			}
+		})
+	})
 	t.Run("connected to itself", func(t *testing.T) {
 		forEachConn(t, func(t *testing.T, ct connType) {
 			_, err := dialOnce(t, ct, testConfig(1), testConfig(1))

@@ -80,6 +80,12 @@
 //     ErrClosed before sending and *RemoteError are definite.
 //   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
 //     15 s with ±25 % jitter from an injected *rand.Rand.
+//   - What a peer can make a node hold is bounded by Config: inbound
+//     connections in total, per remote host and in handshake (beyond: closed
+//     at accept); requests handled at once per connection (beyond: refused
+//     with CodeOverloaded, handler not run); how long a message may stay
+//     partly received (beyond: a violation). Serve outlives temporary Accept
+//     errors such as running out of file descriptors.
 //
 // # Goroutines
 //

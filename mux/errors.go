@@ -131,6 +131,10 @@ const (
 	CodeHandlerPanic uint16 = 2
 	// CodeResponseTooLarge: the handler's response exceeded MaxMessage.
 	CodeResponseTooLarge uint16 = 3
+	// CodeOverloaded: the peer was already handling Config.MaxRequests
+	// requests of this connection and refused this one without running
+	// its handler.
+	CodeOverloaded uint16 = 4
 	// CodeUser is the first code free for applications.
 	CodeUser uint16 = 16
 )

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"slices"
+	"strconv"
 )
 
 // ProtocolVersion is the mux protocol version this package speaks.
@@ -248,8 +249,10 @@ func (l *localInfo) hello() hello {
 // that the listener also accepts; none in common means no compression.
 func (l *localInfo) accept(h hello) (welcome, *reject) {
 	if h.cluster != l.cluster {
+		// Only the dialler's own name is echoed: a stranger must not learn
+		// the cluster's name by guessing wrong.
 		return welcome{}, &reject{code: CodeWrongCluster,
-			msg: "cluster " + h.cluster + " != " + l.cluster}
+			msg: "cluster name " + strconv.Quote(h.cluster) + " is not the listener's"}
 	}
 	var version uint16
 	for _, v := range supportedVersions {

@@ -2,7 +2,13 @@ package mux
 
 import (
 	"context"
+	"errors"
+	"fmt"
 )
+
+// errOverloaded is prepareRequest's answer to a request beyond
+// Config.MaxRequests: the reader refuses it with CodeOverloaded.
+var errOverloaded = errors.New("mux: too many requests in flight")
 
 // lane is one message channel of a session: a stream of envelopes in
 // each direction, carried in the connection's records (see conn.go).
@@ -53,6 +59,11 @@ func (l *lane) dispatch(env envelope, jobs *[]task) error {
 	switch env.typ {
 	case frameRequest:
 		job, err := s.prepareRequest(l, env.id, payload)
+		if err == errOverloaded {
+			msg := fmt.Sprintf("%d requests in flight on this connection (MaxRequests)", s.node.cfg.MaxRequests)
+			_ = l.send(nil, frameError, env.id, encodeRemoteError(CodeOverloaded, msg, s.node.cfg.MaxMessage))
+			return nil
+		}
 		if job != nil {
 			*jobs = append(*jobs, job)
 		}

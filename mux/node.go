@@ -78,6 +78,7 @@ type Node struct {
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
+	adm           admission // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
 }
 
@@ -157,8 +158,12 @@ func (n *Node) HandleStreams(h StreamHandler) {
 
 // Serve accepts connections on ln until ln fails or the Node is closed,
 // running the server side of the handshake for each in its own goroutine.
-// Handshake failures are logged, never returned. Serve closes ln when it
-// returns, and returns ErrClosed after Close.
+// Handshake failures are logged, never returned. A temporary Accept error
+// (out of file descriptors, a connection aborted before it was accepted, a
+// timeout) is logged and retried after a backoff that doubles from 5 ms to
+// 1 s, so the listener outlives descriptor exhaustion. Any other Accept
+// error is logged and returned. Serve closes ln when it returns, and
+// returns ErrClosed after Close.
 func (n *Node) Serve(ln net.Listener) error {
 	n.mu.Lock()
 	if n.closed {
@@ -176,6 +181,7 @@ func (n *Node) Serve(ln net.Listener) error {
 		n.mu.Unlock()
 		ln.Close()
 	}()
+	var delay time.Duration // backoff after a temporary Accept error
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -184,21 +190,60 @@ func (n *Node) Serve(ln net.Listener) error {
 				return ErrClosed
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !acceptRetryable(err) {
+				n.log.Error("mux: listener failed, no longer accepting", "addr", ln.Addr().String(), "err", err)
+				return err
 			}
-			return err
+			delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
+			n.log.Warn("mux: accept failed, retrying", "addr", ln.Addr().String(), "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+				continue
+			case <-n.done:
+				return ErrClosed
+			}
 		}
+		delay = 0
+		host := remoteHost(conn)
+		if limit := n.admit(host); limit != "" {
+			conn.Close()
+			n.log.Warn("mux: inbound connection refused", "remote", conn.RemoteAddr().String(), "limit", limit)
+			continue
+		}
+		conn = &inboundConn{Conn: conn, release: func() { n.release(host) }}
 		if !n.goTracked(func() {
-			if _, err := n.Accept(context.Background(), conn); err != nil {
+			_, err := n.Accept(context.Background(), conn)
+			n.handshakeDone()
+			if err != nil {
 				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
 			}
 		}) {
+			n.handshakeDone()
 			conn.Close()
 			return ErrClosed
 		}
 	}
+}
+
+// The backoff of Serve after a temporary Accept error (as net/http's).
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// acceptRetryable reports whether an Accept error is temporary: a timeout,
+// or an error that says of itself it is temporary (EMFILE, ENFILE,
+// ECONNABORTED, EINTR and the like from the system call).
+func acceptRetryable(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var tmp interface{ Temporary() bool }
+	return errors.As(err, &tmp) && tmp.Temporary()
 }
 
 // goTracked runs f in a goroutine counted by the node's WaitGroup, unless

@@ -349,6 +349,10 @@ func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (task, err
 		s.mu.Unlock()
 		return nil, protocolError("duplicate request id %d", id)
 	}
+	if len(s.inflight) >= s.node.cfg.MaxRequests {
+		s.mu.Unlock()
+		return nil, errOverloaded
+	}
 	s.inflight[id] = &r.ctx
 	s.mu.Unlock()
 	return r, nil

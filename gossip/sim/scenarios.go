@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/core"
 )
 
 // The scenarios below are the measurements of the gossip issue: each builds
@@ -328,7 +329,7 @@ func Steady(cfg Config, n int, idle time.Duration, broadcasts int, gap time.Dura
 	secs = (time.Duration(broadcasts) * gap).Seconds() * float64(n)
 	r.BroadcastMsgsPerNodeSec = float64(st.Msgs) / secs
 	r.BroadcastBytesPerNodeSec = float64(st.Bytes) / secs
-	r.Grafts = st.ByKind[gossip.KindGraft]
+	r.Grafts = st.ByKind[core.KindGraft]
 	return r, nil
 }
 

@@ -1,5 +1,5 @@
 // Package sim is a deterministic discrete-event simulator for the gossip
-// membership cores. It runs N gossip.Node state machines over a simulated
+// membership cores. It runs N gossip/internal/core Node state machines over a simulated
 // network with per-message latency, loss, duplication, reordering, slow
 // links, partitions, crashes, restarts, pauses and per-node clock skew.
 // Everything random comes from one seed: a run with the same Config and the
@@ -7,11 +7,11 @@
 // and replays.
 //
 // The simulator is single-threaded and starts no goroutine. Messages go
-// through the real wire encoding (gossip.EncodeMessage / DecodeMessage), so
+// through the real wire encoding (core.EncodeMessage / DecodeMessage), so
 // byte counts are the bytes a real transport would carry (before framing).
 //
 // Link failures are modelled the way the runtime reports them: a monitored
-// link (a gossip.LinkOp Open) to a crashed, partitioned or paused node is
+// link (a core.LinkOp Open) to a crashed, partitioned or paused node is
 // reported down DetectDelay later (keepalive failure or connection reset); a
 // message to an unreachable node makes its sender see the link fail after
 // DetectDelay (dial failure); a link whose added delay exceeds
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/core"
 )
 
 // Config describes a simulated network.
@@ -70,7 +71,7 @@ type Config struct {
 	// OnEvent, if set, sees every member event of every node.
 	OnEvent func(at time.Duration, node int, ev gossip.Event)
 	// Trace, if set, sees every message delivered to a running node.
-	Trace func(at time.Duration, from, to int, m *gossip.Message)
+	Trace func(at time.Duration, from, to int, m *core.Message)
 }
 
 func (c *Config) defaults() {
@@ -155,7 +156,7 @@ func (h *eventHeap) Pop() any {
 type simNode struct {
 	idx     int
 	peer    gossip.Peer
-	node    *gossip.Node
+	node    *core.Node
 	state   State
 	life    uint64 // bumped on crash/restart: stale events are ignored
 	tickAt  time.Duration
@@ -168,15 +169,15 @@ type simNode struct {
 
 // Stats are message counters over the whole run (or since ResetStats).
 type Stats struct {
-	Msgs, Bytes        uint64                 // messages sent and their encoded bytes
-	ByKind             map[gossip.Kind]uint64 // messages sent per kind
-	BytesByKind        map[gossip.Kind]uint64 // bytes sent per kind
-	PayloadDeliveries  uint64                 // Gossip messages received by running nodes
-	LinkDowns          uint64                 // link failures reported to running nodes
-	Suspicions, Deaths uint64                 // EventSuspect / EventDead events emitted
-	FalseDeaths        uint64                 // EventDead about a node that was Running or Paused
-	Since              time.Duration          // simulated time of the last ResetStats
-	DecodeErrors       uint64                 // frames the decoder rejected (always 0 unless a bug)
+	Msgs, Bytes        uint64               // messages sent and their encoded bytes
+	ByKind             map[core.Kind]uint64 // messages sent per kind
+	BytesByKind        map[core.Kind]uint64 // bytes sent per kind
+	PayloadDeliveries  uint64               // Gossip messages received by running nodes
+	LinkDowns          uint64               // link failures reported to running nodes
+	Suspicions, Deaths uint64               // EventSuspect / EventDead events emitted
+	FalseDeaths        uint64               // EventDead about a node that was Running or Paused
+	Since              time.Duration        // simulated time of the last ResetStats
+	DecodeErrors       uint64               // frames the decoder rejected (always 0 unless a bug)
 }
 
 // Sim is one simulated cluster.
@@ -224,7 +225,7 @@ func (s *Sim) clock(sn *simNode) time.Time { return s.epoch.Add(s.now + sn.skew)
 func (s *Sim) Len() int { return len(s.nodes) }
 
 // Node returns node i's state machine (the current life's).
-func (s *Sim) Node(i int) *gossip.Node { return s.nodes[i].node }
+func (s *Sim) Node(i int) *core.Node { return s.nodes[i].node }
 
 // ID returns node i's id.
 func (s *Sim) ID(i int) gossip.NodeID { return s.nodes[i].peer.ID }
@@ -247,7 +248,7 @@ func (s *Sim) Stats() Stats { return s.stats }
 
 // ResetStats zeroes the counters (to measure a steady-state window).
 func (s *Sim) ResetStats() {
-	s.stats = Stats{ByKind: map[gossip.Kind]uint64{}, BytesByKind: map[gossip.Kind]uint64{}, Since: s.now}
+	s.stats = Stats{ByKind: map[core.Kind]uint64{}, BytesByKind: map[core.Kind]uint64{}, Since: s.now}
 }
 
 func (s *Sim) push(e *event) {
@@ -287,7 +288,7 @@ func (s *Sim) boot(sn *simNode) {
 	if r := s.randomRunning(sn.idx); r >= 0 {
 		seeds = []string{s.nodes[r].peer.Addr}
 	}
-	n, err := gossip.NewNode(sn.peer, s.nodeConfig(sn.idx, seeds))
+	n, err := core.NewNode(sn.peer, (*core.Config)(s.nodeConfig(sn.idx, seeds)))
 	if err != nil {
 		panic(err)
 	}
@@ -384,7 +385,7 @@ func (s *Sim) latency() time.Duration {
 }
 
 // apply carries out a node's output.
-func (s *Sim) apply(sn *simNode, out gossip.Output) {
+func (s *Sim) apply(sn *simNode, out core.Output) {
 	for _, ev := range out.Events {
 		switch ev.Kind {
 		case gossip.EventSuspect:
@@ -434,8 +435,8 @@ func (s *Sim) apply(sn *simNode, out gossip.Output) {
 
 func lifeTag(life uint64) []byte { return binary.BigEndian.AppendUint64(nil, life) }
 
-func (s *Sim) send(sn *simNode, snd gossip.Send) {
-	b := gossip.EncodeMessage(snd.Msg)
+func (s *Sim) send(sn *simNode, snd core.Send) {
+	b := core.EncodeMessage(snd.Msg)
 	s.stats.Msgs++
 	s.stats.Bytes += uint64(len(b))
 	s.stats.ByKind[snd.Msg.Kind]++
@@ -511,12 +512,12 @@ func (s *Sim) handle(e *event) {
 		default:
 			return
 		}
-		m, err := gossip.DecodeMessage(e.data)
+		m, err := core.DecodeMessage(e.data)
 		if err != nil {
 			s.stats.DecodeErrors++
 			return
 		}
-		if m.Kind == gossip.KindGossip {
+		if m.Kind == core.KindGossip {
 			s.stats.PayloadDeliveries++
 		}
 		if s.cfg.Trace != nil {

@@ -1,27 +1,33 @@
-package gossip
+// Package muxtransport carries gossip membership over mux: a Transport for
+// gossip.Start whose frames travel as one-way messages on mux.LaneControl,
+// one session per node pair shared with the data path.
+package muxtransport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
+	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
 )
 
-// MuxTransport runs membership over a mux.Node: frames travel as one-way
+// Transport runs membership over a mux.Node: frames travel as one-way
 // messages on mux.LaneControl, a link is the mux session to the peer (one
 // per node pair, shared with the data path), and the close of a monitored
-// peer's session — keepalive failure closes it too — is reported as that
-// link's failure. Unmonitor never closes a session (the data path may use
-// it). Each peer has its own send queue and goroutine, so a dial to a dead
-// address never delays frames to others.
-type MuxTransport struct {
+// peer's session is reported as that link's failure: gossip.KeepaliveFailed
+// when the session died of a keepalive failure (its Err wraps
+// mux.ErrKeepalive), gossip.LinkLost otherwise. The report waits 100 ms
+// after the close, so that frames the peer sent just before closing (a
+// LEFT, a DISCONNECT) are handled first. Unmonitor never closes a session
+// (the data path may use it). Each peer has its own send queue and
+// goroutine, so a dial to a dead address never delays frames to others.
+type Transport struct {
 	node  *mux.Node
-	owned bool // ListenMux created the node: Close closes it
 	addr  string
 	grace time.Duration
 	log   *slog.Logger
@@ -33,11 +39,10 @@ type MuxTransport struct {
 	mu        sync.Mutex
 	peers     map[string]*muxPeer
 	monitored map[string]bool
-	keepalive map[mux.NodeID]bool // sessions that died of a keepalive failure
 	closing   bool
-	q         []TransportEvent
+	q         []gossip.TransportEvent
 	wake      chan struct{}
-	out       chan TransportEvent
+	out       chan gossip.TransportEvent
 	stopped   chan struct{}
 }
 
@@ -49,96 +54,35 @@ type muxPeer struct {
 	watched *mux.Session
 }
 
-// MuxLinkGrace is how long MuxTransport waits after a session closes before
-// it reports the link failure, so that frames the peer sent just before
-// closing (a LEFT, a DISCONNECT) are handled first.
-const MuxLinkGrace = 100 * time.Millisecond
+// linkGrace is how long a Transport waits after a session closes before it
+// reports the link failure (the 100 ms of the Transport doc).
+const linkGrace = 100 * time.Millisecond
 
-// NewMuxTransport runs membership over an existing mux node that others
-// reach at addr. The caller must route the node's OnKeepaliveFailure hook
-// to KeepaliveFailed (ListenMux does it) and keeps ownership of the node.
-func NewMuxTransport(node *mux.Node, addr string) *MuxTransport {
-	t := newMuxTransport(addr)
-	t.attach(node)
-	return t
-}
-
-func newMuxTransport(addr string) *MuxTransport {
+// New runs membership over node, which others reach at addr. The caller
+// keeps ownership of the node: it serves it, and closes it after the
+// Transport.
+func New(node *mux.Node, addr string) *Transport {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &MuxTransport{addr: addr, grace: MuxLinkGrace, ctx: ctx, cancel: cancel, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		peers: map[string]*muxPeer{}, monitored: map[string]bool{}, keepalive: map[mux.NodeID]bool{},
-		wake: make(chan struct{}, 1), out: make(chan TransportEvent), stopped: make(chan struct{})}
-}
-
-func (t *MuxTransport) attach(node *mux.Node) {
-	t.node = node
+	t := &Transport{node: node, addr: addr, grace: linkGrace, ctx: ctx, cancel: cancel, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		peers: map[string]*muxPeer{}, monitored: map[string]bool{},
+		wake: make(chan struct{}, 1), out: make(chan gossip.TransportEvent), stopped: make(chan struct{})}
 	node.HandleMessages(mux.LaneControl, func(from *mux.Session, payload []byte) {
-		t.push(TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...)})
+		t.push(gossip.TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...)})
 	})
 	t.wg.Add(1)
 	go t.pump()
+	return t
 }
-
-// ListenMux listens on addr (TCP, "host:port"; port 0 picks one), starts a
-// mux node with cfg (AdvertiseAddr defaults to the bound address; the
-// keepalive hook is wired to the transport) and returns the transport,
-// which owns the node and closes it on Close.
-func ListenMux(addr string, cfg mux.Config) (*MuxTransport, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.AdvertiseAddr == "" {
-		cfg.AdvertiseAddr = ln.Addr().String()
-	}
-	t := newMuxTransport(cfg.AdvertiseAddr)
-	if cfg.Logger != nil {
-		t.log = cfg.Logger
-	}
-	user := cfg.OnKeepaliveFailure
-	cfg.OnKeepaliveFailure = func(peer mux.NodeID, err error) {
-		t.KeepaliveFailed(peer, err)
-		if user != nil {
-			user(peer, err)
-		}
-	}
-	node, err := mux.New(cfg)
-	if err != nil {
-		ln.Close()
-		t.cancel()
-		return nil, err
-	}
-	t.owned = true
-	t.attach(node)
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		node.Serve(ln)
-	}()
-	return t, nil
-}
-
-// Node returns the underlying mux node.
-func (t *MuxTransport) Node() *mux.Node { return t.node }
 
 // Addr returns the advertised address.
-func (t *MuxTransport) Addr() string { return t.addr }
-
-// KeepaliveFailed records that peer's session died of a keepalive failure
-// (route mux.Config.OnKeepaliveFailure here) so the link failure is
-// reported as KeepaliveFailed rather than LinkLost.
-func (t *MuxTransport) KeepaliveFailed(peer mux.NodeID, _ error) {
-	t.mu.Lock()
-	t.keepalive[peer] = true
-	t.mu.Unlock()
-}
+func (t *Transport) Addr() string { return t.addr }
 
 // Send queues frame for addr; the peer's goroutine dials if needed.
-func (t *MuxTransport) Send(addr string, frame []byte) error {
+func (t *Transport) Send(addr string, frame []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
-		return ErrClosed
+		return gossip.ErrClosed
 	}
 	p := t.peer(addr)
 	p.queue = append(p.queue, frame)
@@ -147,7 +91,7 @@ func (t *MuxTransport) Send(addr string, frame []byte) error {
 }
 
 // Monitor keeps a session to addr and watches it.
-func (t *MuxTransport) Monitor(addr string) {
+func (t *Transport) Monitor(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
@@ -158,19 +102,19 @@ func (t *MuxTransport) Monitor(addr string) {
 }
 
 // Unmonitor stops watching addr (the session stays open).
-func (t *MuxTransport) Unmonitor(addr string) {
+func (t *Transport) Unmonitor(addr string) {
 	t.mu.Lock()
 	delete(t.monitored, addr)
 	t.mu.Unlock()
 }
 
 // Events returns the inbound channel.
-func (t *MuxTransport) Events() <-chan TransportEvent { return t.out }
+func (t *Transport) Events() <-chan gossip.TransportEvent { return t.out }
 
 // Close waits (at most 2 s) for queued frames to be handed to mux, stops
-// every goroutine, closes the mux node if ListenMux created it, and closes
-// Events.
-func (t *MuxTransport) Close() error {
+// every goroutine, removes its LaneControl handler from the node (which it
+// leaves open) and closes Events.
+func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closing {
 		t.mu.Unlock()
@@ -193,18 +137,13 @@ func (t *MuxTransport) Close() error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.cancel()
-	var err error
-	if t.owned {
-		err = t.node.Close()
-	} else {
-		t.node.HandleMessages(mux.LaneControl, nil)
-	}
+	t.node.HandleMessages(mux.LaneControl, nil)
 	t.wg.Wait()
 	close(t.stopped)
-	return err
+	return nil
 }
 
-func (t *MuxTransport) peer(addr string) *muxPeer {
+func (t *Transport) peer(addr string) *muxPeer {
 	p := t.peers[addr]
 	if p == nil {
 		p = &muxPeer{addr: addr}
@@ -214,7 +153,7 @@ func (t *MuxTransport) peer(addr string) *muxPeer {
 }
 
 // kick starts p's goroutine if it is not running (t.mu held).
-func (t *MuxTransport) kick(p *muxPeer) {
+func (t *Transport) kick(p *muxPeer) {
 	if p.running {
 		return
 	}
@@ -226,7 +165,7 @@ func (t *MuxTransport) kick(p *muxPeer) {
 // serve dials p when needed, watches the session of a monitored peer and
 // sends p's queue; it exits when there is nothing left to do or a dial
 // failed (the failure is reported; the next Send or Monitor retries).
-func (t *MuxTransport) serve(p *muxPeer) {
+func (t *Transport) serve(p *muxPeer) {
 	defer t.wg.Done()
 	for {
 		t.mu.Lock()
@@ -254,7 +193,7 @@ func (t *MuxTransport) serve(p *muxPeer) {
 			s, err := t.dial(p.addr)
 			if err != nil {
 				t.log.Debug("gossip: dial failed", "addr", p.addr, "err", err)
-				t.linkFailed(p, nil, LinkLost)
+				t.linkFailed(p, nil, gossip.LinkLost)
 				t.mu.Lock()
 				p.running = false
 				t.mu.Unlock()
@@ -272,7 +211,7 @@ func (t *MuxTransport) serve(p *muxPeer) {
 		for _, f := range q {
 			if err := sess.Send(t.ctx, mux.LaneControl, f); err != nil {
 				t.log.Debug("gossip: send failed", "addr", p.addr, "err", err)
-				t.linkFailed(p, sess, LinkLost)
+				t.linkFailed(p, sess, gossip.LinkLost)
 				break
 			}
 		}
@@ -284,7 +223,7 @@ func (t *MuxTransport) serve(p *muxPeer) {
 // can fail while the winning session is live, and a transient failure can
 // hit a healthy peer, so a failed dial looks for a live session again and
 // is retried once before it counts as a link failure.
-func (t *MuxTransport) dial(addr string) (*mux.Session, error) {
+func (t *Transport) dial(addr string) (*mux.Session, error) {
 	if s := t.liveSession(addr); s != nil {
 		return s, nil
 	}
@@ -309,7 +248,7 @@ func (t *MuxTransport) dial(addr string) (*mux.Session, error) {
 }
 
 // liveSession returns an open session to the node advertising addr.
-func (t *MuxTransport) liveSession(addr string) *mux.Session {
+func (t *Transport) liveSession(addr string) *mux.Session {
 	for _, s := range t.node.Sessions() {
 		if s.PeerAddr() != addr {
 			continue
@@ -324,7 +263,7 @@ func (t *MuxTransport) liveSession(addr string) *mux.Session {
 }
 
 // watch reports the close of a monitored peer's session.
-func (t *MuxTransport) watch(p *muxPeer, s *mux.Session) {
+func (t *Transport) watch(p *muxPeer, s *mux.Session) {
 	defer t.wg.Done()
 	select {
 	case <-s.Done():
@@ -357,18 +296,15 @@ func (t *MuxTransport) watch(p *muxPeer, s *mux.Session) {
 		return
 	}
 	t.log.Debug("gossip: session closed", "addr", p.addr, "err", s.Err())
-	t.mu.Lock()
-	why := LinkLost
-	if t.keepalive[s.Peer()] {
-		why = KeepaliveFailed
-		delete(t.keepalive, s.Peer())
+	why := gossip.LinkLost
+	if errors.Is(s.Err(), mux.ErrKeepalive) {
+		why = gossip.KeepaliveFailed
 	}
-	t.mu.Unlock()
 	t.linkFailed(p, s, why)
 }
 
 // linkFailed drops p's session and queue and reports the failure.
-func (t *MuxTransport) linkFailed(p *muxPeer, s *mux.Session, why LinkFailure) {
+func (t *Transport) linkFailed(p *muxPeer, s *mux.Session, why gossip.LinkFailure) {
 	t.mu.Lock()
 	if s != nil && p.sess != s && p.sess != nil {
 		t.mu.Unlock()
@@ -381,10 +317,10 @@ func (t *MuxTransport) linkFailed(p *muxPeer, s *mux.Session, why LinkFailure) {
 	}
 	t.mu.Unlock()
 	t.log.Debug("gossip: link failed", "addr", p.addr, "why", why.String())
-	t.push(TransportEvent{From: p.addr, Failure: why})
+	t.push(gossip.TransportEvent{From: p.addr, Failure: why})
 }
 
-func (t *MuxTransport) push(ev TransportEvent) {
+func (t *Transport) push(ev gossip.TransportEvent) {
 	t.mu.Lock()
 	if t.ctx.Err() != nil {
 		t.mu.Unlock()
@@ -398,12 +334,12 @@ func (t *MuxTransport) push(ev TransportEvent) {
 	}
 }
 
-func (t *MuxTransport) pump() {
+func (t *Transport) pump() {
 	defer t.wg.Done()
 	defer close(t.out)
 	for {
 		t.mu.Lock()
-		var ev TransportEvent
+		var ev gossip.TransportEvent
 		has := len(t.q) > 0
 		if has {
 			ev = t.q[0]
@@ -427,4 +363,6 @@ func (t *MuxTransport) pump() {
 }
 
 // String names the transport for logs.
-func (t *MuxTransport) String() string { return fmt.Sprintf("mux(%s)", t.addr) }
+func (t *Transport) String() string { return fmt.Sprintf("mux(%s)", t.addr) }
+
+var _ gossip.Transport = (*Transport)(nil)

@@ -1,4 +1,4 @@
-package gossip
+package muxtransport
 
 import (
 	"context"
@@ -10,20 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/core"
 	"github.com/casty-go/casty/mux"
 )
 
 // socketNode is one agent over a real mux transport on a loopback address.
 type socketNode struct {
-	agent  *Agent
-	tr     *MuxTransport
-	mu     sync.Mutex
-	events []Event
-	stop   func()
-	done   chan struct{}
+	agent     *gossip.Agent
+	tr        *Transport
+	closeNode func()
+	mu        sync.Mutex
+	events    []gossip.Event
+	stop      func()
+	done      chan struct{}
 }
 
-func (s *socketNode) count(k EventKind, id NodeID) int {
+func (s *socketNode) count(k gossip.EventKind, id gossip.NodeID) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -35,7 +38,7 @@ func (s *socketNode) count(k EventKind, id NodeID) int {
 	return n
 }
 
-func (s *socketNode) sees(id NodeID, ok func(Member) bool) bool {
+func (s *socketNode) sees(id gossip.NodeID, ok func(gossip.Member) bool) bool {
 	for _, m := range s.agent.Members() {
 		if m.ID == id {
 			return ok(m)
@@ -46,7 +49,7 @@ func (s *socketNode) sees(id NodeID, ok func(Member) bool) bool {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func muxConfig(id NodeID) mux.Config {
+func muxConfig(id gossip.NodeID) mux.Config {
 	c := mux.DefaultConfig()
 	c.NodeID = mux.NodeID(id)
 	c.ClusterName = "gossip-test"
@@ -59,21 +62,21 @@ func muxConfig(id NodeID) mux.Config {
 	return c
 }
 
-func startSocketNode(t *testing.T, id NodeID, seeds ...string) *socketNode {
+func startSocketNode(t *testing.T, id gossip.NodeID, seeds ...string) *socketNode {
 	t.Helper()
 	return startSocketNodeAt(t, "127.0.0.1:0", id, seeds...)
 }
 
 // socketConfig is the agent configuration of the socket tests.
-func socketConfig(seeds ...string) *Config {
+func socketConfig(seeds ...string) *gossip.Config {
 	cfg := fastConfig(seeds...)
 	cfg.SuspicionTimeout = 1500 * time.Millisecond
 	return cfg
 }
 
-func startSocketNodeAt(t *testing.T, addr string, id NodeID, seeds ...string) *socketNode {
+func startSocketNodeAt(t *testing.T, addr string, id gossip.NodeID, seeds ...string) *socketNode {
 	t.Helper()
-	tr, err := ListenMux(addr, muxConfig(id))
+	tr, closeNode, err := listen(addr, muxConfig(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +84,12 @@ func startSocketNodeAt(t *testing.T, addr string, id NodeID, seeds ...string) *s
 	if os.Getenv("GOSSIP_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	a, err := Start(Peer{ID: id, Addr: tr.Addr()}, cfg, tr)
+	a, err := gossip.Start(gossip.Peer{ID: id, Addr: tr.Addr()}, cfg, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch, stop := a.Subscribe()
-	s := &socketNode{agent: a, tr: tr, stop: stop, done: make(chan struct{})}
+	s := &socketNode{agent: a, tr: tr, closeNode: closeNode, stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for ev := range ch {
@@ -101,6 +104,7 @@ func startSocketNodeAt(t *testing.T, addr string, id NodeID, seeds ...string) *s
 func (s *socketNode) close() {
 	s.stop()
 	s.agent.Close()
+	s.closeNode()
 	<-s.done
 }
 
@@ -117,7 +121,7 @@ func startSocketNodes(t *testing.T, n, host int) []*socketNode {
 			seeds = []string{nodes[0].tr.Addr()}
 		}
 		addr := fmt.Sprintf("127.0.0.%d:0", host+i)
-		nodes = append(nodes, startSocketNodeAt(t, addr, NodeID{0xaa, byte(i + 1)}, seeds...))
+		nodes = append(nodes, startSocketNodeAt(t, addr, gossip.NodeID{0xaa, byte(i + 1)}, seeds...))
 	}
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
@@ -135,7 +139,7 @@ func startSocketCluster(t *testing.T, n int) []*socketNode {
 	waitFor(t, 15*time.Second, "10 socket nodes converge", func() bool {
 		for _, o := range nodes {
 			for _, s := range nodes {
-				if !o.sees(s.agent.Self().ID, isStatus(Alive)) {
+				if !o.sees(s.agent.Self().ID, isStatus(gossip.Alive)) {
 					return false
 				}
 			}
@@ -151,7 +155,7 @@ func TestSocketClusterConvergesAndSurvivesThreeKills(t *testing.T) {
 	}
 	nodes := startSocketCluster(t, 10)
 	killed := nodes[7:]
-	var ids []NodeID
+	var ids []gossip.NodeID
 	for _, k := range killed {
 		ids = append(ids, k.agent.Self().ID)
 	}
@@ -164,7 +168,7 @@ func TestSocketClusterConvergesAndSurvivesThreeKills(t *testing.T) {
 }
 
 // allSee reports whether every observer sees every id with status ok.
-func allSee(observers []*socketNode, ids []NodeID, ok func(Member) bool) bool {
+func allSee(observers []*socketNode, ids []gossip.NodeID, ok func(gossip.Member) bool) bool {
 	for _, o := range observers {
 		for _, id := range ids {
 			if !o.sees(id, ok) {
@@ -178,29 +182,22 @@ func allSee(observers []*socketNode, ids []NodeID, ok func(Member) bool) bool {
 // survivorsSeeDeadOnce waits, at most within, until every survivor sees
 // every killed id DEAD, then checks that each emitted exactly one DEAD event per killed id
 // and still sees every survivor ALIVE.
-func survivorsSeeDeadOnce(t *testing.T, within time.Duration, survivors []*socketNode, killed []NodeID) {
+func survivorsSeeDeadOnce(t *testing.T, within time.Duration, survivors []*socketNode, killed []gossip.NodeID) {
 	t.Helper()
-	defer func() {
-		if t.Failed() {
-			for i, o := range survivors {
-				t.Logf("survivor %d (%v) members: %v", i, o.agent.Self().ID, o.agent.Members())
-			}
-		}
-	}()
 	waitFor(t, within, "the survivors see the killed DEAD", func() bool {
-		return allSee(survivors, killed, isStatus(Dead))
+		return allSee(survivors, killed, isStatus(gossip.Dead))
 	})
 	// absence check after the condition above: give duplicate DEAD events
 	// a chance to show up (not a wait for convergence)
 	time.Sleep(time.Second)
 	for i, o := range survivors {
 		for _, id := range killed {
-			if c := o.count(EventDead, id); c != 1 {
+			if c := o.count(gossip.EventDead, id); c != 1 {
 				t.Errorf("observer %d emitted %d DEAD events for %v, want exactly 1", i, c, id)
 			}
 		}
 		for _, s := range survivors {
-			if !o.sees(s.agent.Self().ID, isStatus(Alive)) {
+			if !o.sees(s.agent.Self().ID, isStatus(gossip.Alive)) {
 				t.Errorf("observer %d lost survivor %v: %v", i, s.agent.Self().ID, o.agent.Members())
 			}
 		}
@@ -220,7 +217,7 @@ func TestSocketGracefulLeaveIsLeftWithoutSuspicion(t *testing.T) {
 	others := append(append([]*socketNode(nil), nodes[:4]...), nodes[5:]...)
 	waitFor(t, 10*time.Second, "LEFT everywhere", func() bool {
 		for _, o := range others {
-			if !o.sees(id, isStatus(Left)) {
+			if !o.sees(id, isStatus(gossip.Left)) {
 				return false
 			}
 		}
@@ -228,7 +225,7 @@ func TestSocketGracefulLeaveIsLeftWithoutSuspicion(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // absence check: past SuspicionTimeout, nobody may suspect it
 	for i, o := range others {
-		if o.count(EventSuspect, id)+o.count(EventDead, id) != 0 {
+		if o.count(gossip.EventSuspect, id)+o.count(gossip.EventDead, id) != 0 {
 			t.Errorf("observer %d suspected or declared dead the node that left", i)
 		}
 	}
@@ -241,7 +238,7 @@ func TestSocketForgedSuspicionIsRefuted(t *testing.T) {
 	nodes := startSocketCluster(t, 10)
 	victim := nodes[3].agent.Self()
 	// an outsider speaks the protocol to node 6 and accuses node 3
-	forger, err := mux.New(muxConfig(NodeID{0xee}))
+	forger, err := mux.New(muxConfig(gossip.NodeID{0xee}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +248,14 @@ func TestSocketForgedSuspicionIsRefuted(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := victim
-	forged.Status = Suspect
-	msg := &Message{Kind: KindGossip, From: Peer{ID: NodeID{0xee}, Addr: "127.0.0.1:1"}, Members: []Member{forged}}
-	if err := sess.Send(context.Background(), mux.LaneControl, EncodeMessage(msg)); err != nil {
+	forged.Status = gossip.Suspect
+	msg := &core.Message{Kind: core.KindGossip, From: gossip.Peer{ID: gossip.NodeID{0xee}, Addr: "127.0.0.1:1"}, Members: []gossip.Member{forged}}
+	if err := sess.Send(context.Background(), mux.LaneControl, core.EncodeMessage(msg)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the victim refutes: ALIVE with incarnation > 0 everywhere", func() bool {
 		for _, o := range nodes {
-			if !o.sees(victim.ID, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 }) {
+			if !o.sees(victim.ID, func(m gossip.Member) bool { return m.Status == gossip.Alive && m.Incarnation > 0 }) {
 				return false
 			}
 		}
@@ -266,7 +263,7 @@ func TestSocketForgedSuspicionIsRefuted(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // absence check: past SuspicionTimeout nobody declared it dead
 	for i, o := range nodes {
-		if o.count(EventDead, victim.ID) != 0 {
+		if o.count(gossip.EventDead, victim.ID) != 0 {
 			t.Errorf("observer %d declared the falsely accused node dead", i)
 		}
 	}

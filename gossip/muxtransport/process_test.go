@@ -1,4 +1,4 @@
-package gossip
+package muxtransport
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/gossip"
 )
 
 // TestHelperMember is not a test: run by TestSocketSIGKILLThreeProcesses as
@@ -23,13 +25,13 @@ func TestHelperMember(t *testing.T) {
 		t.Skip("runs only as a child process of TestSocketSIGKILLThreeProcesses")
 	}
 	n, _ := strconv.Atoi(os.Getenv("GOSSIP_HELPER_ID"))
-	id := NodeID{0xbb, byte(n)}
-	tr, err := ListenMux(os.Getenv("GOSSIP_HELPER_ADDR"), muxConfig(id))
+	id := gossip.NodeID{0xbb, byte(n)}
+	tr, _, err := listen(os.Getenv("GOSSIP_HELPER_ADDR"), muxConfig(id))
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
-	if _, err := Start(Peer{ID: id, Addr: tr.Addr()}, socketConfig(seed), tr); err != nil {
+	if _, err := gossip.Start(gossip.Peer{ID: id, Addr: tr.Addr()}, socketConfig(seed), tr); err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
@@ -48,18 +50,18 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 	}
 	nodes := startSocketNodes(t, 7, 2)
 	var children []*exec.Cmd
-	var ids []NodeID
+	var ids []gossip.NodeID
 	for i := range 3 {
 		cmd, id := startChildMember(t, nodes[0].tr.Addr(), i+1, fmt.Sprintf("127.0.0.%d:0", 9+i))
 		children = append(children, cmd)
 		ids = append(ids, id)
 	}
-	everyone := append([]NodeID(nil), ids...)
+	everyone := append([]gossip.NodeID(nil), ids...)
 	for _, s := range nodes {
 		everyone = append(everyone, s.agent.Self().ID)
 	}
 	waitFor(t, 20*time.Second, "10 members across 4 processes converge", func() bool {
-		return allSee(nodes, everyone, isStatus(Alive))
+		return allSee(nodes, everyone, isStatus(gossip.Alive))
 	})
 	for _, c := range children {
 		if err := c.Process.Signal(syscall.SIGKILL); err != nil {
@@ -72,7 +74,7 @@ func TestSocketSIGKILLThreeProcesses(t *testing.T) {
 // startChildMember runs TestHelperMember in a process of its own: an agent
 // with id {0xbb, n} on addr, joining through seed. It returns once the child
 // printed its address; the child is killed when the test ends.
-func startChildMember(t *testing.T, seed string, n int, addr string) (*exec.Cmd, NodeID) {
+func startChildMember(t *testing.T, seed string, n int, addr string) (*exec.Cmd, gossip.NodeID) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.v")
 	cmd.Env = append(os.Environ(), "GOSSIP_HELPER_SEED="+seed,
@@ -102,7 +104,7 @@ func startChildMember(t *testing.T, seed string, n int, addr string) (*exec.Cmd,
 		t.Fatalf("child %d printed no address", n)
 	}
 	go io.Copy(io.Discard, out)
-	return cmd, NodeID{0xbb, byte(n)}
+	return cmd, gossip.NodeID{0xbb, byte(n)}
 }
 
 // A member frozen with SIGSTOP keeps its connections open but answers no
@@ -116,18 +118,18 @@ func TestSocketSIGSTOPFailsKeepalivesThenRefutes(t *testing.T) {
 	nodes := startSocketNodes(t, 3, 20)
 	child, id := startChildMember(t, nodes[0].tr.Addr(), 7, "127.0.0.23:0")
 	waitFor(t, 20*time.Second, "the child to be ALIVE everywhere", func() bool {
-		return allSee(nodes, []NodeID{id}, isStatus(Alive))
+		return allSee(nodes, []gossip.NodeID{id}, isStatus(gossip.Alive))
 	})
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the frozen child to be DEAD everywhere", func() bool {
-		return allSee(nodes, []NodeID{id}, isStatus(Dead))
+		return allSee(nodes, []gossip.NodeID{id}, isStatus(gossip.Dead))
 	})
 	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the thawed child to be ALIVE at a higher incarnation", func() bool {
-		return allSee(nodes, []NodeID{id}, func(m Member) bool { return m.Status == Alive && m.Incarnation > 0 })
+		return allSee(nodes, []gossip.NodeID{id}, func(m gossip.Member) bool { return m.Status == gossip.Alive && m.Incarnation > 0 })
 	})
 }

@@ -1,4 +1,4 @@
-package gossip
+package core
 
 import (
 	"encoding/binary"
