@@ -28,4 +28,10 @@
 //     deadlocking: the chain travels in the handler's ctx.
 //   - Close drains: queued and running messages finish, Deactivate hooks run,
 //     bounded by Config.DrainTimeout; what still runs then is logged by name.
+//
+// # On its own
+//
+// This module is the engine under package casty and is released together
+// with it, at the same version (RELEASING.md at the repository root); its API
+// serves casty's needs. Programs depend on github.com/casty-go/casty/casty.
 package actor

@@ -52,4 +52,11 @@
 // Node directly: carry out every Output — deliver Sends, keep the links of
 // LinkOps open and report their failures with LinkDown (that report is the
 // only source of suspicion), and call Tick no later than Output.Next.
+//
+// # On its own
+//
+// The module needs only mux (for MuxTransport): an Agent over any Transport
+// is a leaderless membership service for programs other than Casty. It is
+// released together with the Casty runtime (actor, casty), at the same
+// version; see RELEASING.md at the repository root.
 package gossip
