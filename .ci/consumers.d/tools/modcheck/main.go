@@ -12,14 +12,16 @@
 //   - the modules that move together (-together) are not all required at
 //     one version;
 //   - a module requires one that is never released (-unreleased);
+//   - a module that must stay usable alone (-leaves) requires a sibling;
 //   - a required sibling has no relative replace to its directory, a replace
 //     names a sibling that is not required, or a replace names a third-party
 //     module (consumers ignore replace lines, so they would build something
 //     else than this repository tests).
 //
-// With -list it prints, for every module, its directory, its path and the
+// With -list it prints, for every module, its directory, its path, the
 // version the tree requires of it (-default when no sibling requires it,
-// "-" for a module never released), one module per line, for
+// "-" for a module never released) and the directories of the siblings it
+// requires, comma-separated ("-" for none), one module per line, for
 // .ci/consumers.
 package main
 
@@ -50,10 +52,11 @@ func main() {
 	def := flag.String("default", "v0.1.0", "version for modules no sibling requires (-list)")
 	together := flag.String("together", "actor casty cmd gossip replica", "directories of the modules that are tagged together")
 	unreleased := flag.String("unreleased", "bench examples", "directories of the modules that are never tagged")
+	leaves := flag.String("leaves", "hlc mux pager ring wire", "directories of the modules that require no sibling")
 	flag.Parse()
 
 	mods, problems := load(".")
-	problems = append(problems, check(mods, strings.Fields(*together), strings.Fields(*unreleased))...)
+	problems = append(problems, check(mods, strings.Fields(*together), strings.Fields(*unreleased), strings.Fields(*leaves))...)
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(os.Stderr, "modcheck:", p)
@@ -70,7 +73,7 @@ func main() {
 			v, by = r.version, "required by "+strings.Join(r.by, " ")
 		}
 		if *list {
-			fmt.Println(m.dir, m.path, v)
+			fmt.Println(m.dir, m.path, v, siblings(m, mods))
 		} else {
 			fmt.Printf("%-12s %-8s %s\n", m.dir, v, by)
 		}
@@ -177,7 +180,7 @@ func required(mods []mod) map[string]requirement {
 
 // check returns every inconsistency between the modules' requirements and
 // replacements.
-func check(mods []mod, together, unreleased []string) []string {
+func check(mods []mod, together, unreleased, leaves []string) []string {
 	var problems []string
 	byPath := map[string]mod{}
 	for _, m := range mods {
@@ -208,6 +211,9 @@ func check(mods []mod, together, unreleased []string) []string {
 			v := r.Mod.Version
 			if !semver.IsValid(v) || semver.Canonical(v) != v {
 				problems = append(problems, fmt.Sprintf("%s: requires %s at %s, not a canonical semantic version", m.dir, sib.dir, v))
+			}
+			if slices.Contains(leaves, m.dir) {
+				problems = append(problems, fmt.Sprintf("%s: requires %s, but %s must stay usable alone", m.dir, sib.dir, m.dir))
 			}
 			if slices.Contains(unreleased, sib.dir) {
 				problems = append(problems, fmt.Sprintf("%s: requires %s, which is never released", m.dir, sib.dir))
@@ -248,6 +254,24 @@ func check(mods []mod, together, unreleased []string) []string {
 		problems = append(problems, fmt.Sprintf("modules tagged together are required at different versions: %s", strings.Join(train, " ")))
 	}
 	return problems
+}
+
+// siblings returns the directories of the siblings m requires, directly or
+// not, comma-separated, or "-" for none.
+func siblings(m mod, mods []mod) string {
+	var dirs []string
+	for _, r := range m.file.Require {
+		for _, o := range mods {
+			if o.path == r.Mod.Path {
+				dirs = append(dirs, o.dir)
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return "-"
+	}
+	sort.Strings(dirs)
+	return strings.Join(dirs, ",")
 }
 
 // relative is the replace target that leads from module dir from to
