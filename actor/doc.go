@@ -52,4 +52,10 @@
 // What the layer above needs per kind, per handler or per host (typed
 // invokers, replication options, the System a host belongs to) it keeps in
 // side tables of its own.
+//
+// # On its own
+//
+// This module is the engine under package casty and is released together
+// with it, at the same version (RELEASING.md at the repository root); its API
+// serves casty's needs. Programs depend on github.com/casty-go/casty/casty.
 package actor

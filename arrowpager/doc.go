@@ -55,4 +55,12 @@
 // multi-gigabyte allocation), buffers are allocated through a size-limited
 // allocator, and decoded arrays pass array.ValidateFull. Bad pages fail with
 // ErrCorrupt.
+//
+// # On its own
+//
+// The module needs pager, not the Casty runtime: go get
+// github.com/casty-go/casty/arrowpager, put a Table in a struct and page it
+// with a pager.Tracker, as the package Example does with a 40,000-row table.
+// Casty programs add it only when their actors hold columnar data; the casty
+// module does not depend on it.
 package arrowpager

@@ -4,8 +4,23 @@ go 1.26
 
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/casty-go/casty/pager v0.1.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	pgregory.net/rapid v1.3.0
 )
 
-require github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+require (
+	github.com/goccy/go-json v0.10.6 // indirect
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.29 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
+	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
+
+// Siblings resolve to this working tree when the module is built on its own
+// (GOWORK=off). Consumers ignore these lines: they get the required versions.
+replace github.com/casty-go/casty/pager => ../pager

@@ -117,4 +117,13 @@
 // every call fails with ErrActorUnavailable. A handler that never returns is
 // bounded by its caller's ctx; Close gives up on it after the drain timeout
 // and logs it by name.
+//
+// # Modules
+//
+// go get github.com/casty-go/casty/casty brings the runtime: actor, gossip,
+// mux, ring, wire and pager, each its own module at the version this one
+// requires. The columnar pager (github.com/casty-go/casty/arrowpager) is an
+// optional module of its own. ring, mux, hlc, wire and pager can also be used
+// without casty; RELEASING.md at the repository root says how each is
+// versioned.
 package casty

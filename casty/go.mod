@@ -1,5 +1,33 @@
 module github.com/casty-go/casty/casty
 
-go 1.26
+go 1.26.0
 
-require go.uber.org/goleak v1.3.0 // indirect
+require (
+	github.com/casty-go/casty/actor v0.1.0
+	github.com/casty-go/casty/gossip v0.1.0
+	github.com/casty-go/casty/mux v0.1.0
+	github.com/casty-go/casty/pager v0.1.0
+	github.com/casty-go/casty/ring v0.1.0
+	github.com/casty-go/casty/wire v0.1.0
+	github.com/vmihailenco/msgpack/v5 v5.4.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
+
+// Siblings resolve to this working tree when the module is built on its own
+// (GOWORK=off). Consumers ignore these lines: they get the required versions.
+replace (
+	github.com/casty-go/casty/actor => ../actor
+	github.com/casty-go/casty/gossip => ../gossip
+	github.com/casty-go/casty/mux => ../mux
+	github.com/casty-go/casty/pager => ../pager
+	github.com/casty-go/casty/ring => ../ring
+	github.com/casty-go/casty/wire => ../wire
+)

@@ -52,4 +52,11 @@
 // of your own must keep the links it is asked to Monitor and report their
 // failures, and only real ones: that report is the only source of
 // suspicion.
+//
+// # On its own
+//
+// An Agent over any Transport is a leaderless membership service for
+// programs other than Casty; gossip/muxtransport carries it over mux. The
+// module is released together with the Casty runtime (actor, casty), at the
+// same version; see RELEASING.md at the repository root.
 package gossip

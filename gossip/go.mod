@@ -3,14 +3,16 @@ module github.com/casty-go/casty/gossip
 go 1.26
 
 require (
-	github.com/hashicorp/yamux v0.1.2 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
-)
-
-require (
-	github.com/casty-go/casty/mux v0.0.0
+	github.com/casty-go/casty/mux v0.1.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )
 
+require (
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+)
+
+// Siblings resolve to this working tree when the module is built on its own
+// (GOWORK=off). Consumers ignore these lines: they get the required versions.
 replace github.com/casty-go/casty/mux => ../mux

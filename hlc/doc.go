@@ -38,4 +38,13 @@
 // restart, Observe the greatest stamp you persisted, since the physical
 // clock may now read earlier than it did before the crash. A Clock is safe
 // for concurrent use; a mutex guards its single word of state.
+//
+// # On its own
+//
+// The module depends on no other Casty module (only msgpack, for the
+// encoding): any system that must order events across nodes by "happened
+// after" while staying close to wall-clock time can take it alone with go
+// get github.com/casty-go/casty/hlc. The package Example orders the events of
+// two clocks whose physical clocks disagree; SPEC.md lets implementations in
+// other languages interoperate.
 package hlc

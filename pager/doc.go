@@ -77,4 +77,12 @@
 // Stamp is opaque to this package: a totally ordered (Wall, Counter, Node)
 // triple. The replication layer maps its hybrid logical clock onto it; this
 // package never reads a clock.
+//
+// # On its own
+//
+// The module depends on no other Casty module: any system that replicates
+// structured state and wants to ship only what changed can take it alone
+// with go get github.com/casty-go/casty/pager — a Tracker (NewTracker,
+// Prepare, Commit) on the owner, a Store (Apply) on each replica. The package
+// Example computes the delta of each commit and applies it to a replica.
 package pager

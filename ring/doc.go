@@ -38,4 +38,13 @@
 // what moves between two rings, Arcs lists the whole partition. Collections
 // pick an item's shard with Shard (Hash of the encoded item mod the shard
 // count).
+//
+// # On its own
+//
+// The module depends on no other Casty module (only golang.org/x/crypto):
+// anything that must spread keys over a changing set of members the same way
+// on every process — sharding, cache routing, work partitioning — can take it
+// alone with go get github.com/casty-go/casty/ring. The package Example
+// places a key on a three-member set; SPEC.md and the golden files let an
+// implementation in another language agree bit for bit.
 package ring

@@ -42,4 +42,11 @@
 // when they do not depend on each other), and give a type an explicit name
 // with Register's name argument before renaming it in Go, so old and new
 // binaries still agree.
+//
+// # On its own
+//
+// The module depends on no other Casty module (only msgpack): a program that
+// wants msgpack messages checked once at registration and named stably
+// across renames can take it alone with go get
+// github.com/casty-go/casty/wire.
 package wire
