@@ -101,7 +101,10 @@ func (p *procs) start(m *proc, seeds []string) error {
 	if err != nil {
 		return err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Setpgid: signals reach the member and anything it starts. Pdeathsig
+	// kills a member whose controller died, even a stopped one (which
+	// cannot read the EOF on its stdin).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if m.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(m.uid), Gid: uint32(m.uid)}
 	}

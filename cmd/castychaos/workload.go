@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,12 +113,17 @@ type registerWorkload struct {
 	t       tally
 	seq     []atomic.Int64 // per client
 	lastMu  sync.Mutex
-	last    map[int]int64 // per client: the last value it saw or wrote (for CAS)
+	last    map[lastKey]int64 // the last value a client saw or wrote in a register (for CAS)
 }
 
 func newRegisterWorkload(k kinds, sys *casty.System, clients int, logDir string) *registerWorkload {
 	return &registerWorkload{kinds: k, sys: sys, logDir: logDir, seq: make([]atomic.Int64, clients),
-		history: castytest.NewHistory[registerOp, registerResult](), last: map[int]int64{}}
+		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}}
+}
+
+type lastKey struct {
+	client int
+	key    string
 }
 
 func (w *registerWorkload) name() string { return "register" }
@@ -131,7 +137,7 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		v, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call0(ctx, ref, (*Register).Get) })
 		w.end(p, castytest.Read(v), err)
 		if err == nil {
-			w.remember(client, v)
+			w.remember(client, key, v)
 		}
 	case 1:
 		v := uniqueValue(client, w.seq[client].Add(1))
@@ -141,10 +147,10 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		})
 		w.end(p, castytest.Written[int64](), err)
 		if err == nil {
-			w.remember(client, v)
+			w.remember(client, key, v)
 		}
 	default:
-		old, v := w.recall(client), uniqueValue(client, w.seq[client].Add(1))
+		old, v := w.recall(client, key), uniqueValue(client, w.seq[client].Add(1))
 		p := w.history.Begin(client, castytest.CASOp(key, old, v))
 		ok, err := call(ctx, func(ctx context.Context) (bool, error) {
 			return casty.Call(ctx, ref, (*Register).CAS, Swap{Old: old, New: v})
@@ -164,16 +170,16 @@ func (w *registerWorkload) end(p castytest.Pending[registerOp, registerResult], 
 	}
 }
 
-func (w *registerWorkload) remember(client int, v int64) {
+func (w *registerWorkload) remember(client int, key string, v int64) {
 	w.lastMu.Lock()
-	w.last[client] = v
+	w.last[lastKey{client, key}] = v
 	w.lastMu.Unlock()
 }
 
-func (w *registerWorkload) recall(client int) int64 {
+func (w *registerWorkload) recall(client int, key string) int64 {
 	w.lastMu.Lock()
 	defer w.lastMu.Unlock()
-	return w.last[client]
+	return w.last[lastKey{client, key}]
 }
 
 // final reads every register once more, then checks the history. Lost
@@ -345,6 +351,7 @@ func (w *counterWorkload) final(ctx context.Context) row {
 		}
 		r.detail += fmt.Sprintf("%s = %d, want [%d, %d]; ", key, v, lo, hi)
 	}
+	r.detail = strings.TrimSuffix(r.detail, "; ")
 	return r
 }
 
