@@ -196,10 +196,18 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	pace := time.Duration(o.clients) * time.Second / time.Duration(o.rate)
 	for wi, w := range ws {
 		var issued atomicCounter
+		var capped sync.Once
 		for c := range o.clients {
 			rng := rand.New(rand.NewPCG(uint64(o.seed), uint64(1+wi*1000+c)))
 			wg.Go(func() {
-				for runCtx.Err() == nil && issued.next() <= o.maxOps {
+				for runCtx.Err() == nil {
+					if issued.next() > o.maxOps {
+						capped.Do(func() {
+							fmt.Fprintf(stdout, "castychaos: t=%6.2fs %s reached -max-ops %d and stops; the nemesis goes on\n",
+								time.Since(start).Seconds(), w.name(), o.maxOps)
+						})
+						return
+					}
 					w.op(runCtx, c, rng)
 					if !sleepCtx(runCtx, pace) {
 						return
