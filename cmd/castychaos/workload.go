@@ -190,7 +190,7 @@ func (w *registerWorkload) final(ctx context.Context) row {
 	for i := range registerKeys {
 		key := fmt.Sprint("reg-", i)
 		ref := w.kinds.registers.Ref(w.sys, key)
-		p := w.history.Begin(0, castytest.ReadOp[int64](key))
+		p := w.history.Begin(len(w.seq), castytest.ReadOp[int64](key)) // a client of its own
 		v, err := retryFinal(ctx, func(ctx context.Context) (int64, error) { return casty.Call0(ctx, ref, (*Register).Get) })
 		w.end(p, castytest.Read(v), err)
 	}
