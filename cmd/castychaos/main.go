@@ -21,9 +21,9 @@
 //
 // Nemeses (-nemesis, comma-separated, default all; "none" for none):
 // kill (SIGKILL, restart after a hold), pause (SIGSTOP/SIGCONT), partition
-// (iptables, root only: skipped with a message otherwise). Faults combine:
-// sometimes two at once on different members, never more than a minority
-// of the members. Clock skew is not injected: it needs a casty option to
+// (iptables, root only: installed with apt-get when missing, skipped with
+// a message without root). Faults combine: sometimes two at once on
+// different members, never more than a minority of the members. Clock skew is not injected: it needs a casty option to
 // skew a member's clock, which does not exist yet (see TODO in member.go).
 //
 // Every run prints its seed, each fault as it is injected and healed, and

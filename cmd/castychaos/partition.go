@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // partitioner cuts links between member processes with iptables. Every
@@ -23,15 +26,41 @@ type partitioner struct {
 
 // partitionSupport says why partitions are unavailable ("" when they are):
 // they need root (for iptables and for running members as other uids)
-// and the iptables command.
-func partitionSupport() string {
+// and the iptables command, which it installs with apt-get (bounded by
+// installBound, its output to log) when it is missing.
+func partitionSupport(log io.Writer) string {
 	if os.Geteuid() != 0 {
 		return "not root (run as root for iptables partitions)"
 	}
+	if _, err := exec.LookPath("iptables"); err == nil {
+		return ""
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return "iptables not installed, and no apt-get to install it"
+	}
+	fmt.Fprintln(log, "castychaos: iptables missing: apt-get install -y iptables")
+	ctx, cancel := context.WithTimeout(context.Background(), installBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "iptables")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Sprintf("installing iptables failed: %v: %s", err, lastLine(string(out)))
+	}
 	if _, err := exec.LookPath("iptables"); err != nil {
-		return "iptables not installed (apt-get install -y iptables)"
+		return "iptables still missing after apt-get install"
 	}
 	return ""
+}
+
+// installBound bounds installing iptables.
+const installBound = 3 * time.Minute
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 func iptables(args ...string) error {

@@ -104,7 +104,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 		return 2, fmt.Errorf("-nemesis: %w", err)
 	}
 	if slices.Contains(faults, faultPartition) {
-		if why := partitionSupport(); why != "" {
+		if why := partitionSupport(stdout); why != "" {
 			fmt.Fprintf(stdout, "castychaos: partition nemesis skipped: %s\n", why)
 			faults = slices.DeleteFunc(faults, func(f string) bool { return f == faultPartition })
 		}
