@@ -11,7 +11,10 @@ require (
 require (
 	github.com/casty-go/casty/actor v0.1.0 // indirect
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
+	github.com/casty-go/casty/hlc v0.1.0 // indirect
+	github.com/casty-go/casty/internal v0.1.0 // indirect
 	github.com/casty-go/casty/pager v0.1.0 // indirect
+	github.com/casty-go/casty/replica v0.1.0 // indirect
 	github.com/casty-go/casty/ring v0.1.0 // indirect
 	github.com/casty-go/casty/wire v0.1.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
@@ -32,3 +35,9 @@ replace (
 	github.com/casty-go/casty/ring => ../ring
 	github.com/casty-go/casty/wire => ../wire
 )
+
+replace github.com/casty-go/casty/hlc => ../hlc
+
+replace github.com/casty-go/casty/internal => ../internal
+
+replace github.com/casty-go/casty/replica => ../replica

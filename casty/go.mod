@@ -3,6 +3,7 @@ module github.com/casty-go/casty/casty
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/casty-go/casty/actor v0.1.0
 	github.com/casty-go/casty/gossip v0.1.0
 	github.com/casty-go/casty/mux v0.1.0
@@ -14,6 +15,9 @@ require (
 )
 
 require (
+	github.com/casty-go/casty/hlc v0.1.0
+	github.com/casty-go/casty/internal v0.1.0
+	github.com/casty-go/casty/replica v0.1.0
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
@@ -31,3 +35,9 @@ replace (
 	github.com/casty-go/casty/ring => ../ring
 	github.com/casty-go/casty/wire => ../wire
 )
+
+replace github.com/casty-go/casty/hlc => ../hlc
+
+replace github.com/casty-go/casty/internal => ../internal
+
+replace github.com/casty-go/casty/replica => ../replica

@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/casty-go/casty/internal v0.1.0
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 )
@@ -16,3 +17,5 @@ require (
 // Siblings resolve to this working tree when the module is built on its own
 // (GOWORK=off). Consumers ignore these lines: they get the required versions.
 replace github.com/casty-go/casty/mux => ../mux
+
+replace github.com/casty-go/casty/internal => ../internal

@@ -12,7 +12,8 @@
 //   - the modules that move together (-together) are not all required at
 //     one version;
 //   - a module requires one that is never released (-unreleased);
-//   - a module that must stay usable alone (-leaves) requires a sibling;
+//   - a module that must stay usable alone (-leaves) requires a sibling
+//     other than internal (shared helpers no user imports);
 //   - a required sibling has no relative replace to its directory, a replace
 //     names a sibling that is not required, or a replace names a third-party
 //     module (consumers ignore replace lines, so they would build something
@@ -52,7 +53,7 @@ func main() {
 	def := flag.String("default", "v0.1.0", "version for modules no sibling requires (-list)")
 	together := flag.String("together", "actor casty cmd gossip replica", "directories of the modules that are tagged together")
 	unreleased := flag.String("unreleased", "bench examples", "directories of the modules that are never tagged")
-	leaves := flag.String("leaves", "hlc mux pager ring wire", "directories of the modules that require no sibling")
+	leaves := flag.String("leaves", "hlc internal mux pager ring wire", "directories of the modules that require no sibling but internal")
 	flag.Parse()
 
 	mods, problems := load(".")
@@ -212,7 +213,7 @@ func check(mods []mod, together, unreleased, leaves []string) []string {
 			if !semver.IsValid(v) || semver.Canonical(v) != v {
 				problems = append(problems, fmt.Sprintf("%s: requires %s at %s, not a canonical semantic version", m.dir, sib.dir, v))
 			}
-			if slices.Contains(leaves, m.dir) {
+			if slices.Contains(leaves, m.dir) && sib.dir != "internal" {
 				problems = append(problems, fmt.Sprintf("%s: requires %s, but %s must stay usable alone", m.dir, sib.dir, m.dir))
 			}
 			if slices.Contains(unreleased, sib.dir) {

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// Register is the register workload's actor: one int64 value, read,
+// written and compared-and-set. The workload never writes 0, the initial
+// value, so reading 0 after an acknowledged write proves the write lost.
+type Register struct{ Value int64 }
+
+// Get returns the value.
+func (r *Register) Get(ctx context.Context) (int64, error) { return r.Value, nil }
+
+// Set writes v.
+func (r *Register) Set(ctx context.Context, v int64) error { r.Value = v; return nil }
+
+// CAS sets c.New when the value is c.Old, and reports whether it did.
+func (r *Register) CAS(ctx context.Context, c Swap) (bool, error) {
+	if r.Value != c.Old {
+		return false, nil
+	}
+	r.Value = c.New
+	return true, nil
+}
+
+// Swap is Register.CAS's argument.
+type Swap struct{ Old, New int64 }
+
+// Set is the set workload's actor: a grow-only set of int64.
+type Set struct{ Elems []int64 }
+
+// Add inserts e (kept sorted, without duplicates).
+func (s *Set) Add(ctx context.Context, e int64) error {
+	if i, found := slices.BinarySearch(s.Elems, e); !found {
+		s.Elems = slices.Insert(s.Elems, i, e)
+	}
+	return nil
+}
+
+// All returns every element, ascending.
+func (s *Set) All(ctx context.Context) ([]int64, error) { return s.Elems, nil }
+
+// Counter is the counter workload's actor.
+type Counter struct{ Value int64 }
+
+// Add adds d and returns the new value.
+func (c *Counter) Add(ctx context.Context, d int64) (int64, error) {
+	c.Value += d
+	return c.Value, nil
+}
+
+// Get returns the value.
+func (c *Counter) Get(ctx context.Context) (int64, error) { return c.Value, nil }
+
+// Ledger is the ledger workload's actor: accounts whose total never
+// changes, since every transfer moves money inside the one actor. A
+// transfer touches two entries of a TrackedMap, so once replication
+// ships pages, a commit is two pages that must land together.
+type Ledger struct {
+	Balances casty.TrackedMap[string, int64]
+	// Opened is set by the first call; Transfers counts applied transfers.
+	Opened    bool
+	Transfers int64
+}
+
+// Ledger constants: ledgerAccounts accounts of ledgerOpening each.
+const (
+	ledgerAccounts = 8
+	ledgerOpening  = 1000
+	ledgerTotal    = ledgerAccounts * ledgerOpening
+)
+
+func account(i int) string { return "acct-" + strconv.Itoa(i) }
+
+func (l *Ledger) open() {
+	if l.Opened {
+		return
+	}
+	l.Opened = true
+	for i := range ledgerAccounts {
+		l.Balances.Set(account(i), ledgerOpening)
+	}
+}
+
+// Transfer moves t.Amount from t.From to t.To when t.From holds that
+// much; the receipt says whether it did and how many transfers the ledger
+// has applied.
+func (l *Ledger) Transfer(ctx context.Context, t Transfer) (Receipt, error) {
+	l.open()
+	from, _ := l.Balances.Get(t.From)
+	if from < t.Amount || t.From == t.To {
+		return Receipt{Transfers: l.Transfers}, nil
+	}
+	to, _ := l.Balances.Get(t.To)
+	l.Balances.Set(t.From, from-t.Amount)
+	l.Balances.Set(t.To, to+t.Amount)
+	l.Transfers++
+	return Receipt{Applied: true, Transfers: l.Transfers}, nil
+}
+
+// Audit returns the total of all balances and the transfers applied.
+func (l *Ledger) Audit(ctx context.Context) (Audit, error) {
+	l.open()
+	a := Audit{Transfers: l.Transfers}
+	for _, v := range l.Balances.All() {
+		a.Total += v
+	}
+	return a, nil
+}
+
+// Transfer is Ledger.Transfer's argument.
+type Transfer struct {
+	From, To string
+	Amount   int64
+}
+
+// Receipt is Ledger.Transfer's result.
+type Receipt struct {
+	Applied   bool
+	Transfers int64
+}
+
+// Audit is Ledger.Audit's result.
+type Audit struct{ Total, Transfers int64 }
+
+var (
+	_ = casty.Message[Swap](casty.Name("castychaos.Swap"))
+	_ = casty.Message[Transfer](casty.Name("castychaos.Transfer"))
+	_ = casty.Message[Audit](casty.Name("castychaos.Audit"))
+	_ = casty.Message[Receipt](casty.Name("castychaos.Receipt"))
+)
+
+// kinds are the workloads' actor kinds, declared once per process by
+// declare with the run's replication settings (the same in every
+// process: the controller passes -replicas to its members).
+type kinds struct {
+	registers *casty.Kind[Register]
+	sets      *casty.Kind[Set]
+	counters  *casty.Kind[Counter]
+	ledgers   *casty.Kind[Ledger]
+}
+
+// declare declares the kinds with replicas copies and majority quorums
+// (One for a single copy).
+func declare(replicas int) kinds {
+	q := casty.One
+	if replicas > 1 {
+		q = casty.Majority
+	}
+	opts := func(name string) []casty.KindOption {
+		return []casty.KindOption{casty.Name(name), casty.Replicas(replicas), casty.Write(q), casty.Read(q), casty.IdleTimeout(casty.Forever)}
+	}
+	return kinds{
+		registers: casty.Actor[Register](opts("castychaos.Register")...),
+		sets:      casty.Actor[Set](opts("castychaos.Set")...),
+		counters:  casty.Actor[Counter](opts("castychaos.Counter")...),
+		ledgers:   casty.Actor[Ledger](opts("castychaos.Ledger")...),
+	}
+}

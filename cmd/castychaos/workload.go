@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
+)
+
+// callTimeout bounds each workload call: a call to a stopped or cut-off
+// owner ends as indeterminate after it.
+const callTimeout = 2 * time.Second
+
+// workload is one kind of traffic and the check that judges it.
+type workload interface {
+	name() string
+	// op runs one operation of client, choosing with rng.
+	op(ctx context.Context, client int, rng *rand.Rand)
+	// final reads the end state, after every fault is healed, and
+	// judges the run.
+	final(ctx context.Context) row
+}
+
+// row is a workload's line in the summary.
+type row struct {
+	workload                       string
+	ops, ok, failed, indeterminate int64
+	lost                           int64
+	linearizable                   string // "yes", "no", "unknown", or "-" when not checked
+	pass                           bool
+	detail                         string
+}
+
+// tally counts a workload's outcomes.
+type tally struct{ ops, ok, failed, indeterminate atomic.Int64 }
+
+// outcome classifies err and counts it: nil is ok, castytest.Indeterminate
+// is indeterminate, anything else a definite failure.
+func (t *tally) outcome(err error) outcomeKind {
+	t.ops.Add(1)
+	switch {
+	case err == nil:
+		t.ok.Add(1)
+		return done
+	case castytest.Indeterminate(err):
+		t.indeterminate.Add(1)
+		return unknown
+	default:
+		t.failed.Add(1)
+		return failed
+	}
+}
+
+func (t *tally) row(name string) row {
+	return row{workload: name, ops: t.ops.Load(), ok: t.ok.Load(), failed: t.failed.Load(), indeterminate: t.indeterminate.Load()}
+}
+
+type outcomeKind int
+
+const (
+	done outcomeKind = iota
+	unknown
+	failed
+)
+
+// call runs f with the per-call timeout.
+func call[R any](ctx context.Context, f func(ctx context.Context) (R, error)) (R, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// retryFinal runs f until it succeeds or ctx ends: the end-of-run reads
+// happen after healing, while keys may still be moving.
+func retryFinal[R any](ctx context.Context, f func(ctx context.Context) (R, error)) (R, error) {
+	for {
+		r, err := call(ctx, f)
+		if err == nil || ctx.Err() != nil {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// uniqueValue is client's seq-th value: positive and never repeated.
+func uniqueValue(client int, seq int64) int64 { return int64(client+1)*1_000_000_000 + seq }
+
+// ---- register ----
+
+const registerKeys = 4
+
+type registerOp = castytest.RegisterOp[int64]
+type registerResult = castytest.RegisterResult[int64]
+
+// registerWorkload reads, writes and compares-and-sets a few registers,
+// records every call and checks the history with porcupine.
+type registerWorkload struct {
+	kinds   kinds
+	sys     *casty.System
+	logDir  string
+	history *castytest.History[registerOp, registerResult]
+	t       tally
+	seq     []atomic.Int64 // per client
+	lastMu  sync.Mutex
+	last    map[lastKey]int64 // the last value a client saw or wrote in a register (for CAS)
+}
+
+func newRegisterWorkload(k kinds, sys *casty.System, clients int, logDir string) *registerWorkload {
+	return &registerWorkload{kinds: k, sys: sys, logDir: logDir, seq: make([]atomic.Int64, clients),
+		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}}
+}
+
+type lastKey struct {
+	client int
+	key    string
+}
+
+func (w *registerWorkload) name() string { return "register" }
+
+func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
+	key := fmt.Sprint("reg-", rng.IntN(registerKeys))
+	ref := w.kinds.registers.Ref(w.sys, key)
+	switch rng.IntN(3) {
+	case 0:
+		p := w.history.Begin(client, castytest.ReadOp[int64](key))
+		v, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call0(ctx, ref, (*Register).Get) })
+		w.end(p, castytest.Read(v), err)
+		if err == nil {
+			w.remember(client, key, v)
+		}
+	case 1:
+		v := uniqueValue(client, w.seq[client].Add(1))
+		p := w.history.Begin(client, castytest.WriteOp(key, v))
+		_, err := call(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, casty.Do(ctx, ref, (*Register).Set, v)
+		})
+		w.end(p, castytest.Written[int64](), err)
+		if err == nil {
+			w.remember(client, key, v)
+		}
+	default:
+		old, v := w.recall(client, key), uniqueValue(client, w.seq[client].Add(1))
+		p := w.history.Begin(client, castytest.CASOp(key, old, v))
+		ok, err := call(ctx, func(ctx context.Context) (bool, error) {
+			return casty.Call(ctx, ref, (*Register).CAS, Swap{Old: old, New: v})
+		})
+		w.end(p, castytest.Swapped[int64](ok), err)
+	}
+}
+
+func (w *registerWorkload) end(p castytest.Pending[registerOp, registerResult], out registerResult, err error) {
+	switch w.t.outcome(err) {
+	case done:
+		p.Return(out, nil)
+	case unknown:
+		p.Unknown()
+	default:
+		p.Fail()
+	}
+}
+
+func (w *registerWorkload) remember(client int, key string, v int64) {
+	w.lastMu.Lock()
+	w.last[lastKey{client, key}] = v
+	w.lastMu.Unlock()
+}
+
+func (w *registerWorkload) recall(client int, key string) int64 {
+	w.lastMu.Lock()
+	defer w.lastMu.Unlock()
+	return w.last[lastKey{client, key}]
+}
+
+// final reads every register once more, then checks the history. Lost
+// counts reads that returned the initial value 0 although a write or a
+// successful CAS to that register (never of 0) had been acknowledged
+// before the read was called: the register forgot an acknowledged write.
+func (w *registerWorkload) final(ctx context.Context) row {
+	for i := range registerKeys {
+		key := fmt.Sprint("reg-", i)
+		ref := w.kinds.registers.Ref(w.sys, key)
+		p := w.history.Begin(len(w.seq), castytest.ReadOp[int64](key)) // a client of its own
+		v, err := retryFinal(ctx, func(ctx context.Context) (int64, error) { return casty.Call0(ctx, ref, (*Register).Get) })
+		w.end(p, castytest.Read(v), err)
+	}
+	r := w.t.row(w.name())
+	ops := w.history.Ops()
+	firstAck := map[string]time.Duration{}
+	for _, op := range ops {
+		acked := !op.Indeterminate && (op.Input.Kind == castytest.RegisterWrite || op.Input.Kind == castytest.RegisterCAS && op.Output.OK)
+		if t, seen := firstAck[op.Input.Key]; acked && (!seen || op.Return < t) {
+			firstAck[op.Input.Key] = op.Return
+		}
+	}
+	for _, op := range ops {
+		if t, seen := firstAck[op.Input.Key]; seen && !op.Indeterminate && op.Input.Kind == castytest.RegisterRead &&
+			op.Output.Value == 0 && op.Call > t {
+			r.lost++
+		}
+	}
+	res := castytest.Verify(castytest.RegisterModel[int64](0), ops, 60*time.Second)
+	switch res.Verdict {
+	case castytest.Linearizable:
+		r.linearizable = "yes"
+	case castytest.NotLinearizable:
+		r.linearizable = "no"
+	default:
+		r.linearizable = "unknown"
+	}
+	r.pass = res.Ok() && r.lost == 0
+	r.detail = fmt.Sprintf("%d operations checked (%d indeterminate); %d reads saw the initial value after an acknowledged write", res.Ops, res.Indeterminate, r.lost)
+	if !res.Ok() {
+		path := w.logDir + "/register.html"
+		if err := res.WriteHTML(path); err == nil {
+			r.detail += "; visualisation: " + path
+		}
+	}
+	return r
+}
+
+// ---- set ----
+
+const setKeys = 2
+
+// setWorkload adds unique elements to grow-only sets; at the end every
+// acknowledged add must be present, and nothing never added.
+type setWorkload struct {
+	kinds kinds
+	sys   *casty.System
+	t     tally
+	seq   []atomic.Int64
+	mu    sync.Mutex
+	acked map[string][]int64
+	tried map[string]map[int64]bool
+}
+
+func newSetWorkload(k kinds, sys *casty.System, clients int) *setWorkload {
+	return &setWorkload{kinds: k, sys: sys, seq: make([]atomic.Int64, clients), acked: map[string][]int64{}, tried: map[string]map[int64]bool{}}
+}
+
+func (w *setWorkload) name() string { return "set" }
+
+func (w *setWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
+	key := fmt.Sprint("set-", rng.IntN(setKeys))
+	e := uniqueValue(client, w.seq[client].Add(1))
+	w.mu.Lock()
+	if w.tried[key] == nil {
+		w.tried[key] = map[int64]bool{}
+	}
+	w.tried[key][e] = true
+	w.mu.Unlock()
+	_, err := call(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, casty.Do(ctx, w.kinds.sets.Ref(w.sys, key), (*Set).Add, e)
+	})
+	if w.t.outcome(err) == done {
+		w.mu.Lock()
+		w.acked[key] = append(w.acked[key], e)
+		w.mu.Unlock()
+	}
+}
+
+func (w *setWorkload) final(ctx context.Context) row {
+	r := w.t.row(w.name())
+	r.linearizable, r.pass = "-", true
+	var acked, unexpected int64
+	for i := range setKeys {
+		key := fmt.Sprint("set-", i)
+		all, err := retryFinal(ctx, func(ctx context.Context) ([]int64, error) {
+			return casty.Call0(ctx, w.kinds.sets.Ref(w.sys, key), (*Set).All)
+		})
+		if err != nil {
+			r.pass, r.detail = false, fmt.Sprintf("final read of %s failed: %v", key, err)
+			return r
+		}
+		have := map[int64]bool{}
+		for _, e := range all {
+			have[e] = true
+			if !w.tried[key][e] {
+				unexpected++
+			}
+		}
+		for _, e := range w.acked[key] {
+			acked++
+			if !have[e] {
+				r.lost++
+			}
+		}
+	}
+	r.pass = r.lost == 0 && unexpected == 0
+	r.detail = fmt.Sprintf("%d acknowledged adds, %d missing at the end, %d elements never added", acked, r.lost, unexpected)
+	return r
+}
+
+// ---- counter ----
+
+const counterKeys = 2
+
+// counterWorkload increments counters; the final value must lie within
+// [acknowledged, acknowledged + indeterminate] increments.
+type counterWorkload struct {
+	kinds kinds
+	sys   *casty.System
+	t     tally
+	acked [counterKeys]atomic.Int64
+	indet [counterKeys]atomic.Int64
+}
+
+func (w *counterWorkload) name() string { return "counter" }
+
+func (w *counterWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
+	i := rng.IntN(counterKeys)
+	ref := w.kinds.counters.Ref(w.sys, fmt.Sprint("ctr-", i))
+	_, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call(ctx, ref, (*Counter).Add, 1) })
+	switch w.t.outcome(err) {
+	case done:
+		w.acked[i].Add(1)
+	case unknown:
+		w.indet[i].Add(1)
+	}
+}
+
+func (w *counterWorkload) final(ctx context.Context) row {
+	r := w.t.row(w.name())
+	r.linearizable, r.pass = "-", true
+	for i := range counterKeys {
+		key := fmt.Sprint("ctr-", i)
+		v, err := retryFinal(ctx, func(ctx context.Context) (int64, error) {
+			return casty.Call0(ctx, w.kinds.counters.Ref(w.sys, key), (*Counter).Get)
+		})
+		if err != nil {
+			r.pass, r.detail = false, fmt.Sprintf("final read of %s failed: %v", key, err)
+			return r
+		}
+		lo, hi := w.acked[i].Load(), w.acked[i].Load()+w.indet[i].Load()
+		if v < lo {
+			r.lost += lo - v
+		}
+		if v < lo || v > hi {
+			r.pass = false
+		}
+		r.detail += fmt.Sprintf("%s = %d, want [%d, %d]; ", key, v, lo, hi)
+	}
+	r.detail = strings.TrimSuffix(r.detail, "; ")
+	return r
+}
+
+// ---- ledger ----
+
+// ledgerWorkload moves money between the accounts of one Ledger actor and
+// audits it: the total must always be ledgerTotal, and the transfers it
+// counts at the end must lie within [acknowledged, acknowledged +
+// indeterminate] applied transfers.
+type ledgerWorkload struct {
+	kinds   kinds
+	sys     *casty.System
+	t       tally
+	applied atomic.Int64
+	indet   atomic.Int64
+	mu      sync.Mutex
+	badSums []int64
+}
+
+func (w *ledgerWorkload) name() string { return "ledger" }
+
+func (w *ledgerWorkload) ref() casty.Ref[Ledger] { return w.kinds.ledgers.Ref(w.sys, "ledger-0") }
+
+func (w *ledgerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
+	if rng.IntN(5) == 0 {
+		a, err := call(ctx, func(ctx context.Context) (Audit, error) { return casty.Call0(ctx, w.ref(), (*Ledger).Audit) })
+		if w.t.outcome(err) == done && a.Total != ledgerTotal {
+			w.mu.Lock()
+			w.badSums = append(w.badSums, a.Total)
+			w.mu.Unlock()
+		}
+		return
+	}
+	t := Transfer{From: account(rng.IntN(ledgerAccounts)), To: account(rng.IntN(ledgerAccounts)), Amount: 1 + rng.Int64N(100)}
+	rc, err := call(ctx, func(ctx context.Context) (Receipt, error) { return casty.Call(ctx, w.ref(), (*Ledger).Transfer, t) })
+	switch w.t.outcome(err) {
+	case done:
+		if rc.Applied {
+			w.applied.Add(1)
+		}
+	case unknown:
+		w.indet.Add(1)
+	}
+}
+
+func (w *ledgerWorkload) final(ctx context.Context) row {
+	r := w.t.row(w.name())
+	r.linearizable = "-"
+	a, err := retryFinal(ctx, func(ctx context.Context) (Audit, error) { return casty.Call0(ctx, w.ref(), (*Ledger).Audit) })
+	if err != nil {
+		r.detail = fmt.Sprintf("final audit failed: %v", err)
+		return r
+	}
+	w.mu.Lock()
+	bad := append(w.badSums, []int64{}...)
+	w.mu.Unlock()
+	if a.Total != ledgerTotal {
+		bad = append(bad, a.Total)
+	}
+	lo, hi := w.applied.Load(), w.applied.Load()+w.indet.Load()
+	if a.Transfers < lo {
+		r.lost = lo - a.Transfers
+	}
+	r.pass = len(bad) == 0 && a.Transfers >= lo && a.Transfers <= hi
+	r.detail = fmt.Sprintf("total %d (want %d; %d audits saw another); %d transfers applied, want [%d, %d]", a.Total, ledgerTotal, len(bad), a.Transfers, lo, hi)
+	return r
+}
+
+var errNoWorkload = errors.New("castychaos: no workload selected")

@@ -1,0 +1,47 @@
+module github.com/casty-go/casty/cmd
+
+go 1.26.0
+
+require (
+	github.com/casty-go/casty/casty v0.1.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/casty-go/casty/actor v0.1.0 // indirect
+	github.com/casty-go/casty/gossip v0.1.0 // indirect
+	github.com/casty-go/casty/hlc v0.1.0 // indirect
+	github.com/casty-go/casty/internal v0.1.0 // indirect
+	github.com/casty-go/casty/mux v0.1.0 // indirect
+	github.com/casty-go/casty/pager v0.1.0 // indirect
+	github.com/casty-go/casty/replica v0.1.0 // indirect
+	github.com/casty-go/casty/ring v0.1.0 // indirect
+	github.com/casty-go/casty/wire v0.1.0 // indirect
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
+
+replace github.com/casty-go/casty/actor => ../actor
+
+replace github.com/casty-go/casty/casty => ../casty
+
+replace github.com/casty-go/casty/gossip => ../gossip
+
+replace github.com/casty-go/casty/hlc => ../hlc
+
+replace github.com/casty-go/casty/internal => ../internal
+
+replace github.com/casty-go/casty/mux => ../mux
+
+replace github.com/casty-go/casty/pager => ../pager
+
+replace github.com/casty-go/casty/replica => ../replica
+
+replace github.com/casty-go/casty/ring => ../ring
+
+replace github.com/casty-go/casty/wire => ../wire
