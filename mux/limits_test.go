@@ -105,7 +105,7 @@ func TestInboundSlotsAreReleasedWhenConnectionsClose(t *testing.T) {
 			c.Close()
 		}
 		// The slots come back once the server sees the closes.
-		eventually(t, 5*time.Second, "a dial succeeds once the silent connections closed", func() bool {
+		waitFor(t, 5*time.Second, "a dial succeeds once the silent connections closed", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			s, err := a.Dial(ctx, addr)
@@ -156,7 +156,7 @@ func TestRequestsBeyondMaxRequestsAreRefusedWithoutRunning(t *testing.T) {
 			t.Fatalf("refusal %d: got %v, want a RemoteError with CodeOverloaded", i, err)
 		}
 	}
-	eventually(t, 5*time.Second, "the admitted handlers run", func() bool { return running.Load() == limit })
+	waitFor(t, 5*time.Second, "the admitted handlers run", func() bool { return running.Load() == limit })
 	close(release)
 	for range limit {
 		if err := <-errs; err != nil {
