@@ -54,7 +54,10 @@
 // failure (whose state is kept with Keep, discarded with Reset).
 // Indeterminate ones mean it may have: ErrTimeout (the handler may still
 // run to completion, unless it had not started — a message whose caller
-// gave up before it started is never run), and ErrQuorumUnavailable.
+// gave up before it started is never run), and ErrQuorumUnavailable (a
+// commit that reached some replicas; when activating, before anything ran,
+// it is definite, but callers cannot tell the two apart and should treat
+// it as indeterminate).
 //
 // # Reentrancy
 //
@@ -93,10 +96,48 @@
 // stream each, so backpressure is end to end; Spy with ScopeCluster merges
 // every member's events.
 //
-// Replication is not built yet: every actor lives in a single copy, a key
-// whose owner dies reactivates elsewhere with fresh state, and Replicas,
-// Write and Read are validated but not acted on (also in a one-node
-// cluster, which will fence replicated writes once replication lands).
+// # Replication
+//
+// What a kind keeps is declared with Replicas, Write and Read:
+//
+//   - Replicas(1) (the default) keeps nothing beyond its activation: the
+//     state lives in the owner's memory, and a key whose owner dies, leaves
+//     or loses the key reactivates elsewhere from its zero value. Its owner
+//     follows the ring of live members.
+//   - Replicas(R > 1) keeps the state on R members. Each activation starts
+//     from the newest state a read quorum of them holds (fetching only the
+//     pages its own copy lacks), and after every handler that changed the
+//     state the owner ships the changed pages to the others and answers the
+//     caller only once Write of them (counted against R, the owner
+//     included) hold the commit. A handler that changed nothing sends
+//     nothing; with Read(Majority) it first confirms with a read quorum that
+//     no newer owner exists (a linearizable read), with Read(One) it answers
+//     from the owner's memory (a deposed owner cut off in a minority may
+//     answer stale until its next write is refused). An acknowledged write
+//     survives the loss of R-W replicas, owner included, and any partition:
+//     the side without a quorum gets ErrQuorumUnavailable, and a second
+//     owner born of two members' differing views is refused at its first
+//     write and discarded. replica/SPEC.md has the protocol and the
+//     argument.
+//
+// A commit that fails — fewer than Write acknowledgements within
+// Config.ReplicationTimeout (or the caller's deadline) — returns
+// ErrQuorumUnavailable, which is indeterminate: a replica may hold the
+// commit and a later activation may adopt it. The activation is discarded
+// (its state cannot be rolled back), the handler's emits are dropped, and
+// the next call restores from the replicas. A handler that fails under the
+// supervisor's Keep has its partial changes committed like a success (the
+// owner keeps them, so its replicas must too); under Reset or Stop nothing
+// is committed and the next activation restores the last committed state.
+// A streaming handler commits once, at its end, whether it finished or
+// failed under Keep.
+//
+// Replicated kinds are placed on a ring that changes only when a member
+// joins, leaves gracefully, or has been dead for Config.RemoveDeadAfter
+// (placement.go); their owner is the first live member of the replica set.
+// A one-member cluster runs Replicas(3), Write(Majority) at
+// ErrQuorumUnavailable (with Write(One) it works); local mode runs every
+// kind as a single copy.
 //
 // # Where this differs from DESIGN.md
 //

@@ -23,6 +23,9 @@ const (
 	codeQuorum      = "quorum"
 	codeMoving      = "moving"
 	codeWrongOwner  = "wrong-owner"
+	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
+	// nowhere (a newer owner exists); the caller retries it once.
+	codeNotApplied = "quorum-not-applied"
 )
 
 // wireError is an error as it crosses the wire (its encoding: envelope.go).
@@ -44,6 +47,7 @@ var sentinels = []struct {
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
+	{codeNotApplied, ErrQuorumUnavailable},
 }
 
 func sentinelCode(err error) string {

@@ -136,7 +136,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		if err := decodeCallResp(b, &resp); err != nil {
 			return nil, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
 		}
-		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving) {
+		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving || resp.Err.Code == codeNotApplied) {
 			return resp.Err, nil
 		}
 		if resp.Err != nil {
@@ -150,13 +150,16 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 // route runs exchange against the key's owner, as this node's ring has
 // it. It retries, at most routeAttempts in all, only where provably
 // nothing ran: a dial that failed, or an owner that refused the work as
-// not its own (wrong owner, or leaving) — exchange returns that refusal.
+// not its own (wrong owner, or leaving), or a commit the owner was fenced
+// from before any replica took it (codeNotApplied) — exchange returns that
+// refusal.
 // Between attempts it waits a little for the membership view to move. It
 // reports local, without calling exchange, when this node owns the key.
 // Calls and stream opens both route through here.
 func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string, at placement,
 	exchange func(sess *mux.Session, d dest) (refused *wireError, err error)) (local bool, err error) {
 	var why []string
+	var last *wireError
 	for range routeAttempts {
 		if cl.closed.Load() {
 			return false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
@@ -181,11 +184,15 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 		}
 		refused, err := exchange(sess, d)
 		if refused != nil {
+			last = refused
 			why = append(why, refused.Message)
 			cl.awaitChange(ctx, changed)
 			continue
 		}
 		return false, err
+	}
+	if last != nil && last.Code == codeNotApplied {
+		return false, last.decode()
 	}
 	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
 }

@@ -183,6 +183,8 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx) (
 		return callResp{}, true
 	case errors.Is(err, errMisplaced):
 		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
+	case errors.Is(err, errNotApplied):
+		return errResp(codeNotApplied, err.Error()), false
 	}
 	return callResp{Err: encodeError(err)}, false
 }
