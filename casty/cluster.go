@@ -374,6 +374,22 @@ func (cl *cluster) rebuild(extra placementFacts) {
 	var ids []ring.NodeID
 	others := 0
 	var facts placementFacts
+	// A member restarted on the address of a placed member that is not
+	// alive replaces it: the old process is gone for good (its address now
+	// answers with another identity), so it leaves the placement at once.
+	aliveAt := map[string]ring.NodeID{}
+	for _, m := range table {
+		if m.Role == gossip.RoleMember && m.Status == gossip.Alive {
+			aliveAt[m.Addr] = ring.NodeID(m.ID)
+		}
+	}
+	for _, m := range table {
+		if id := ring.NodeID(m.ID); m.Role == gossip.RoleMember && m.Status != gossip.Alive {
+			if other, ok := aliveAt[m.Addr]; ok && other != id {
+				facts.Removed = append(facts.Removed, id)
+			}
+		}
+	}
 	for _, m := range table {
 		id := ring.NodeID(m.ID)
 		if m.Role == gossip.RoleMember {

@@ -54,9 +54,11 @@ type replicator struct {
 	syncGen     uint64
 	pending     int // syncs of the current generation not done
 
-	pulling atomic.Bool // a facts request is in flight
-	wg      sync.WaitGroup
-	done    chan struct{}
+	pulling     atomic.Bool  // a facts request is in flight
+	commits     atomic.Int64 // commits made by this member's activations
+	commitBytes atomic.Int64 // bytes of their commit messages sent
+	wg          sync.WaitGroup
+	done        chan struct{}
 }
 
 func newReplicator() *replicator {
@@ -288,6 +290,9 @@ func (r *replicator) request(ctx context.Context, o replica.Out) *replica.Msg {
 	if err != nil {
 		return nil
 	}
+	if o.Msg.Op == replica.OpCommit {
+		r.commitBytes.Add(int64(len(b) + 1))
+	}
 	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
 	if err != nil {
 		return nil
@@ -436,6 +441,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		return fmt.Errorf("%w: %s/%s: the commit may or may not have taken effect: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
 	}
 	_ = s.tracker.Commit(pending)
+	r.commits.Add(1)
 	if res.Fenced {
 		s.over = fmt.Errorf("%w: %s/%s: %w: a newer owner exists", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied)
 	}
@@ -458,4 +464,37 @@ type CommitTooLargeError struct {
 
 func (e *CommitTooLargeError) Error() string {
 	return fmt.Sprintf("casty: %s/%s: state page %q is %d bytes, over the %d-byte page limit: nothing was replicated", e.Kind, e.Key, e.Page, e.Size, e.Limit)
+}
+
+// ReplicationStats is what a member holds and has shipped of replicated
+// state (System.Replication).
+type ReplicationStats struct {
+	// Keys and Bytes are the actors this member holds a copy of and the
+	// bytes of their pages (keys and data).
+	Keys, Bytes int
+	// Commits counts the commits this member's activations made; CommitBytes
+	// the encoded bytes of their commit messages, every replica counted
+	// (the owner's own copy is not sent, so not counted).
+	Commits, CommitBytes int64
+	// Placed is the number of members of the placement it acts on, and
+	// Syncing whether it is still pulling ranges it entered.
+	Placed  int
+	Syncing bool
+}
+
+// Replication reports this member's replicated state; the zero value on a
+// lite member or in local mode.
+func (s *System) Replication() ReplicationStats {
+	if s.cl == nil || s.cl.rp == nil {
+		return ReplicationStats{}
+	}
+	r := s.cl.rp
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(),
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Syncing: r.pending > 0}
+	if r.pl != nil {
+		st.Placed = r.pl.ring.Size()
+	}
+	return st
 }
