@@ -126,3 +126,80 @@ func TestQuorumCountedAgainstConfiguredReplicas(t *testing.T) {
 		t.Fatalf("Replicas(3), Write(One) on one member: %d, %v", n, err)
 	}
 }
+
+// Fickle fails after changing its state.
+type Fickle struct{ N int }
+
+func (f *Fickle) Add(_ context.Context, d int) (int, error) { f.N += d; return f.N, nil }
+func (f *Fickle) AddThenFail(_ context.Context, d int) error {
+	f.N += d
+	return errors.New("changed, then failed")
+}
+func (f *Fickle) Get(context.Context) (int, error) { return f.N, nil }
+
+var (
+	KeptFickles  = casty.Actor[Fickle](casty.Name("test.KeptFickle"), casty.Replicas(3), casty.Write(casty.Majority))
+	ResetFickles = casty.Actor[Fickle](casty.Name("test.ResetFickle"), casty.Replicas(3), casty.Write(casty.Majority),
+		casty.Supervise(func(string, string, error, casty.Failure) casty.Directive { return casty.Reset }))
+)
+
+// ownerAndOther returns the member that owns key of kind and another one.
+func ownerAndOther(t *testing.T, nodes []*casty.System, kind, key string) (owner, other *casty.System) {
+	t.Helper()
+	m, ok := nodes[0].OwnerOf(kind, key)
+	if !ok {
+		t.Fatalf("no owner for %s/%s", kind, key)
+	}
+	for _, n := range nodes {
+		if n.Addr() == m.Addr {
+			owner = n
+		} else {
+			other = n
+		}
+	}
+	return owner, other
+}
+
+// TestKeepCommitsAFailedHandlersChanges: under the supervisor's Keep the
+// owner keeps what a failed handler changed, so its replicas get it too: a
+// new owner after a crash sees it.
+func TestKeepCommitsAFailedHandlersChanges(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	owner, via := ownerAndOther(t, nodes, KeptFickles.Name(), "k")
+	if _, err := casty.Call(ctx, KeptFickles.Ref(via, "k"), (*Fickle).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	var fe *casty.ActorFailedError
+	if err := casty.Do(ctx, KeptFickles.Ref(via, "k"), (*Fickle).AddThenFail, 10); !errors.As(err, &fe) {
+		t.Fatalf("failing handler: %v", err)
+	}
+	casty.Crash(owner)
+	got := callUntil(t, 20*time.Second, "reading k after its owner crashed", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, KeptFickles.Ref(via, "k"), (*Fickle).Get)
+	})
+	if got != 11 {
+		t.Fatalf("after a failed handler under Keep and a crash: %d, want 11 (its change committed)", got)
+	}
+}
+
+// TestResetReloadsTheLastCommittedState: under Reset, what a failed
+// handler changed is discarded, and the next activation restores the last
+// committed state from the replicas.
+func TestResetReloadsTheLastCommittedState(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	_, via := ownerAndOther(t, nodes, ResetFickles.Name(), "r")
+	if _, err := casty.Call(ctx, ResetFickles.Ref(via, "r"), (*Fickle).Add, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := casty.Do(ctx, ResetFickles.Ref(via, "r"), (*Fickle).AddThenFail, 100); err == nil {
+		t.Fatal("the failing handler succeeded")
+	}
+	got := callUntil(t, 10*time.Second, "reading r after the reset", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, ResetFickles.Ref(via, "r"), (*Fickle).Get)
+	})
+	if got != 5 {
+		t.Fatalf("after Reset: %d, want the committed 5 (not the failed handler's 105, nor a fresh 0)", got)
+	}
+}
