@@ -146,10 +146,9 @@ func TestChaosFindsTheLossOfASingleCopy(t *testing.T) {
 	}
 }
 
-// With three copies and majority quorums nothing acknowledged may be lost.
-// Until replication (issue 15) lands, Replicas is accepted and ignored and
-// this run loses state like the single copy above: it is then skipped with
-// the summary, and passes by itself once replication works.
+// With three copies and majority quorums nothing acknowledged may be lost,
+// and the register's history must be linearizable, through kills, pauses
+// and partitions of real member processes.
 func TestChaosReplicatedLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs member processes for ~20 s")
@@ -158,8 +157,12 @@ func TestChaosReplicatedLosesNothing(t *testing.T) {
 	t.Logf("castychaos -replicas 3:\n%s", out)
 	parseSummary(t, out)
 	if code != 0 {
-		t.Skipf("replication (issue 15) not landed: Replicas(3) is accepted and ignored, so a killed owner's actors lose their state; "+
-			"castychaos found it (exit %d). This test passes by itself once replication keeps state across the faults. Summary:\n%s", code, summaryOf(out))
+		t.Fatalf("castychaos -replicas 3 failed a check (exit %d):\n%s", code, summaryOf(out))
+	}
+	for _, r := range parseSummary(t, out) {
+		if r.lost != 0 || !r.pass {
+			t.Errorf("%s: %d lost, pass=%v", r.workload, r.lost, r.pass)
+		}
 	}
 }
 
