@@ -47,14 +47,21 @@ func (t *kindTable) add(k *actor.Kind, r replication, schema *pager.Schema) erro
 	next[k.Name] = &declared{k: k, repl: r, schema: schema}
 	t.byName.Store(&next)
 	if r.replicas > 1 {
-		anyReplicated.Store(true)
+		var cur map[*actor.Kind]int
+		if p := replicatedKinds.Load(); p != nil {
+			cur = *p
+		}
+		nk := make(map[*actor.Kind]int, len(cur)+1)
+		maps.Copy(nk, cur)
+		nk[k] = r.replicas
+		replicatedKinds.Store(&nk)
 	}
 	return nil
 }
 
-// anyReplicated is set once a kind with Replicas > 1 is declared: until
-// then routing skips the replicated-kind lookup.
-var anyReplicated atomic.Bool
+// replicatedKinds maps the kinds declared with Replicas > 1 to their
+// replica count: routing asks it on every call, by pointer.
+var replicatedKinds atomic.Pointer[map[*actor.Kind]int]
 
 // declaredOf returns the kind named name as declared, nil when unknown.
 func (t *kindTable) declaredOf(name string) *declared {
@@ -80,11 +87,10 @@ func (t *kindTable) replicated() []*declared {
 
 // replicas returns the replica count of k (1 unless declared otherwise).
 func replicasOf(k *actor.Kind) int {
-	if !anyReplicated.Load() {
-		return 1
-	}
-	if d := kinds.declaredOf(k.Name); d != nil {
-		return d.repl.replicas
+	if p := replicatedKinds.Load(); p != nil {
+		if n, ok := (*p)[k]; ok {
+			return n
+		}
 	}
 	return 1
 }
