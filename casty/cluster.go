@@ -71,8 +71,9 @@ type cluster struct {
 
 	closeOnce sync.Once
 
-	rp    *replicator   // nil for a lite member
-	ticks chan struct{} // closed to stop the placement ticker
+	rp        *replicator   // nil for a lite member
+	ticks     chan struct{} // closed to stop the placement ticker
+	lastReact time.Time     // tick's last reactivation of durable actors
 
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen
@@ -446,6 +447,9 @@ func (cl *cluster) rebuild(extra placementFacts) {
 		}
 		cl.rp.adopt(pl)
 	}
+	if cl.rp != nil {
+		defer cl.rp.reactivate()
+	}
 	if old != nil && !cl.lite && cl.sys.host != nil {
 		cl.sys.host.Evict(func(k *actor.Kind, key string) bool {
 			if k.Service {
@@ -481,6 +485,12 @@ func (cl *cluster) tick() {
 		v := cl.view.Load()
 		if v.pl == nil {
 			continue
+		}
+		if cl.rp != nil && time.Since(cl.lastReact) >= reactivateEvery {
+			// A durable actor whose new owner finished syncing after the
+			// last view change comes back here at the latest.
+			cl.lastReact = time.Now()
+			cl.rp.reactivate()
 		}
 		for _, id := range v.pl.ring.Members() {
 			if !v.up[id] {

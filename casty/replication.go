@@ -54,6 +54,10 @@ type replicator struct {
 	syncGen     uint64
 	pending     int // syncs of the current generation not done
 
+	react    sync.Mutex // guards reacting, reagain
+	reacting bool       // a reactivation of durable actors runs
+	reagain  bool       // the view changed while it ran: run again
+
 	pulling     atomic.Bool  // a facts request is in flight
 	commits     atomic.Int64 // commits made by this member's activations
 	commitBytes atomic.Int64 // bytes of their commit messages sent
@@ -377,7 +381,18 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 			return nil, fmt.Errorf("casty: restoring %s/%s from its replicas: %w", k.Name, a.Key(), err)
 		}
 	}
-	return &replSession{r: r, sess: sess, tracker: t, act: a, repl: rp}, nil
+	rs := &replSession{r: r, sess: sess, tracker: t, act: a, repl: rp, durable: k.IdleTimeout == actor.Forever}
+	if rs.durable {
+		r.mu.Lock()
+		for _, p := range r.rep.Pages(k.Name, a.Key()) {
+			if p.Key == endedPage {
+				rs.dur.clearing = true // ended, and called again
+			}
+		}
+		r.mu.Unlock()
+		sessionsByActivation.Store(a, rs)
+	}
+	return rs, nil
 }
 
 // setOf is key's replica set on pl for r's member. The caller holds r.mu.
@@ -399,6 +414,8 @@ type replSession struct {
 	act     *actor.Activation
 	repl    replication
 	over    error // set once a newer owner fenced this one
+	durable bool  // Replicas > 1 and IdleTimeout(Forever) (durable.go)
+	dur     durableState
 }
 
 // Commit replicates what the handler changed, or, for Read(Majority),
@@ -417,7 +434,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		}
 		return fmt.Errorf("casty: %s/%s: preparing the commit: %w", s.act.Kind().Name, s.act.Key(), err)
 	}
-	if pending.Delta.Empty() {
+	if amended := s.amend(&pending.Delta); pending.Delta.Empty() && !amended {
 		_ = s.tracker.Commit(pending)
 		if s.repl.read == One {
 			return nil
@@ -449,7 +466,11 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 }
 
 // Release ends the session (actor.Session).
-func (s *replSession) Release() {}
+func (s *replSession) Release() {
+	if s.durable {
+		sessionsByActivation.Delete(s.act)
+	}
+}
 
 // CommitTooLargeError is returned when a handler left a state page bigger
 // than the replication limit: the handler ran, nothing was replicated, and

@@ -36,9 +36,13 @@ func (c ActorContext) Kind() string {
 }
 
 // Deactivate deactivates the activation gracefully after the current
-// message (its Deactivate hook runs); the next call reactivates it.
+// message (its Deactivate hook runs); the next call reactivates it. A
+// durable actor (Replicas > 1 and IdleTimeout(Forever)) ends for good: no
+// member reactivates it unprompted after later failures, until a call
+// activates it again.
 func (c ActorContext) Deactivate() {
 	if c.a != nil {
+		markEnding(c.a)
 		c.a.Deactivate()
 	}
 }

@@ -450,3 +450,18 @@ func inRanges(rs []Range, p uint64) bool {
 	}
 	return false
 }
+
+// Held lists the keys of kind this replica holds a committed copy of, with
+// whether the copy has a page under marker (a runtime's bookkeeping page,
+// e.g. "ended for good").
+func (r *Replica) Held(kind, marker string) (keys []string, marked []bool) {
+	for k, rec := range r.recs {
+		if k.kind != kind || rec.store.Stamp().IsZero() {
+			continue
+		}
+		_, has := rec.store.Get(marker)
+		keys = append(keys, k.key)
+		marked = append(marked, has)
+	}
+	return keys, marked
+}

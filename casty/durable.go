@@ -1,0 +1,161 @@
+package casty
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/pager"
+	"github.com/casty-go/casty/ring"
+)
+
+// Durable actors: a kind with Replicas > 1 and IdleTimeout(Forever) is
+// meant to be always running somewhere. Whenever the membership view or the
+// placement changes, each member activates, unprompted, the durable actors
+// whose copies it holds and whose owner it now is — so an actor whose
+// owner died, left or lost its range resumes on the new owner, its Activate
+// hook runs again, and schedules re-armed from state tick again.
+//
+// Self(ctx).Deactivate() on a durable actor ends it for good: its next
+// commit carries an "ended" page (endedPage), and members do not reactivate
+// an ended actor; a later call to it activates it again and clears the
+// mark. A supervisor's Stop discards the activation without a commit, so it
+// does not end a durable actor: the next view change brings it back.
+
+// endedPage marks a durable actor's state as ended for good. It is not a
+// field of any state (a state's pages are named after its fields), so the
+// pager ignores it on restore and never drops it.
+const endedPage = "\x00ended"
+
+// durableKinds lists the replicated kinds that never idle.
+func durableKinds() []*declared {
+	var out []*declared
+	for _, d := range kinds.replicated() {
+		if d.k.IdleTimeout == actor.Forever {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// touch is a message that only makes sure its actor is active.
+type touch struct{ actor.Envelope }
+
+func (t *touch) Invoke(context.Context, any) error { return nil }
+
+var touchMethod = &actor.Method{Name: "(reactivate)"}
+
+// reactivate activates the durable actors this member holds and now owns,
+// in the background; a run already going picks up the newest view.
+func (r *replicator) reactivate() {
+	if len(durableKinds()) == 0 || r.cl == nil || r.cl.lite {
+		return
+	}
+	r.react.Lock()
+	if r.reacting {
+		r.reagain = true
+		r.react.Unlock()
+		return
+	}
+	r.reacting = true
+	r.react.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			r.reactivateOnce()
+			r.react.Lock()
+			again := r.reagain
+			r.reagain = false
+			if !again {
+				r.reacting = false
+				r.react.Unlock()
+				return
+			}
+			r.react.Unlock()
+		}
+	}()
+}
+
+func (r *replicator) reactivateOnce() {
+	host := r.cl.sys.host
+	for _, d := range durableKinds() {
+		r.mu.Lock()
+		keys, ended := r.rep.Held(d.k.Name, endedPage)
+		r.mu.Unlock()
+		for i, key := range keys {
+			select {
+			case <-r.done:
+				return
+			default:
+			}
+			if ended[i] {
+				continue
+			}
+			owner, ok := r.cl.view.Load().ownerOf(d.k, ring.Point(d.k.Name, key))
+			if !ok || owner != r.cl.self {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+			if active, _ := host.Peek(ctx, d.k, key, func(any) error { return nil }); !active {
+				e := &touch{}
+				e.Init(e, touchMethod)
+				if err := host.Ask(ctx, d.k, key, &e.Envelope); err != nil {
+					r.cl.logger.Debug("casty: reactivating a durable actor failed", "kind", d.k.Name, "key", key, "err", err)
+				}
+			}
+			cancel()
+		}
+	}
+}
+
+// durableState is what a replicated activation tracks of durability.
+type durableState struct {
+	mu       sync.Mutex
+	ending   bool // Self(ctx).Deactivate() was called: mark the state ended
+	clearing bool // restored from an ended state by a call: drop the mark
+}
+
+// sessionsByActivation finds the replSession of an activation, for
+// Self(ctx).Deactivate.
+var sessionsByActivation sync.Map // *actor.Activation → *replSession
+
+// markEnding asks a's next commit to end it for good, when a is a durable
+// replicated actor.
+func markEnding(a *actor.Activation) {
+	if v, ok := sessionsByActivation.Load(a); ok {
+		s := v.(*replSession)
+		if s.durable {
+			s.dur.mu.Lock()
+			s.dur.ending = true
+			s.dur.mu.Unlock()
+		}
+	}
+}
+
+// amend adds the durable bookkeeping to a commit's delta: the ended mark
+// when the actor ends for good, its removal when an ended actor was called
+// again. It reports whether it changed the delta.
+func (s *replSession) amend(d *pager.Delta) bool {
+	if !s.durable {
+		return false
+	}
+	s.dur.mu.Lock()
+	defer s.dur.mu.Unlock()
+	switch {
+	case s.dur.ending:
+		s.dur.ending, s.dur.clearing = false, false
+		d.Pages = append(d.Pages, pager.Page{Key: endedPage, Data: []byte{1}})
+		return true
+	case s.dur.clearing:
+		s.dur.clearing = false
+		d.Dropped = append(d.Dropped, endedPage)
+		return true
+	}
+	return false
+}
+
+// reactivateEvery bounds how long a durable actor may stay down when no
+// view change prompts its new owner (a sync that finished late).
+const reactivateEvery = 5 * time.Second

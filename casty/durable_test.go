@@ -1,0 +1,116 @@
+package casty_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// Sentinel is a durable actor: replicated, never idle.
+type Sentinel struct {
+	Beats int
+	Lives int // how many times Activate ran
+}
+
+func (s *Sentinel) Activate(context.Context) error { s.Lives++; return nil }
+func (s *Sentinel) Beat(context.Context) (int, error) {
+	s.Beats++
+	return s.Beats, nil
+}
+func (s *Sentinel) Retire(ctx context.Context) error {
+	casty.Self(ctx).Deactivate()
+	return nil
+}
+
+var Sentinels = casty.Actor[Sentinel](casty.Name("test.Sentinel"), casty.Replicas(3), casty.Write(casty.Majority),
+	casty.IdleTimeout(casty.Forever))
+
+// activeAnywhere reports whether some member runs key's activation.
+func activeAnywhere(nodes []*casty.System, key string) (Sentinel, bool) {
+	for _, n := range nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, ok, err := Sentinels.StateOf(ctx, n, key)
+		cancel()
+		if err == nil && ok {
+			return st, true
+		}
+	}
+	return Sentinel{}, false
+}
+
+// TestDurableActorResumesUnpromptedAndRetiresForGood: a durable actor whose
+// owner crashes is activated again by its new owner without any call, with
+// its state; once it retires (Self(ctx).Deactivate), a later crash of its
+// owner does not bring it back.
+func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
+	cfg := replicationConfig()
+	cfg.RemoveDeadAfter = 2 * time.Second // crashed members leave the placement
+	nodes := startReplicated(t, 5, casty.WithConfig(cfg))
+	ctx := context.Background()
+	owner, via := ownerAndOther(t, nodes, Sentinels.Name(), "s1")
+	for i := 1; i <= 3; i++ {
+		if n, err := casty.Call0(ctx, Sentinels.Ref(via, "s1"), (*Sentinel).Beat); err != nil || n != i {
+			t.Fatalf("beat %d: %d, %v", i, n, err)
+		}
+	}
+	casty.Crash(owner)
+	var alive []*casty.System
+	for _, n := range nodes {
+		if n != owner {
+			alive = append(alive, n)
+		}
+	}
+	var st Sentinel
+	waitFor(t, 20*time.Second, "s1 active again on another member, with no call", func() bool {
+		var ok bool
+		st, ok = activeAnywhere(alive, "s1")
+		return ok
+	})
+	if st.Beats != 3 || st.Lives != 2 {
+		t.Fatalf("resumed with %+v, want 3 beats and a second Activate", st)
+	}
+
+	// Retire it, then crash its owner: it stays ended.
+	if err := casty.Do0(ctx, Sentinels.Ref(via, "s1"), (*Sentinel).Retire); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "s1 deactivated after Retire", func() bool {
+		_, ok := activeAnywhere(alive, "s1")
+		return !ok
+	})
+	owner2, _ := ownerAndOther(t, alive, Sentinels.Name(), "s1")
+	if owner2 == via {
+		// Keep the caller alive: crash another member holding a copy.
+		for _, n := range alive {
+			if n != via {
+				owner2 = n
+				break
+			}
+		}
+	}
+	casty.Crash(owner2)
+	var rest []*casty.System
+	for _, n := range alive {
+		if n != owner2 {
+			rest = append(rest, n)
+		}
+	}
+	// Observe for two reactivation passes: a retired actor must not come
+	// back by itself.
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, ok := activeAnywhere(rest, "s1"); ok {
+			t.Fatal("a retired durable actor came back without a call")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A call activates it again, with its state.
+	n := callUntil(t, 20*time.Second, "calling the retired actor", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, Sentinels.Ref(via, "s1"), (*Sentinel).Beat)
+	})
+	if n != 4 {
+		t.Fatalf("a call after retirement: beat %d, want 4", n)
+	}
+}
