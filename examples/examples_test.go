@@ -29,6 +29,11 @@ func TestExamples(t *testing.T) {
 			"lite member routed 30 calls to their owners: true",
 			"lite member hosts 0 activations and is on the ring: false",
 		}},
+		{"09_reactivation", []string{
+			"watchtower beats on its owner (10 beats so far, life #1)",
+			"after its owner left it resumed on another member, unprompted: life #2, beats carried over: true",
+			"retired: running anywhere: false",
+		}},
 		{"04_supervision", []string{
 			"total before failures: 150",
 			`strike 1: "refused deposit of -1" -> keep`,
