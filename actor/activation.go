@@ -320,7 +320,11 @@ func (a *Activation) cancelServing(err error) {
 }
 
 func (a *Activation) activate() error {
+	// Under the lock: Peek reads started from other goroutines, and a
+	// restore (the layer above's Durability) may take a network round.
+	a.mu.Lock()
 	a.started = true
+	a.mu.Unlock()
 	if err := a.restore(); err != nil {
 		return err
 	}

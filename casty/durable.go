@@ -115,6 +115,7 @@ type durableState struct {
 	mu       sync.Mutex
 	ending   bool // Self(ctx).Deactivate() was called: mark the state ended
 	clearing bool // restored from an ended state by a call: drop the mark
+	deleting bool // Self(ctx).DeleteState() was called: commit the empty state
 }
 
 // sessionsByActivation finds the replSession of an activation, for
@@ -134,16 +135,36 @@ func markEnding(a *actor.Activation) {
 	}
 }
 
+// markDeleting asks a's next commit to replace its replicated state with
+// the empty one. It reports false when a keeps no replicated state.
+func markDeleting(a *actor.Activation) bool {
+	v, ok := sessionsByActivation.Load(a)
+	if !ok {
+		return false
+	}
+	s := v.(*replSession)
+	s.dur.mu.Lock()
+	s.dur.deleting = true
+	s.dur.mu.Unlock()
+	return true
+}
+
 // amend adds the durable bookkeeping to a commit's delta: the ended mark
 // when the actor ends for good, its removal when an ended actor was called
 // again. It reports whether it changed the delta.
 func (s *replSession) amend(d *pager.Delta) bool {
-	if !s.durable {
-		return false
-	}
 	s.dur.mu.Lock()
 	defer s.dur.mu.Unlock()
 	switch {
+	case s.dur.deleting:
+		// Every page goes: a full set with nothing in it (a durable actor's
+		// carries the ended mark, so it is not reactivated either).
+		s.dur.deleting, s.dur.ending, s.dur.clearing = false, false, false
+		d.Full, d.Dropped, d.Pages = true, nil, nil
+		if s.durable {
+			d.Pages = []pager.Page{{Key: endedPage, Data: []byte{1}}}
+		}
+		return true
 	case s.dur.ending:
 		s.dur.ending, s.dur.clearing = false, false
 		d.Pages = append(d.Pages, pager.Page{Key: endedPage, Data: []byte{1}})

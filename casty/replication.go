@@ -390,8 +390,8 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 			}
 		}
 		r.mu.Unlock()
-		sessionsByActivation.Store(a, rs)
 	}
+	sessionsByActivation.Store(a, rs)
 	return rs, nil
 }
 
@@ -466,11 +466,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 }
 
 // Release ends the session (actor.Session).
-func (s *replSession) Release() {
-	if s.durable {
-		sessionsByActivation.Delete(s.act)
-	}
-}
+func (s *replSession) Release() { sessionsByActivation.Delete(s.act) }
 
 // CommitTooLargeError is returned when a handler left a state page bigger
 // than the replication limit: the handler ran, nothing was replicated, and

@@ -203,3 +203,42 @@ func TestResetReloadsTheLastCommittedState(t *testing.T) {
 		t.Fatalf("after Reset: %d, want the committed 5 (not the failed handler's 105, nor a fresh 0)", got)
 	}
 }
+
+// Forgettable can delete its replicated state.
+type Forgettable struct{ N int }
+
+func (f *Forgettable) Add(_ context.Context, d int) (int, error) { f.N += d; return f.N, nil }
+func (f *Forgettable) Forget(ctx context.Context) (bool, error) {
+	return casty.Self(ctx).DeleteState(), nil
+}
+
+var (
+	Forgettables      = casty.Actor[Forgettable](casty.Name("test.Forgettable"), casty.Replicas(3), casty.Write(casty.Majority))
+	LocalForgettables = casty.Actor[Forgettable](casty.Name("test.LocalForgettable"))
+)
+
+// TestDeleteStateStaysDeletedThroughAFailover: a deleted actor starts from
+// zero on its next call, also after its owner crashes (no replica brings
+// the old state back).
+func TestDeleteStateStaysDeletedThroughAFailover(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	owner, via := ownerAndOther(t, nodes, Forgettables.Name(), "f")
+	if _, err := casty.Call(ctx, Forgettables.Ref(via, "f"), (*Forgettable).Add, 7); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := casty.Call0(ctx, Forgettables.Ref(via, "f"), (*Forgettable).Forget); err != nil || !ok {
+		t.Fatalf("DeleteState: %v, %v", ok, err)
+	}
+	casty.Crash(owner)
+	n := callUntil(t, 20*time.Second, "adding to the deleted actor after a failover", func(ctx context.Context) (int, error) {
+		return casty.Call(ctx, Forgettables.Ref(via, "f"), (*Forgettable).Add, 1)
+	})
+	if n != 1 {
+		t.Fatalf("after DeleteState and a failover: %d, want 1 (a fresh state)", n)
+	}
+	// Replicas(1) keeps nothing to delete.
+	if ok, err := casty.Call0(ctx, LocalForgettables.Ref(via, "g"), (*Forgettable).Forget); err != nil || ok {
+		t.Fatalf("DeleteState on a Replicas(1) kind: %v, %v; want false", ok, err)
+	}
+}

@@ -47,6 +47,22 @@ func (c ActorContext) Deactivate() {
 	}
 }
 
+// DeleteState deletes the actor's replicated state for good, after the
+// current message: its replicas are given the empty state in place of the
+// current one, the activation deactivates, and a later call starts from the
+// zero value (a durable actor also stays ended). It reports false, doing
+// nothing, for an actor that keeps no replicated state (Replicas(1), local
+// mode, or outside a handler): deactivate such an actor to forget it.
+// Replicas keep a small record of the deletion (the state's stamp), so a
+// copy that missed it can never bring the old state back.
+func (c ActorContext) DeleteState() bool {
+	if c.a == nil || !markDeleting(c.a) {
+		return false
+	}
+	c.a.Deactivate()
+	return true
+}
+
 // System returns the system the activation runs on, for calls to other
 // actors (pass the handler's ctx to them); nil outside a handler.
 func (c ActorContext) System() *System {
