@@ -36,7 +36,9 @@ type Config struct {
 	SuspicionTimeout time.Duration
 	// AntiEntropyInterval is how often a node compares its table with a
 	// random active neighbour (digest first, full table when they differ).
-	// A new link always triggers one. Default 30 s. Zero is invalid.
+	// A new link always triggers one. Each round also probes one random
+	// ALIVE non-neighbour: a failed dial of it raises a suspicion (SPEC.md,
+	// Failure detection). Default 30 s. Zero is invalid.
 	AntiEntropyInterval time.Duration
 	// TombstoneTTL is how long LEFT and DEAD records are kept so late rumours
 	// cannot resurrect them. Default 60 s. Zero is invalid.

@@ -11,8 +11,10 @@ import "github.com/casty-go/casty/gossip/internal/core"
 // unanswered, the transport reports a TransportEvent with Failure set. That
 // report is the only input from which membership raises suspicion, so a
 // transport must report failures of monitored links, and only of links
-// that really failed. A Send to an unreachable address may also be
-// reported as LinkLost.
+// that really failed. A Send to an unreachable address should be reported
+// as LinkLost: when membership dialled that member outside its active view
+// (a NEIGHBOR request or a probe) the failure raises a suspicion too
+// (SPEC.md, Failure detection).
 type Transport interface {
 	// Addr returns the address other nodes use to reach this one.
 	Addr() string

@@ -344,3 +344,66 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	k = max(0, min(k, len(c)-1))
 	return c[k]
 }
+
+// NeighbourhoodResult is what NeighbourhoodCrash measures.
+type NeighbourhoodResult struct {
+	Centre  int   // the node whose whole active view crashed with it
+	Crashed []int // the centre and its active neighbours
+	// Latency is the time from the crash until every survivor sees every
+	// crashed node DEAD (0 if not within the limit).
+	Latency time.Duration
+	// Missing lists the crashed nodes some survivor still did not see DEAD
+	// at the limit.
+	Missing     []int
+	FalseDeaths uint64
+}
+
+// NeighbourhoodCrash crashes a random node of a settled cluster together
+// with its whole active view, at once. By the symmetry of the active view
+// no survivor has the centre as a neighbour, so no survivor's monitored
+// link to it fails: it must be found dead some other way. The result says
+// how long until every survivor sees every crashed node DEAD (limit).
+func NeighbourhoodCrash(cfg Config, n int, limit time.Duration) (NeighbourhoodResult, error) {
+	var r NeighbourhoodResult
+	s, err := Build(cfg, n)
+	if err != nil {
+		return r, err
+	}
+	base := s.Stats().FalseDeaths
+	r.Centre = s.rng.IntN(n)
+	r.Crashed = []int{r.Centre}
+	for _, p := range s.Node(r.Centre).Active() {
+		r.Crashed = append(r.Crashed, s.byAddr[p.Addr])
+	}
+	t0 := s.Now()
+	for _, i := range r.Crashed {
+		s.Crash(i)
+	}
+	// DEAD, or forgotten once its tombstone expired (every survivor knew it)
+	gone := func(i int) bool {
+		for _, o := range s.Running() {
+			if m, ok := s.Node(o).Member(s.ID(i)); ok && !IsDead(m) {
+				return false
+			}
+		}
+		return true
+	}
+	allGone := func() bool {
+		for _, i := range r.Crashed {
+			if !gone(i) {
+				return false
+			}
+		}
+		return true
+	}
+	if s.RunUntil(t0+limit, allGone) {
+		r.Latency = s.Now() - t0
+	}
+	for _, i := range r.Crashed {
+		if !gone(i) {
+			r.Missing = append(r.Missing, i)
+		}
+	}
+	r.FalseDeaths = s.Stats().FalseDeaths - base
+	return r, nil
+}

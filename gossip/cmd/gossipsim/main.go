@@ -25,7 +25,7 @@ func main() {
 	seeds := flag.Int("seeds", 20, "seeds per latency scenario")
 	bigSeeds := flag.Int("bigseeds", 3, "seeds per latency scenario for n >= 500")
 	seed0 := flag.Uint64("seed0", 1, "first seed")
-	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,leave,slow,pause,mass50,mass80,steady); empty = all")
+	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,nbhcrash,leave,slow,pause,mass50,mass80,steady); empty = all")
 	slowFor := flag.Duration("slow", time.Hour, "simulated duration of the slow-links scenario")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -111,6 +111,30 @@ func main() {
 				}
 			}
 			row("crash: all survivors see DEAD", k, fmt.Sprintf("p50 %v, p99 %v, max %v; false DEAD %d; observers with != 1 DEAD event %d", r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100)), fd, dup), fmt.Sprintf("p99 <= %v", def.SuspicionTimeout+2*time.Second), t)
+		}
+		if run("nbhcrash") {
+			t := time.Now()
+			limit := def.SuspicionTimeout + 3*def.AntiEntropyInterval + 5*time.Second
+			var ds []time.Duration
+			var fd uint64
+			missed := 0
+			for i := range k {
+				res, err := sim.NeighbourhoodCrash(cfg(*seed0+uint64(i)), n, limit)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					fail = true
+					continue
+				}
+				if res.Latency == 0 {
+					missed++
+					fmt.Fprintf(os.Stderr, "nbhcrash: seed %d: %v not DEAD everywhere within %v\n", *seed0+uint64(i), res.Missing, limit)
+					fail = true
+					continue
+				}
+				ds = append(ds, res.Latency)
+				fd += res.FalseDeaths
+			}
+			row("a node and its whole active view crash: all survivors see all DEAD", k, fmt.Sprintf("p50 %v, p99 %v, max %v; not within bound %d; false DEAD %d", r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100)), missed, fd), fmt.Sprintf("<= %v", limit), t)
 		}
 		if run("leave") {
 			t := time.Now()

@@ -7,7 +7,9 @@ import "time"
 // digests differ the two exchange full tables (push-pull) and merge. It
 // repairs whatever the broadcast missed and is the joiner's bootstrap.
 // Each round also probes one random DEAD member, so two sides of a healed
-// partition that declared each other dead find out and merge.
+// partition that declared each other dead find out and merge, and one
+// random ALIVE member that is not an active neighbour (probe.go), so a
+// member whose neighbours all died with it is still dialled by someone.
 
 // startSync opens an anti-entropy round with p. isNew marks a brand-new link
 // (the receiver must not treat an unknown sender as an asymmetric link).
@@ -33,6 +35,10 @@ func (n *Node) tickSync() {
 	}
 	if len(dead) > 0 {
 		n.startSync(dead[n.rng.IntN(len(dead))].Peer(), true)
+	}
+	if p, ok := n.probeTarget(); ok {
+		n.startSync(p, true)
+		n.watchDial(p)
 	}
 }
 

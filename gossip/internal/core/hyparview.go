@@ -318,7 +318,8 @@ func (n *Node) onDisconnect(m *Message) {
 	n.promote()
 }
 
-// onLinkDown: the only source of suspicion is the loss of an active link.
+// onLinkDown: suspicion comes from the loss of an active link, or from a
+// failed dial of a non-neighbour (probe.go).
 func (n *Node) onLinkDown(addr string, why LinkFailure) {
 	for _, a := range n.active {
 		if a.Addr != addr {
@@ -332,6 +333,7 @@ func (n *Node) onLinkDown(addr string, why LinkFailure) {
 		n.promote()
 		return
 	}
+	n.dialFailed(addr)
 	for _, p := range n.pending {
 		if p.Addr == addr {
 			n.removePending(p.ID)
@@ -378,6 +380,7 @@ func (n *Node) promote() {
 		}
 		n.pending = append(n.pending, pendingReq{Peer: c, deadline: n.now.Add(n.cfg.NeighborTimeout)})
 		n.send(c, &Message{Kind: KindNeighbor, Flag: empty})
+		n.watchDial(c)
 		if !empty {
 			n.nextPromote = n.now.Add(n.cfg.NeighborTimeout / 4)
 		}

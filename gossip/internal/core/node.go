@@ -58,7 +58,8 @@ type Send struct {
 
 // LinkOp asks the runtime to keep (Open) or drop (!Open) a monitored link to
 // Peer. Open links are the active view: the runtime reports their loss or
-// keepalive failure with Node.LinkDown, which is the only source of suspicion.
+// keepalive failure with Node.LinkDown, which is the only source of
+// suspicion (with the failed dials of probe.go, also reported by LinkDown).
 type LinkOp struct {
 	Peer Peer
 	Open bool
@@ -137,6 +138,10 @@ type Node struct {
 
 	// anti-entropy (antientropy.go)
 	nextSync time.Time
+
+	// probes of non-neighbours (probe.go)
+	watched  []dialWatch
+	indirect NodeID // the member this node last suspected on a failed dial
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -250,7 +255,7 @@ func (n *Node) Leave(now time.Time) Output {
 		n.send(p, &Message{Kind: KindGossip, Members: []Member{n.self}})
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
-	n.lazyQ, n.unsent = nil, nil
+	n.lazyQ, n.unsent, n.watched = nil, nil, nil
 	n.joining = false
 	return n.finish()
 }
@@ -276,6 +281,7 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 		n.drop(m, "from my own id")
 		return n.finish()
 	}
+	n.heardFrom(m.From.ID)
 	switch m.Kind {
 	case KindJoin:
 		n.onJoin(m)
@@ -316,7 +322,9 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 
 // LinkDown reports at now that the link to addr failed (closed, dial failed
 // or keepalive failed). If addr is an active neighbour this raises a
-// suspicion of it; otherwise it only prunes the address from the views.
+// suspicion of it; if it is a member this node recently dialled outside its
+// active view (a NEIGHBOR request or a probe, probe.go) it may; otherwise it
+// only prunes the address from the views.
 func (n *Node) LinkDown(now time.Time, addr string, why LinkFailure) Output {
 	n.begin(now)
 	if !n.leaving {
