@@ -19,7 +19,6 @@
 package sim
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/gossip/internal/core"
+	"github.com/casty-go/casty/internal/simq"
 )
 
 // Config describes a simulated network.
@@ -125,7 +125,6 @@ const (
 
 type event struct {
 	at   time.Duration
-	seq  uint64
 	kind evKind
 	node int
 	from int
@@ -133,24 +132,6 @@ type event struct {
 	addr string
 	gen  uint64
 	why  gossip.LinkFailure
-}
-
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 type simNode struct {
@@ -186,8 +167,7 @@ type Sim struct {
 	rng    *rand.Rand
 	now    time.Duration
 	epoch  time.Time
-	seq    uint64
-	q      eventHeap
+	q      simq.Queue[time.Duration, *event]
 	nodes  []*simNode
 	byAddr map[string]int
 	gen    uint64
@@ -251,11 +231,7 @@ func (s *Sim) ResetStats() {
 	s.stats = Stats{ByKind: map[core.Kind]uint64{}, BytesByKind: map[core.Kind]uint64{}, Since: s.now}
 }
 
-func (s *Sim) push(e *event) {
-	s.seq++
-	e.seq = s.seq
-	heap.Push(&s.q, e)
-}
+func (s *Sim) push(e *event) { s.q.Push(e.at, e) }
 
 func (s *Sim) nodeConfig(i int, seeds []string) *gossip.Config {
 	c := *s.cfg.Gossip
@@ -487,13 +463,13 @@ func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 			}
 			nextCheck = s.now + s.cfg.Poll
 		}
-		if len(s.q) == 0 || s.q[0].at > deadline {
+		next, ok := s.q.Next()
+		if !ok || next > deadline {
 			s.now = max(s.now, deadline)
 			return cond != nil && cond()
 		}
-		at := s.q[0].at
-		for len(s.q) > 0 && s.q[0].at == at {
-			e := heap.Pop(&s.q).(*event)
+		for at, ok := s.q.Next(); ok && at == next; at, ok = s.q.Next() {
+			_, e, _ := s.q.Pop()
 			s.now = e.at
 			s.handle(e)
 		}

@@ -19,7 +19,6 @@
 package sim
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/hlc"
+	"github.com/casty-go/casty/internal/simq"
 	"github.com/casty-go/casty/pager"
 	"github.com/casty-go/casty/replica"
 )
@@ -163,7 +163,6 @@ type Op struct {
 
 type event struct {
 	at   int64
-	seq  uint64
 	kind uint8
 	to   int
 	from int
@@ -176,32 +175,13 @@ const (
 	evFunc
 )
 
-type queue []*event
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
-func (q *queue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
-}
-
 // Sim is one run.
 type Sim struct {
 	cfg        Config
 	placements [][]int // every placement so far; version v is placements[v-1]
 	rng        *rand.Rand
 	now        int64
-	seq        uint64
-	q          queue
+	q          simq.Queue[int64, *event]
 	nodes      []*node
 	parts      []int // partition group per node; nil: none
 	stats      Stats
@@ -326,8 +306,7 @@ func (s *Sim) set(key, self, v int) replica.Set {
 func (s *Sim) index(id replica.NodeID) int { return int(binary.BigEndian.Uint64(id[8:])) - 1 }
 
 func (s *Sim) after(d int64, f func()) {
-	s.seq++
-	heap.Push(&s.q, &event{at: s.now + d, seq: s.seq, kind: evFunc, f: f})
+	s.q.Push(s.now+d, &event{at: s.now + d, kind: evFunc, f: f})
 }
 
 func (s *Sim) reachable(a, b int) bool {
@@ -355,8 +334,7 @@ func (s *Sim) send(from, to int, m *replica.Msg) {
 		if !s.cfg.Reorder {
 			lat = latencyMin + 2
 		}
-		s.seq++
-		heap.Push(&s.q, &event{at: s.now + lat, seq: s.seq, kind: evDeliver, from: from, to: to, msg: b})
+		s.q.Push(s.now+lat, &event{at: s.now + lat, kind: evDeliver, from: from, to: to, msg: b})
 	}
 }
 
@@ -892,7 +870,7 @@ func (s *Sim) Run() ([]Op, Stats) {
 		s.after(int64(c), func() { s.client(c) })
 	}
 	for s.q.Len() > 0 {
-		e := heap.Pop(&s.q).(*event)
+		_, e, _ := s.q.Pop()
 		if e.at > horizon {
 			break
 		}
