@@ -60,9 +60,7 @@ func (r *replicator) reactivate() {
 	}
 	r.reacting = true
 	r.react.Unlock()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	if !r.spawn(func() {
 		for {
 			r.reactivateOnce()
 			r.react.Lock()
@@ -75,7 +73,11 @@ func (r *replicator) reactivate() {
 			}
 			r.react.Unlock()
 		}
-	}()
+	}) {
+		r.react.Lock()
+		r.reacting = false
+		r.react.Unlock()
+	}
 }
 
 func (r *replicator) reactivateOnce() {

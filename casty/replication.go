@@ -61,12 +61,19 @@ type replicator struct {
 	pulling     atomic.Bool  // a facts request is in flight
 	commits     atomic.Int64 // commits made by this member's activations
 	commitBytes atomic.Int64 // bytes of their commit messages sent
-	wg          sync.WaitGroup
-	done        chan struct{}
+
+	goMu    sync.Mutex // orders spawn against close
+	stopped bool
+	life    context.Context // cancelled by close
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	done    chan struct{}
 }
 
 func newReplicator() *replicator {
-	return &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{})}
+	r := &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{})}
+	r.life, r.stop = context.WithCancel(context.Background())
+	return r
 }
 
 // attach completes the replicator once the member's cluster exists.
@@ -86,14 +93,33 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	cl.node.HandleRequests(mux.LaneReplication, r.handle)
 }
 
-// close stops the syncs in flight and waits for them.
+// close stops the syncs in flight and waits for every goroutine the
+// replicator started.
 func (r *replicator) close() {
-	select {
-	case <-r.done:
-	default:
+	r.goMu.Lock()
+	if !r.stopped {
+		r.stopped = true
 		close(r.done)
+		r.stop()
 	}
+	r.goMu.Unlock()
 	r.wg.Wait()
+}
+
+// spawn runs f on a goroutine close waits for; it reports false, running
+// nothing, once the replicator is closing.
+func (r *replicator) spawn(f func()) bool {
+	r.goMu.Lock()
+	defer r.goMu.Unlock()
+	if r.stopped {
+		return false
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+	return true
 }
 
 // observe feeds every stamp of a received message to the clock, so the
@@ -155,19 +181,10 @@ func (r *replicator) pullFacts(id ring.NodeID, addr string) {
 	if !r.pulling.CompareAndSwap(false, true) {
 		return
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	if !r.spawn(func() {
 		defer r.pulling.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		ctx, cancel := context.WithTimeout(r.life, r.timeout)
 		defer cancel()
-		go func() {
-			select {
-			case <-r.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		sess, err := r.cl.node.Connect(ctx, mux.NodeID(id), addr)
 		if err != nil {
 			return
@@ -177,7 +194,9 @@ func (r *replicator) pullFacts(id ring.NodeID, addr string) {
 			return
 		}
 		r.learn(b[1:])
-	}()
+	}) {
+		r.pulling.Store(false)
+	}
 }
 
 // learn merges placement facts received from another member.
@@ -213,15 +232,13 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	replies := make(chan reply, len(outs)+4)
 	send := func(outs []replica.Out) {
 		for _, o := range outs {
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
+			r.spawn(func() {
 				m := r.request(rctx, o)
 				select {
 				case replies <- reply{o.To, m}:
 				case <-rctx.Done():
 				}
-			}()
+			})
 		}
 	}
 	send(outs)
@@ -267,9 +284,7 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 	if len(outs) == 0 {
 		return
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		defer cancel()
 		for _, o := range outs {
@@ -280,7 +295,7 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 			}
 			r.request(ctx, o)
 		}
-	}()
+	})
 }
 
 // request sends one message to a member and returns its decoded reply,

@@ -134,8 +134,7 @@ func (r *replicator) adopt(pl *layout) {
 	}
 	r.mu.Unlock()
 	for _, run := range runs {
-		r.wg.Add(1)
-		go r.runSync(run)
+		r.spawn(func() { r.runSync(run) })
 	}
 }
 
@@ -158,7 +157,6 @@ type syncRun struct {
 // or (a joiner) a newer placement restarts the syncs. Rounds that bring
 // nothing new back off from 50 ms to a second.
 func (r *replicator) runSync(run *syncRun) {
-	defer r.wg.Done()
 	self := r.cl.self
 	skip := map[ring.NodeID]bool{self: true}
 	pause := 50 * time.Millisecond
@@ -230,15 +228,14 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 	for len(outs) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		replies := make(chan reply, len(outs))
+		sent := 0
 		for _, o := range outs {
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
-				replies <- reply{o.To, r.request(ctx, o)}
-			}()
+			if r.spawn(func() { replies <- reply{o.To, r.request(ctx, o)} }) {
+				sent++
+			}
 		}
 		var next []replica.Out
-		for range outs {
+		for range sent {
 			var rp reply
 			select {
 			case rp = <-replies:
