@@ -16,10 +16,14 @@ import (
 // handler that changes it and one that changes nothing.
 type Register struct{ N int }
 
+// Add adds d and returns the new total.
 func (r *Register) Add(_ context.Context, d int) (int, error) { r.N += d; return r.N, nil }
 
+// Get returns the total and changes nothing.
 func (r *Register) Get(context.Context) (int, error) { return r.N, nil }
 
+// The replication benchmarks' kinds: the same actor kept once, and kept on
+// three members with a majority write and either read quorum.
 var (
 	BenchSingles    = casty.Actor[Register](casty.Name("bench.Register1"))
 	BenchMajorities = casty.Actor[Register](casty.Name("bench.RegisterR3"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
