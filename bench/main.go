@@ -3,6 +3,7 @@
 //
 //	go run ./bench            # everything
 //	go run ./bench -only local
+//	go run ./bench -only replication
 //
 // Every figure is printed with the floor it is compared with, measured in
 // the same run, because shared machines are noisy.
@@ -63,7 +64,7 @@ func add(what, figure, floor, ratio, note string) {
 }
 
 func main() {
-	only := flag.String("only", "", "run only the groups whose name contains this (local)")
+	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication)")
 	activations := flag.Int("activations", 1_000_000, "idle activations for the memory figure")
 	flag.Parse()
 	fmt.Fprintf(os.Stderr, "casty bench: %s, %d CPUs, GOMAXPROCS %d\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -72,6 +73,9 @@ func main() {
 	}
 	if *only == "" || strings.Contains("cluster", *only) {
 		cluster()
+	}
+	if *only == "" || strings.Contains("replication", *only) {
+		replication()
 	}
 	fmt.Printf("| figure | result | floor (same run) | ratio | note |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
