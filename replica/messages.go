@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/pager"
@@ -105,28 +106,28 @@ func (s Status) String() string {
 // fields are used as its Op says (SPEC.md lists them per Op).
 type Msg struct {
 	Op       Op             `msgpack:"o"`
-	Version  uint64         `msgpack:"v,omitempty"`
-	Digest   uint64         `msgpack:"x,omitempty"`
+	Version  uint64         `msgpack:"v"`
+	Digest   uint64         `msgpack:"x"`
 	Kind     string         `msgpack:"k"`
 	Key      string         `msgpack:"y"`
 	Ballot   Ballot         `msgpack:"b"`
-	Status   Status         `msgpack:"s,omitempty"`
+	Status   Status         `msgpack:"s"`
 	Promised Ballot         `msgpack:"p"`
 	Accepted Ballot         `msgpack:"a"`
 	Stamp    pager.Stamp    `msgpack:"t"`
-	Part     int            `msgpack:"n,omitempty"`
-	Have     *pager.Listing `msgpack:"h,omitempty"`
-	Delta    *pager.Delta   `msgpack:"d,omitempty"`
-	Reason   string         `msgpack:"r,omitempty"`
+	Part     int            `msgpack:"n"`
+	Have     *pager.Listing `msgpack:"h"`
+	Delta    *pager.Delta   `msgpack:"d"`
+	Reason   string         `msgpack:"r"`
 	// Voter (OpPromise) says the answer counts toward the read quorum:
 	// the replica has synced the actor's range (or never left it).
-	Voter   bool     `msgpack:"w,omitempty"`
-	Ranges  []Range  `msgpack:"g,omitempty"` // OpSync, OpSynced: the ranges asked for
-	Records []Record `msgpack:"c,omitempty"`
-	More    bool     `msgpack:"m,omitempty"`
+	Voter   bool     `msgpack:"w"`
+	Ranges  []Range  `msgpack:"g"` // OpSync, OpSynced: the ranges asked for
+	Records []Record `msgpack:"c"`
+	More    bool     `msgpack:"m"`
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
-	Facts []byte `msgpack:"f,omitempty"`
+	Facts []byte `msgpack:"f"`
 }
 
 // maxRanges bounds the ranges of one sync (a member's share of a ring of
@@ -176,14 +177,39 @@ type Record struct {
 	Pages    []pager.Page `msgpack:"g,omitempty"`
 }
 
+// encoders are reused: building one per message costs more than encoding
+// a small message.
+var encoders = sync.Pool{New: func() any {
+	e := &pooledEncoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	return e
+}}
+
+var decoders = sync.Pool{New: func() any {
+	d := &pooledDecoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
+type pooledDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+type pooledEncoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
 // Encode returns m's wire form: msgpack, short field names as keys.
 func (m *Msg) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	if err := enc.Encode(m); err != nil {
+	e := encoders.Get().(*pooledEncoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(m); err != nil {
 		return nil, fmt.Errorf("replica: encode %v: %w", m.Op, err)
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(e.buf.Bytes()), nil
 }
 
 // Decode parses a message received from the network. Malformed input of
@@ -200,7 +226,13 @@ func Decode(b []byte) (m *Msg, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	m = new(Msg)
-	if err := msgpack.NewDecoder(bytes.NewReader(b)).Decode(m); err != nil {
+	d := decoders.Get().(*pooledDecoder)
+	d.r.Reset(b)
+	d.dec.Reset(&d.r)
+	err = d.dec.Decode(m)
+	d.r.Reset(nil)
+	decoders.Put(d)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if err := m.validate(); err != nil {
