@@ -132,6 +132,14 @@
 // A streaming handler commits once, at its end, whether it finished or
 // failed under Keep.
 //
+// A durable actor — Replicas > 1 and IdleTimeout(Forever) — is activated
+// unprompted by its new owner after its owner dies, leaves or loses the
+// key, so schedules re-armed from state in Activate keep running;
+// Self(ctx).Deactivate() ends it for good (until a call activates it
+// again). Self(ctx).DeleteState() replaces a replicated actor's state with
+// the empty one on every replica: its next call starts from zero, also
+// after a failover. System.Replication reports what a member holds.
+//
 // Replicated kinds are placed on a ring that changes only when a member
 // joins, leaves gracefully, or has been dead for Config.RemoveDeadAfter
 // (placement.go); their owner is the first live member of the replica set.
