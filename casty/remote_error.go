@@ -2,6 +2,7 @@ package casty
 
 import (
 	"errors"
+	"github.com/vmihailenco/msgpack/v5"
 	"reflect"
 
 	"github.com/casty-go/casty/actor"
@@ -26,6 +27,8 @@ const (
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
+	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
+	codeTooLarge = "commit-too-large"
 )
 
 // wireError is an error as it crosses the wire (its encoding: envelope.go).
@@ -70,6 +73,11 @@ func sentinelFor(code string) error {
 
 // encodeError turns an error from the host into its wire form.
 func encodeError(err error) *wireError {
+	var big *CommitTooLargeError
+	if errors.As(err, &big) {
+		b, _ := msgpack.Marshal(big)
+		return &wireError{Code: codeTooLarge, Message: err.Error(), Kind: big.Kind, Key: big.Key, ErrData: b}
+	}
 	var fe *actor.FailedError
 	if errors.As(err, &fe) {
 		we := &wireError{Code: codeFailed, Message: fe.Message, Kind: fe.Kind, Key: fe.Key, Method: fe.Method,
@@ -114,6 +122,12 @@ func (e *remoteError) Unwrap() error { return e.sentinel }
 // ErrActorUnavailable: routing retries it before it reaches a caller.
 func (we *wireError) decode() error {
 	switch we.Code {
+	case codeTooLarge:
+		big := &CommitTooLargeError{}
+		if msgpack.Unmarshal(we.ErrData, big) == nil {
+			return big
+		}
+		return &remoteError{msg: we.Message, sentinel: ErrActorUnavailable}
 	case codeFailed:
 		fe := &actor.FailedError{Kind: we.Kind, Key: we.Key, Method: we.Method, Message: we.Message, Directive: actor.Directive(we.Directive)}
 		if t, ok := wire.Default.TypeOf(we.ErrType); ok && we.ErrType != "" {

@@ -32,6 +32,10 @@ const (
 	laneFacts   byte = 'F'
 )
 
+// replicationEnvelope bounds what a commit message adds around one page:
+// the message's fields, two ballots, two stamps, the page's key and stamp.
+const replicationEnvelope = 64 << 10
+
 // errNotApplied marks a failed commit that took effect nowhere: the
 // owner's own copy refused it (a newer owner exists), so the call may be
 // retried against the rightful owner.
@@ -41,6 +45,7 @@ type replicator struct {
 	cl      *cluster
 	clock   *hlc.Clock
 	batch   int
+	maxPage int // the largest state page a commit may carry
 	timeout time.Duration
 
 	mu     sync.Mutex // guards rep, pl and every replica.Session and replica.Sync
@@ -80,6 +85,9 @@ func newReplicator() *replicator {
 func (r *replicator) attach(cl *cluster, joiner bool) {
 	cfg := cl.sys.cfg
 	r.cl, r.batch, r.timeout, r.joiner = cl, cfg.ReplicationBatch, cfg.ReplicationTimeout, joiner
+	// A page travels alone in a commit part at worst: it and the
+	// replication envelope around it must fit one mux message.
+	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
 	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: hlc.SystemMillis})
 	if joiner {
 		r.rep.Joined()
@@ -383,7 +391,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
-	t, err := d.schema.NewTracker(&pager.Config{BatchSize: r.batch})
+	t, err := d.schema.NewTracker(&pager.Config{BatchSize: r.batch, MaxPageSize: r.maxPage})
 	if err != nil {
 		return nil, err
 	}
