@@ -94,7 +94,7 @@ type ThreeFields struct {
 func (s *ThreeFields) Fill(context.Context) (int, error) {
 	s.Counter = 1
 	s.Notes = strings.Repeat("casty ", 5462) // 32 KiB
-	s.Samples = make([]float64, 3640)       // ~32 KiB encoded
+	s.Samples = make([]float64, 3640)        // ~32 KiB encoded
 	for i := range s.Samples {
 		s.Samples[i] = float64(i) + 0.1
 	}
@@ -110,6 +110,18 @@ var (
 	PagedTables = casty.Actor[PagedTable](casty.Name("test.PagedTable"), casty.Replicas(3), casty.Write(casty.Majority))
 	ThreeFieldz = casty.Actor[ThreeFields](casty.Name("test.ThreeFields"), casty.Replicas(3), casty.Write(casty.Majority))
 )
+
+// pagedConfig is replicationConfig with room for the first commit of a
+// multi-megabyte state: under the race detector on a shared 2-core machine
+// it keeps the members busy long enough to miss the 500 ms keep-alive of
+// fastCluster, which drops the connection the fill was called on.
+func pagedConfig() casty.Config {
+	c := replicationConfig()
+	c.KeepAliveInterval, c.KeepAliveTimeout = time.Second, 5*time.Second
+	c.SuspicionTimeout = 2 * time.Second
+	c.ReplicationTimeout, c.CallTimeout = 20*time.Second, 20*time.Second
+	return c
+}
 
 // commitBytes sums what every member reports having shipped in commits.
 func commitBytes(nodes []*casty.System) (bytes, commits int64) {
@@ -141,14 +153,35 @@ func ownerAndOther(t *testing.T, nodes []*casty.System, kind, key string) (owner
 	return owner, other
 }
 
+// replicasAgree waits until every member's replica holds the same commit
+// of kind/key: the owner answers after Write(Majority) acknowledgements,
+// so its message to the last replica may still be on its way.
+func replicasAgree(t *testing.T, nodes []*casty.System, kind, key string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "every replica holding the commit of "+kind+"/"+key, func() bool {
+		first, ok := casty.ReplicaState(nodes[0], kind, key)
+		if !ok {
+			return false
+		}
+		for _, n := range nodes[1:] {
+			if st, ok := casty.ReplicaState(n, kind, key); !ok || st != first {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // oneCommit runs edit (which must change the state) and returns the commit
 // bytes it shipped, checking it made exactly one commit.
-func oneCommit(t *testing.T, nodes []*casty.System, edit func() error) int64 {
+func oneCommit(t *testing.T, nodes []*casty.System, kind, key string, edit func() error) int64 {
 	t.Helper()
+	replicasAgree(t, nodes, kind, key)
 	b0, c0 := commitBytes(nodes)
 	if err := edit(); err != nil {
 		t.Fatalf("edit: %v", err)
 	}
+	replicasAgree(t, nodes, kind, key)
 	b1, c1 := commitBytes(nodes)
 	if c1-c0 != 1 {
 		t.Fatalf("the edit made %d commits, want 1", c1-c0)
@@ -157,7 +190,7 @@ func oneCommit(t *testing.T, nodes []*casty.System, edit func() error) int64 {
 }
 
 func TestPagedCommitTrackedMap100k(t *testing.T) {
-	nodes := startReplicated(t, 3)
+	nodes := startReplicated(t, 3, casty.WithConfig(pagedConfig()))
 	ctx := context.Background()
 	owner, other := ownerAndOther(t, nodes, PagedMaps.Name(), "m")
 	fillCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -165,7 +198,7 @@ func TestPagedCommitTrackedMap100k(t *testing.T) {
 	if n, err := casty.Call(fillCtx, PagedMaps.Ref(other, "m"), (*PagedMap).Fill, 100_000); err != nil || n != 100_000 {
 		t.Fatalf("fill: %d, %v", n, err)
 	}
-	wire := oneCommit(t, nodes, func() error {
+	wire := oneCommit(t, nodes, PagedMaps.Name(), "m", func() error {
 		_, err := casty.Call(ctx, PagedMaps.Ref(other, "m"), (*PagedMap).Put, -1)
 		return err
 	})
@@ -195,17 +228,15 @@ const figureRows = 2_500_000
 
 func TestPagedCommitArrowOneCell(t *testing.T) {
 	rows := figureRows / 10
-	var opts []casty.Option
+	cfg := pagedConfig()
 	if os.Getenv("CASTY_FIGURES") != "" {
 		// Shipping the 100 MB table to two replicas keeps two cores busy
-		// for seconds: give keep-alives and suspicion room to wait.
+		// for seconds.
 		rows = figureRows
-		cfg := replicationConfig()
 		cfg.KeepAliveTimeout, cfg.SuspicionTimeout = 30*time.Second, 30*time.Second
 		cfg.ReplicationTimeout, cfg.CallTimeout = 60*time.Second, 60*time.Second
-		opts = append(opts, casty.WithConfig(cfg))
 	}
-	nodes := startReplicated(t, 3, opts...)
+	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
 	owner, other := ownerAndOther(t, nodes, PagedTables.Name(), "t")
 	fillCtx, cancel := context.WithTimeout(ctx, 120*time.Second)
@@ -213,7 +244,7 @@ func TestPagedCommitArrowOneCell(t *testing.T) {
 	if n, err := casty.Call(fillCtx, PagedTables.Ref(other, "t"), (*PagedTable).Fill, rows); err != nil || n != rows {
 		t.Fatalf("fill: %d, %v", n, err)
 	}
-	wire := oneCommit(t, nodes, func() error {
+	wire := oneCommit(t, nodes, PagedTables.Name(), "t", func() error {
 		_, err := casty.Call(ctx, PagedTables.Ref(other, "t"), (*PagedTable).Edit, -1.5)
 		return err
 	})
@@ -234,13 +265,13 @@ func TestPagedCommitArrowOneCell(t *testing.T) {
 }
 
 func TestPagedCommitThreeFields(t *testing.T) {
-	nodes := startReplicated(t, 3)
+	nodes := startReplicated(t, 3, casty.WithConfig(pagedConfig()))
 	ctx := context.Background()
 	owner, other := ownerAndOther(t, nodes, ThreeFieldz.Name(), "s")
 	if _, err := casty.Call0(ctx, ThreeFieldz.Ref(other, "s"), (*ThreeFields).Fill); err != nil {
 		t.Fatalf("fill: %v", err)
 	}
-	wire := oneCommit(t, nodes, func() error {
+	wire := oneCommit(t, nodes, ThreeFieldz.Name(), "s", func() error {
 		_, err := casty.Call0(ctx, ThreeFieldz.Ref(other, "s"), (*ThreeFields).Bump)
 		return err
 	})
