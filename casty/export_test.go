@@ -136,3 +136,14 @@ func ReplicaState(s *System, kind, key string) (string, bool) {
 	st, ok := r.rep.Get(kind, key)
 	return fmt.Sprint(st.Accepted, st.Stamp), ok
 }
+
+// ReplicationRequest sends payload as is on the replication lane from one
+// member to another, through from's mux node, and returns the raw reply:
+// a hostile or buggy peer speaking to the replica.
+func ReplicationRequest(ctx context.Context, from, to *System, payload []byte) ([]byte, error) {
+	sess, err := from.cl.node.Connect(ctx, mux.NodeID(to.cl.self), to.Addr())
+	if err != nil {
+		return nil, err
+	}
+	return sess.Request(ctx, mux.LaneReplication, payload)
+}
