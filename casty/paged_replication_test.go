@@ -23,6 +23,13 @@ import (
 // edit: the encoded commit messages the owner sent to its two replicas
 // (the "to 2 replicas" the pager-level figures count), replication
 // envelope included. The goals are the original's: 514 B, 258 KiB, 504 B.
+//
+// The owner answers after a majority (itself and one replica); its message
+// to the other replica is counted when that request starts, which is
+// before the first reply can come back, and the test waits until every
+// replica holds the commit when it can: under Write(Majority) a replica
+// may miss a commit (its request is cancelled when the round ends), which
+// is allowed and logged.
 
 // PagedMap is the 100,000-entry TrackedMap shape.
 type PagedMap struct{ Entries casty.TrackedMap[string, int] }
@@ -154,11 +161,10 @@ func ownerAndOther(t *testing.T, nodes []*casty.System, kind, key string) (owner
 }
 
 // replicasAgree waits until every member's replica holds the same commit
-// of kind/key: the owner answers after Write(Majority) acknowledgements,
-// so its message to the last replica may still be on its way.
-func replicasAgree(t *testing.T, nodes []*casty.System, kind, key string) {
+// of kind/key, for up to 10 s, and reports whether they do.
+func replicasAgree(t *testing.T, nodes []*casty.System, kind, key string) bool {
 	t.Helper()
-	waitFor(t, 20*time.Second, "every replica holding the commit of "+kind+"/"+key, func() bool {
+	agree := func() bool {
 		first, ok := casty.ReplicaState(nodes[0], kind, key)
 		if !ok {
 			return false
@@ -169,7 +175,17 @@ func replicasAgree(t *testing.T, nodes []*casty.System, kind, key string) {
 			}
 		}
 		return true
-	})
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if agree() {
+			return true
+		}
+	}
+	for _, n := range nodes {
+		st, ok := casty.ReplicaState(n, kind, key)
+		t.Logf("replicas disagree on %s/%s: %s holds %s (%v)", kind, key, n.Addr(), st, ok)
+	}
+	return false
 }
 
 // oneCommit runs edit (which must change the state) and returns the commit
