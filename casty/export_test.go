@@ -2,6 +2,7 @@ package casty
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
@@ -120,4 +121,29 @@ func Crash(s *System) { s.cl.crash() }
 func Settled(s *System, n int) bool {
 	rp := s.cl.rp
 	return rp != nil && rp.settled() && len(s.cl.view.Load().pl.ring.Members()) == n
+}
+
+// ReplicaState reports the commit (ballot and stamp) this member's replica
+// holds of kind/key, as text comparable across members; false when it
+// holds nothing of it.
+func ReplicaState(s *System, kind, key string) (string, bool) {
+	r := s.cl.rp
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.rep.Get(kind, key)
+	return fmt.Sprint(st.Accepted, st.Stamp), ok
+}
+
+// ReplicationRequest sends payload as is on the replication lane from one
+// member to another, through from's mux node, and returns the raw reply:
+// a hostile or buggy peer speaking to the replica.
+func ReplicationRequest(ctx context.Context, from, to *System, payload []byte) ([]byte, error) {
+	sess, err := from.cl.node.Connect(ctx, mux.NodeID(to.cl.self), to.Addr())
+	if err != nil {
+		return nil, err
+	}
+	return sess.Request(ctx, mux.LaneReplication, payload)
 }

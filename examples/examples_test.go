@@ -57,6 +57,13 @@ func TestExamples(t *testing.T) {
 			"sold 10, refused 2, stock left 0",
 			"oversold: false",
 		}},
+		{"08_paged_table", []string{
+			"5 members, each replicating on a placement of 5",
+			"Readings  Readings  arrowpager.Table  paged",
+			"loaded 2000000 rows x 5 columns (80 MB)",
+			"one cell shipped under 258 KiB: true",
+			"owner left; the new owner restored c2[1234567] = -1.5 from the replicas: true",
+		}},
 		{"10_schedule", []string{
 			"[hook] activate db-primary: not watching, nothing to arm",
 			"check #1\n", "check #5\n",

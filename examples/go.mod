@@ -8,7 +8,18 @@ require (
 )
 
 require (
+	github.com/goccy/go-json v0.10.6 // indirect
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.29 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
+	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
+)
+
+require (
+	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/casty-go/casty/actor v0.1.0 // indirect
+	github.com/casty-go/casty/arrowpager v0.1.0
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
 	github.com/casty-go/casty/internal v0.1.0 // indirect
@@ -42,3 +53,5 @@ replace github.com/casty-go/casty/hlc => ../hlc
 replace github.com/casty-go/casty/internal => ../internal
 
 replace github.com/casty-go/casty/replica => ../replica
+
+replace github.com/casty-go/casty/arrowpager => ../arrowpager
