@@ -61,6 +61,7 @@
 // The module needs pager, not the Casty runtime: go get
 // github.com/casty-go/casty/arrowpager, put a Table in a struct and page it
 // with a pager.Tracker, as the package Example does with a 40,000-row table.
-// Casty programs add it only when their actors hold columnar data; the casty
-// module does not depend on it.
+// Casty programs add it only when their actors hold columnar data; package
+// casty does not import it (only casty's tests do, to measure paged commits
+// through real members, so the casty module requires it).
 package arrowpager

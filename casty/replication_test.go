@@ -143,23 +143,6 @@ var (
 		casty.Supervise(func(string, string, error, casty.Failure) casty.Directive { return casty.Reset }))
 )
 
-// ownerAndOther returns the member that owns key of kind and another one.
-func ownerAndOther(t *testing.T, nodes []*casty.System, kind, key string) (owner, other *casty.System) {
-	t.Helper()
-	m, ok := nodes[0].OwnerOf(kind, key)
-	if !ok {
-		t.Fatalf("no owner for %s/%s", kind, key)
-	}
-	for _, n := range nodes {
-		if n.Addr() == m.Addr {
-			owner = n
-		} else {
-			other = n
-		}
-	}
-	return owner, other
-}
-
 // TestKeepCommitsAFailedHandlersChanges: under the supervisor's Keep the
 // owner keeps what a failed handler changed, so its replicas get it too: a
 // new owner after a crash sees it.
