@@ -41,3 +41,5 @@ replace github.com/casty-go/casty/hlc => ../hlc
 replace github.com/casty-go/casty/internal => ../internal
 
 replace github.com/casty-go/casty/replica => ../replica
+
+replace github.com/casty-go/casty/arrowpager => ../arrowpager

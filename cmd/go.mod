@@ -45,3 +45,5 @@ replace github.com/casty-go/casty/replica => ../replica
 replace github.com/casty-go/casty/ring => ../ring
 
 replace github.com/casty-go/casty/wire => ../wire
+
+replace github.com/casty-go/casty/arrowpager => ../arrowpager
