@@ -115,12 +115,3 @@ func (t *kindTable) getBytes(name []byte) *actor.Kind {
 	return nil
 }
 
-// replicationOf returns how the kind named name keeps its state.
-func (t *kindTable) replicationOf(name string) (replication, bool) {
-	if p := t.byName.Load(); p != nil {
-		if d := (*p)[name]; d != nil {
-			return d.repl, true
-		}
-	}
-	return replication{}, false
-}
