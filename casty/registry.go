@@ -114,4 +114,3 @@ func (t *kindTable) getBytes(name []byte) *actor.Kind {
 	}
 	return nil
 }
-
