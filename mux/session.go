@@ -328,7 +328,7 @@ func (s *Session) complete(id uint64, r result) {
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	if ok {
-		p.ch <- r
+		p.deliver(r)
 	}
 }
 
@@ -447,7 +447,7 @@ func (s *Session) fail(err error) {
 	s.conn.Close()
 	s.ys.Close()
 	for _, p := range pending {
-		p.ch <- result{err: lost}
+		p.deliver(result{err: lost})
 	}
 	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
 		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)

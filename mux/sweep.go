@@ -15,8 +15,9 @@ import (
 
 // pendingReq is a request waiting for its answer.
 type pendingReq struct {
-	ch       chan result
-	deadline int64 // nanotime; 0 when the sweeper does not watch it
+	ch       chan result         // Request's waiter, or
+	fn       func([]byte, error) // RequestAsync's callback
+	deadline int64               // nanotime; 0 when the sweeper does not watch it
 	lane     Lane
 }
 
@@ -68,7 +69,7 @@ func (n *Node) expireRequests() (watched int) {
 		}
 		s.mu.Unlock()
 		for _, e := range gone {
-			e.p.ch <- result{err: context.DeadlineExceeded}
+			e.p.deliver(result{err: context.DeadlineExceeded})
 			_ = s.lanes[e.p.lane].send(nil, frameCancel, e.id, nil)
 		}
 	}
