@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/casty-go/casty/pager"
@@ -24,6 +25,9 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
+		if got, err := Decode(b); err != nil || !reflect.DeepEqual(got, m) {
+			f.Fatalf("seed %v does not round-trip: %v\n%+v\n%+v", m.Op, err, m, got)
+		}
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -35,8 +39,12 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded message does not encode: %v", err)
 		}
-		if _, err := Decode(b2); err != nil {
+		m2, err := Decode(b2)
+		if err != nil {
 			t.Fatalf("re-encoded message does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, m2)
 		}
 		r := NewReplica(nil)
 		if reply := r.Handle(m, 1024); reply == nil {

@@ -1,13 +1,10 @@
 package replica
 
 import (
-	"bytes"
 	"fmt"
-	"sync"
 
 	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/pager"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // NodeID names a member: the 16-byte id of the ring and of mux.
@@ -105,29 +102,29 @@ func (s Status) String() string {
 // Msg is one replication message. Kind and Key name the actor; the other
 // fields are used as its Op says (SPEC.md lists them per Op).
 type Msg struct {
-	Op       Op             `msgpack:"o"`
-	Version  uint64         `msgpack:"v"`
-	Digest   uint64         `msgpack:"x"`
-	Kind     string         `msgpack:"k"`
-	Key      string         `msgpack:"y"`
-	Ballot   Ballot         `msgpack:"b"`
-	Status   Status         `msgpack:"s"`
-	Promised Ballot         `msgpack:"p"`
-	Accepted Ballot         `msgpack:"a"`
-	Stamp    pager.Stamp    `msgpack:"t"`
-	Part     int            `msgpack:"n"`
-	Have     *pager.Listing `msgpack:"h"`
-	Delta    *pager.Delta   `msgpack:"d"`
-	Reason   string         `msgpack:"r"`
+	Op       Op
+	Version  uint64
+	Digest   uint64
+	Kind     string
+	Key      string
+	Ballot   Ballot
+	Status   Status
+	Promised Ballot
+	Accepted Ballot
+	Stamp    pager.Stamp
+	Part     int
+	Have     *pager.Listing
+	Delta    *pager.Delta
+	Reason   string
 	// Voter (OpPromise) says the answer counts toward the read quorum:
 	// the replica has synced the actor's range (or never left it).
-	Voter   bool     `msgpack:"w"`
-	Ranges  []Range  `msgpack:"g"` // OpSync, OpSynced: the ranges asked for
-	Records []Record `msgpack:"c"`
-	More    bool     `msgpack:"m"`
+	Voter   bool
+	Ranges  []Range // OpSync, OpSynced: the ranges asked for
+	Records []Record
+	More    bool
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
-	Facts []byte `msgpack:"f"`
+	Facts []byte
 }
 
 // maxRanges bounds the ranges of one sync (a member's share of a ring of
@@ -137,8 +134,8 @@ const maxRanges = 1 << 16
 // Range is an arc of the ring: the points p with Start < p <= End, wrapping
 // past the largest point; Start == End is the whole ring.
 type Range struct {
-	Start uint64 `msgpack:"s"`
-	End   uint64 `msgpack:"e"`
+	Start uint64
+	End   uint64
 }
 
 // Contains reports whether p lies in r.
@@ -171,74 +168,10 @@ func (r Range) Overlaps(o Range) bool {
 
 // Record is one actor's copy as a sync carries it.
 type Record struct {
-	Key      string       `msgpack:"y"`
-	Accepted Ballot       `msgpack:"a"`
-	Stamp    pager.Stamp  `msgpack:"t"`
-	Pages    []pager.Page `msgpack:"g,omitempty"`
-}
-
-// encoders are reused: building one per message costs more than encoding
-// a small message.
-var encoders = sync.Pool{New: func() any {
-	e := &pooledEncoder{}
-	e.enc = msgpack.NewEncoder(&e.buf)
-	return e
-}}
-
-var decoders = sync.Pool{New: func() any {
-	d := &pooledDecoder{}
-	d.dec = msgpack.NewDecoder(&d.r)
-	return d
-}}
-
-type pooledDecoder struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
-}
-
-type pooledEncoder struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
-}
-
-// Encode returns m's wire form: msgpack, short field names as keys.
-func (m *Msg) Encode() ([]byte, error) {
-	e := encoders.Get().(*pooledEncoder)
-	defer encoders.Put(e)
-	e.buf.Reset()
-	if err := e.enc.Encode(m); err != nil {
-		return nil, fmt.Errorf("replica: encode %v: %w", m.Op, err)
-	}
-	return bytes.Clone(e.buf.Bytes()), nil
-}
-
-// Decode parses a message received from the network. Malformed input of
-// any kind yields an error wrapping ErrCorrupt, never a panic; a message
-// whose delta is inconsistent (part numbers, a stamp not newer than its
-// basis) is malformed too.
-func Decode(b []byte) (m *Msg, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, r)
-		}
-	}()
-	if err := pager.ValidateMsgpack(b); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	m = new(Msg)
-	d := decoders.Get().(*pooledDecoder)
-	d.r.Reset(b)
-	d.dec.Reset(&d.r)
-	err = d.dec.Decode(m)
-	d.r.Reset(nil)
-	decoders.Put(d)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	return m, nil
+	Key      string
+	Accepted Ballot
+	Stamp    pager.Stamp
+	Pages    []pager.Page
 }
 
 // validate checks what decoding alone cannot.
