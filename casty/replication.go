@@ -165,8 +165,7 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	m, err := replica.Decode(payload[1:])
 	if err != nil {
 		reply := &replica.Msg{Op: replica.OpAck, Status: replica.StatusCorrupt, Reason: err.Error()}
-		b, _ := reply.Encode()
-		return append([]byte{laneReplica}, b...), nil
+		return reply.Append([]byte{laneReplica})
 	}
 	r.observe(m)
 	r.mu.Lock()
@@ -176,11 +175,7 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	if behind && from != nil {
 		r.pullFacts(ring.NodeID(from.Peer()), from.PeerAddr())
 	}
-	b, err := reply.Encode()
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{laneReplica}, b...), nil
+	return reply.Append([]byte{laneReplica})
 }
 
 // pullFacts asks a member that knows a newer placement for its facts, one
@@ -214,15 +209,48 @@ func (r *replicator) learn(b []byte) {
 	}
 }
 
-// reply is one answer to a request of a round.
+// reply is one answer to a request of a round: the raw answer, nil when
+// the member could not be reached or failed to answer.
 type reply struct {
 	from replica.NodeID
-	msg  *replica.Msg
+	raw  []byte
+}
+
+// round collects the answers to one round's requests. Answers arrive on
+// connection readers (mux.Session.RequestAsync), which must never block:
+// they append under the lock and wake the round's goroutine.
+type round struct {
+	mu      sync.Mutex
+	replies []reply
+	wake    chan struct{} // cap 1: answers are waiting
+}
+
+func (rd *round) put(rp reply) {
+	rd.mu.Lock()
+	rd.replies = append(rd.replies, rp)
+	rd.mu.Unlock()
+	select {
+	case rd.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (rd *round) take(into []reply) []reply {
+	rd.mu.Lock()
+	into = append(into[:0], rd.replies...)
+	rd.replies = rd.replies[:0]
+	rd.mu.Unlock()
+	return into
 }
 
 // run carries out one round of s until it ends: it sends outs, feeds the
 // replies to s, sends what follows, and expires the round at its deadline
-// (ReplicationTimeout, or ctx's when sooner).
+// (ReplicationTimeout, or ctx's when sooner), or as soon as every request
+// of the round has failed (nothing more can arrive).
+//
+// The requests go out without a goroutine each: their answers come back
+// on the connections' readers and wake this goroutine, once per batch of
+// answers (the latency of a commit is two wake-ups past the network).
 func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) replica.Result {
 	r.mu.Lock()
 	res := s.Results()
@@ -235,29 +263,49 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	rctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	replies := make(chan reply, len(outs)+4)
+	rd := &round{wake: make(chan struct{}, 1)}
+	var (
+		sent        []mux.AsyncRequest
+		outstanding int
+		batch       []reply
+	)
 	send := func(outs []replica.Out) {
 		for _, o := range outs {
-			r.spawn(func() {
-				m := r.request(rctx, o)
-				select {
-				case replies <- reply{o.To, m}:
-				case <-rctx.Done():
-				}
-			})
+			outstanding++
+			if req, ok := r.requestAsync(ctx, o, time.Until(deadline), rd); ok {
+				sent = append(sent, req)
+			}
 		}
+	}
+	// expire ends a round that cannot succeed any more, abandoning the
+	// requests still out.
+	expire := func() replica.Result {
+		for _, req := range sent {
+			req.Cancel()
+		}
+		return r.expire(s)
 	}
 	send(outs)
 	for {
+		// No timer: every request carries the round's deadline (enforced
+		// by mux's sweeper), so the round ends by then through
+		// outstanding reaching zero.
 		select {
-		case rp := <-replies:
-			if rp.msg == nil {
-				continue // unreachable: the round waits for others or its deadline
+		case <-rd.wake:
+		case <-ctx.Done():
+			return expire()
+		case <-r.done:
+			return expire()
+		}
+		batch = rd.take(batch)
+		for _, rp := range batch {
+			outstanding--
+			m := r.decodeReply(rp.raw)
+			if m == nil {
+				continue // unreachable: the round waits for the others
 			}
 			r.mu.Lock()
-			more := s.Step(rp.from, rp.msg)
+			more := s.Step(rp.from, m)
 			res := s.Results()
 			r.mu.Unlock()
 			if len(res) > 0 {
@@ -265,12 +313,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 				return res[len(res)-1]
 			}
 			send(more)
-		case <-rctx.Done():
-			return r.expire(s)
-		case <-ctx.Done():
-			return r.expire(s)
-		case <-r.done:
-			return r.expire(s)
+		}
+		if outstanding == 0 {
+			return expire()
 		}
 	}
 }
@@ -306,26 +351,80 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 	})
 }
 
+// encodeOut encodes a request for the replication lane, counting the bytes
+// of commits.
+func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
+	b, err := o.Msg.Append([]byte{laneReplica})
+	if err != nil {
+		return nil, false
+	}
+	if o.Msg.Op == replica.OpCommit {
+		r.commitBytes.Add(int64(len(b)))
+	}
+	return b, true
+}
+
+// requestAsync sends one request of a round; its answer (nil when none)
+// reaches rd. Over an established session nothing waits; a member not yet
+// connected is dialled on a goroutine of its own.
+func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout time.Duration, rd *round) (mux.AsyncRequest, bool) {
+	to := o.To
+	if sess, ok := r.cl.node.Session(mux.NodeID(to)); ok && timeout > 0 {
+		b, ok := r.encodeOut(o)
+		if !ok {
+			rd.put(reply{from: to})
+			return mux.AsyncRequest{}, false
+		}
+		return sess.RequestAsync(ctx, mux.LaneReplication, b, timeout, func(resp []byte, err error) {
+			if err != nil {
+				resp = nil
+			}
+			rd.put(reply{from: to, raw: resp})
+		}), true
+	}
+	if !r.spawn(func() {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		rd.put(reply{from: to, raw: r.send(rctx, o)})
+	}) {
+		rd.put(reply{from: to})
+	}
+	return mux.AsyncRequest{}, false
+}
+
 // request sends one message to a member and returns its decoded reply,
 // nil when the member could not be reached or answered garbage.
 func (r *replicator) request(ctx context.Context, o replica.Out) *replica.Msg {
+	return r.decodeReply(r.send(ctx, o))
+}
+
+// send sends one message to a member and returns its raw answer, nil when
+// the member could not be reached or failed to answer.
+func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 	addr := r.cl.view.Load().addrs[ring.NodeID(o.To)]
 	if addr == "" {
 		return nil // not alive in this member's view
 	}
-	b, err := o.Msg.Encode()
-	if err != nil {
+	b, ok := r.encodeOut(o)
+	if !ok {
 		return nil
-	}
-	if o.Msg.Op == replica.OpCommit {
-		r.commitBytes.Add(int64(len(b) + 1))
 	}
 	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
 	if err != nil {
 		return nil
 	}
-	resp, err := sess.Request(ctx, mux.LaneReplication, append([]byte{laneReplica}, b...))
-	if err != nil || len(resp) < 1 || resp[0] != laneReplica {
+	resp, err := sess.Request(ctx, mux.LaneReplication, b)
+	if err != nil {
+		return nil
+	}
+	return resp
+}
+
+// decodeReply decodes an answer on the replication lane, observes its
+// stamps and merges the placement facts of a "behind" refusal; nil when
+// there is no answer or it is garbage.
+func (r *replicator) decodeReply(resp []byte) *replica.Msg {
+	if len(resp) < 1 || resp[0] != laneReplica {
 		return nil
 	}
 	m, err := replica.Decode(resp[1:])

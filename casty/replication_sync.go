@@ -230,7 +230,7 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 		replies := make(chan reply, len(outs))
 		sent := 0
 		for _, o := range outs {
-			if r.spawn(func() { replies <- reply{o.To, r.request(ctx, o)} }) {
+			if r.spawn(func() { replies <- reply{o.To, r.send(ctx, o)} }) {
 				sent++
 			}
 		}
@@ -243,11 +243,12 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 				cancel()
 				return false
 			}
-			if rp.msg == nil {
+			m := r.decodeReply(rp.raw)
+			if m == nil {
 				continue
 			}
 			r.mu.Lock()
-			next = append(next, y.Step(rp.from, rp.msg)...)
+			next = append(next, y.Step(rp.from, m)...)
 			r.mu.Unlock()
 		}
 		cancel()
