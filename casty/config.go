@@ -47,6 +47,14 @@ type Config struct {
 	// ReplicationBatch is the largest commit part in bytes; bigger commits
 	// are split. Default 256 KiB.
 	ReplicationBatch int
+	// MaxReplicatedBytes bounds the replicated state a member holds: once
+	// its copies cost that much (System.Replication's Usage), it refuses
+	// state for actors it holds nothing of, and a call that would activate
+	// a new replicated actor whose replicas are full fails with
+	// ErrReplicaFull. Actors already held keep committing, and re-
+	// replication after membership changes is never refused, so a member
+	// may end above it. Default 0: no limit.
+	MaxReplicatedBytes int
 
 	// Transport (cluster mode).
 
@@ -215,7 +223,7 @@ func (c Config) Validate() error {
 		name string
 		v    int
 	}{
-		{"ReplicationBatch", c.ReplicationBatch}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
+		{"ReplicationBatch", c.ReplicationBatch}, {"MaxReplicatedBytes", c.MaxReplicatedBytes}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
 		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
 		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
 		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/replica"
 )
 
 // Infrastructure errors, for errors.Is. Definite errors mean the call did
@@ -18,6 +19,10 @@ var (
 	// ErrQuorumUnavailable: a replicated write did not reach its write
 	// quorum. Indeterminate: a replica may hold it.
 	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
+	// ErrReplicaFull: activating a replicated actor needs replicas that
+	// are at their Config.MaxReplicatedBytes and hold nothing of it.
+	// Definite: nothing was written.
+	ErrReplicaFull = replica.ErrFull
 	// ErrRangeMoving: the key's range is moving between nodes. Definite.
 	ErrRangeMoving = actor.ErrRangeMoving
 	// ErrUnknownActorType: the kind or method is not known where the call

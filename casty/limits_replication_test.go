@@ -254,3 +254,54 @@ func TestPageJustUnderTheLimitFitsAMessage(t *testing.T) {
 		t.Fatalf("after the commit: N=%d, %v; want %d", n, err, want)
 	}
 }
+
+// TestReplicatedStateLimit: with Config.MaxReplicatedBytes, new replicated
+// actors are refused with ErrReplicaFull (definite, and so not
+// ErrQuorumUnavailable) once the replicas are at the limit, locally and
+// across nodes; the actors already held keep committing; the usage is
+// visible in System.Replication.
+func TestReplicatedStateLimit(t *testing.T) {
+	cfg := replicationConfig()
+	cfg.MaxReplicatedBytes = 16 << 10
+	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
+	ctx := context.Background()
+	var held []string
+	var full error
+	for i := 0; i < 1000 && full == nil; i++ {
+		k := "limit-" + strconv.Itoa(i)
+		if _, err := casty.Call(ctx, Blobs.Ref(nodes[i%3], k), (*Blob).Grow, 64); err != nil {
+			full = err
+			break
+		}
+		held = append(held, k)
+	}
+	if !errors.Is(full, casty.ErrReplicaFull) || errors.Is(full, casty.ErrQuorumUnavailable) {
+		t.Fatalf("after %d actors: %v, want ErrReplicaFull (and not ErrQuorumUnavailable)", len(held), full)
+	}
+	if len(held) == 0 {
+		t.Fatal("the limit refused the first actor")
+	}
+	// Refused from every member, whoever owns the key.
+	for _, n := range nodes {
+		if _, err := casty.Call(ctx, Blobs.Ref(n, "limit-new"), (*Blob).Grow, 64); !errors.Is(err, casty.ErrReplicaFull) {
+			t.Fatalf("a new actor via %s: %v, want ErrReplicaFull", n.Addr(), err)
+		}
+	}
+	// The actors already held keep committing.
+	for _, k := range held[:min(len(held), 5)] {
+		if _, err := casty.Call(ctx, Blobs.Ref(nodes[1], k), (*Blob).Grow, 128); err != nil {
+			t.Fatalf("a held actor %s: %v", k, err)
+		}
+	}
+	over := false
+	for _, n := range nodes {
+		st := n.Replication()
+		if st.Limit != cfg.MaxReplicatedBytes || st.Usage < st.Bytes {
+			t.Fatalf("%s: %+v", n.Addr(), st)
+		}
+		over = over || st.Usage >= st.Limit
+	}
+	if !over {
+		t.Fatal("no member reports usage at its limit")
+	}
+}

@@ -22,6 +22,7 @@ const (
 	codeReentrancy  = "reentrancy"
 	codeUnknown     = "unknown"
 	codeQuorum      = "quorum"
+	codeFull        = "replica-full"
 	codeMoving      = "moving"
 	codeWrongOwner  = "wrong-owner"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
@@ -49,7 +50,7 @@ var sentinels = []struct {
 	err  error
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
-	{codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
+	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable},
 }
 

@@ -89,6 +89,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	// replication envelope around it must fit one mux message.
 	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
 	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: hlc.SystemMillis})
+	r.rep.SetLimit(cfg.MaxReplicatedBytes)
 	if joiner {
 		r.rep.Joined()
 	}
@@ -475,6 +476,9 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		// Replicas on a newer placement, or still syncing the range after a
 		// membership change: the cluster is settling; try again while the
 		// caller's time lasts.
+		if errors.Is(res.Err, replica.ErrFull) {
+			return nil, fmt.Errorf("%w: activating %s/%s: %v", ErrReplicaFull, k.Name, a.Key(), res.Err)
+		}
 		settling := res.Version > pl.version || res.Abstained > 0 || res.Fenced && attempt == 0
 		if !settling || ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: activating %s/%s: %v", ErrQuorumUnavailable, k.Name, a.Key(), res.Err)
@@ -611,6 +615,9 @@ type ReplicationStats struct {
 	// Keys and Bytes are the actors this member holds a copy of and the
 	// bytes of their pages (keys and data).
 	Keys, Bytes int
+	// Usage is what Config.MaxReplicatedBytes is compared with: Bytes
+	// plus a fixed cost per actor held; Limit is that setting (0: none).
+	Usage, Limit int
 	// Commits counts the commits this member's activations made; CommitBytes
 	// the encoded bytes of their commit messages, every replica counted
 	// (the owner's own copy is not sent, so not counted).
@@ -630,7 +637,7 @@ func (s *System) Replication() ReplicationStats {
 	r := s.cl.rp
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(),
+	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Syncing: r.pending > 0}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()

@@ -13,6 +13,10 @@ var (
 	// ErrFenced is returned when a replica has promised a higher ballot: a
 	// newer owner exists and this session must end.
 	ErrFenced = errors.New("replica: fenced by a newer owner")
+	// ErrFull is returned, wrapped with ErrQuorumUnavailable, when too many
+	// replicas refused because they are at their limit (Replica.SetLimit)
+	// and hold nothing of the actor: no new replicated state fits.
+	ErrFull = errors.New("replica: replicas are full")
 	// ErrCorrupt is returned for a malformed message, and in replies to one.
 	ErrCorrupt = errors.New("replica: corrupt message")
 	// ErrBusy is returned when a session is asked to start a round while

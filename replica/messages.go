@@ -88,9 +88,10 @@ const (
 	StatusCorrupt                // the request was malformed (Reason says why)
 	StatusBehind                 // refused: the request's placement Version is older than the replica's
 	StatusUnsynced               // sync refused: the replica has not synced that range itself
+	StatusFull                   // refused: the replica is at its limit and holds nothing of this actor
 )
 
-var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced"}
+var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -179,7 +180,7 @@ func (m *Msg) validate() error {
 	if m.Op < OpPrepare || m.Op > OpSynced {
 		return fmt.Errorf("%w: unknown op %d", ErrCorrupt, m.Op)
 	}
-	if m.Status > StatusUnsynced {
+	if m.Status > StatusFull {
 		return fmt.Errorf("%w: unknown status %d", ErrCorrupt, m.Status)
 	}
 	if len(m.Ranges) > maxRanges {

@@ -39,7 +39,28 @@ type Replica struct {
 	// everywhere.
 	unsynced map[string][]Range
 	strict   bool
+
+	limit int // SetLimit: the most bytes held before new actors are refused (0: none)
 }
+
+// recordCost is what a record costs besides its pages, counted against
+// the limit (the map entry, the record, its store, its key).
+const recordCost = 256
+
+// SetLimit bounds what the replica holds: once its records and their
+// pages cost limit bytes (Usage), it refuses a prepare or a commit for an
+// actor it holds nothing of (StatusFull). Actors it already holds keep
+// committing, and syncs (Adopt) are never refused: the limit stops new
+// state, not the upkeep of what the cluster already acknowledged. Zero or
+// less: no limit.
+func (r *Replica) SetLimit(limit int) { r.limit = max(limit, 0) }
+
+// Usage returns what the limit counts: the page bytes held plus a fixed
+// cost per actor record, its kind and key.
+func (r *Replica) Usage() int { return r.bytes + len(r.recs)*recordCost }
+
+// full reports whether a new actor would go over the limit.
+func (r *Replica) full() bool { return r.limit > 0 && r.Usage() >= r.limit }
 
 type key struct{ kind, key string }
 
@@ -272,6 +293,14 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	}
 	rec, known := r.recs[key{m.Kind, m.Key}]
 	if !known {
+		if (m.Op == OpPrepare || m.Op == OpCommit) && r.full() {
+			out.Status = StatusFull
+			out.Reason = fmt.Sprintf("replica: holding %d bytes of replicated state, the limit is %d: no new actors", r.Usage(), r.limit)
+			if m.Op == OpCommit {
+				out.Stamp = m.Delta.Stamp
+			}
+			return out
+		}
 		if m.Op == OpFetch || m.Op == OpConfirm {
 			// Nothing held: answer without creating a record.
 			rec = &record{store: pager.NewStore()}

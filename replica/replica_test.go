@@ -218,3 +218,64 @@ func TestReadQuorumIntersectsEveryWriteQuorum(t *testing.T) {
 		}
 	}
 }
+
+// A replica at its limit refuses state for actors it holds nothing of, and
+// keeps serving the ones it holds and the syncs it is asked to adopt.
+func TestReplicaLimitRefusesNewActorsOnly(t *testing.T) {
+	r := NewReplica(nil)
+	page := func(n int) []pager.Page { return []pager.Page{{Key: "V", Data: make([]byte, n)}} }
+	commit := func(k string, b Ballot, d pager.Delta) *Msg {
+		return &Msg{Op: OpCommit, Kind: "k", Key: k, Ballot: b, Delta: &d}
+	}
+	if got := r.Handle(commit("x", ballot(1, 1), pager.Delta{Stamp: stamp(2, 1), Pages: page(1000)}), 0); got.Status != StatusOK {
+		t.Fatalf("commit under no limit: %v", got.Status)
+	}
+	r.SetLimit(r.Usage()) // exactly full
+	for _, m := range []*Msg{
+		{Op: OpPrepare, Kind: "k", Key: "y", Ballot: ballot(3, 1)},
+		commit("y", ballot(3, 1), pager.Delta{Stamp: stamp(4, 1), Pages: page(10)}),
+	} {
+		if got := r.Handle(m, 0); got.Status != StatusFull || got.Reason == "" {
+			t.Fatalf("%v of a new actor at the limit: %v %q", m.Op, got.Status, got.Reason)
+		}
+	}
+	if _, held := r.Get("k", "y"); held || r.Keys() != 1 {
+		t.Fatalf("a refused actor left a record: %d keys", r.Keys())
+	}
+	// The actor it holds keeps committing, over the limit if need be.
+	if got := r.Handle(commit("x", ballot(1, 1), pager.Delta{Basis: stamp(2, 1), Stamp: stamp(5, 1), Pages: page(5000)}), 0); got.Status != StatusOK {
+		t.Fatalf("commit of a held actor at the limit: %v %s", got.Status, got.Reason)
+	}
+	// A sync is upkeep of acknowledged state: never refused.
+	if ok, err := r.Adopt("k", Record{Key: "z", Accepted: ballot(6, 2), Stamp: stamp(7, 2), Pages: page(10)}); !ok || err != nil {
+		t.Fatalf("adopt at the limit: %v %v", ok, err)
+	}
+	r.SetLimit(0)
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "y", Ballot: ballot(8, 1)}, 0); got.Status != StatusOK {
+		t.Fatalf("prepare with the limit lifted: %v", got.Status)
+	}
+}
+
+// An activation whose replicas are full fails with ErrFull (wrapped in
+// ErrQuorumUnavailable); with one full replica of three it succeeds.
+func TestSessionReportsFullReplicas(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+		c[id].Handle(commitMsg(ballot(1, 9), pager.Delta{Stamp: stamp(2, 9), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0)
+	}
+	c[members[1]].SetLimit(1)
+	a := NewSession("k", "new", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
+	c.run(a, a.Open())
+	if res := a.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("one full replica of three: %+v", res)
+	}
+	c[members[2]].SetLimit(1)
+	b := NewSession("k", "newer", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(11, 1))
+	c.run(b, b.Open())
+	res := b.Results()
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrFull) || !errors.Is(res[0].Err, ErrQuorumUnavailable) {
+		t.Fatalf("two full replicas of three: %+v", res)
+	}
+}

@@ -114,6 +114,7 @@ type Session struct {
 	version uint64 // the highest placement version a refusal named
 	facts   []byte // that refusal's placement
 	fenced  bool
+	atLimit bool // a replica refused with StatusFull this round
 	highest Ballot
 	results []Result
 
@@ -175,7 +176,7 @@ func (s *Session) begin(r Round) error {
 	}
 	s.round = r
 	s.answers = map[NodeID]Status{}
-	s.oks, s.refused, s.abstain, s.fenced = 0, 0, 0, false
+	s.oks, s.refused, s.abstain, s.fenced, s.atLimit = 0, 0, 0, false, false
 	return nil
 }
 
@@ -279,6 +280,9 @@ func (s *Session) tally(from NodeID, st Status) bool {
 		s.fenced = true
 	case StatusCorrupt, StatusMissing, StatusBehind, StatusUnsynced:
 		s.refused++
+	case StatusFull:
+		s.refused++
+		s.atLimit = true
 	}
 	return true
 }
@@ -292,6 +296,9 @@ func (s *Session) quorumLost(need int) error {
 	}
 	if s.fenced {
 		return fmt.Errorf("%w: %s/%s: a replica promised ballot %v, above this owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
+	}
+	if s.atLimit {
+		return fmt.Errorf("%w: %w: %s/%s: of %d replicas %d refused, at their limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key, len(s.set.Members), s.refused)
 	}
 	return fmt.Errorf("%w: %s/%s: of %d replicas %d refused and %d have not synced its range yet, %d answers needed", ErrQuorumUnavailable, s.kind, s.key, len(s.set.Members), s.refused, s.abstain, need)
 }
