@@ -42,6 +42,13 @@ type Config struct {
 	// comes back after its removal holds nothing any more: restart it.
 	// Default 30 s.
 	RemoveDeadAfter time.Duration
+	// RepairInterval is the period of the anti-entropy pass over
+	// replicated state: each member compares what it holds of the ranges
+	// it replicates with the other replicas of those ranges and adopts
+	// every newer copy, so a replica that missed commits catches up
+	// without waiting for the actor's next write or activation
+	// (replica/SPEC.md, "Repair"). Default 30 s.
+	RepairInterval time.Duration
 	// HandoffTimeout bounds the range handoff of a closing node. Default 10 s.
 	HandoffTimeout time.Duration
 	// ReplicationBatch is the largest commit part in bytes; bigger commits
@@ -123,6 +130,7 @@ func DefaultConfig() Config {
 		DrainTimeout:        10 * time.Second,
 		ReplicationTimeout:  5 * time.Second,
 		HandoffTimeout:      10 * time.Second,
+		RepairInterval:      30 * time.Second,
 		RemoveDeadAfter:     30 * time.Second,
 		ReplicationBatch:    256 << 10,
 		MaxFrame:            256 << 10,
@@ -170,6 +178,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.DrainTimeout, d.DrainTimeout)
 	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
 	fill(&c.HandoffTimeout, d.HandoffTimeout)
+	fill(&c.RepairInterval, d.RepairInterval)
 	fill(&c.RemoveDeadAfter, d.RemoveDeadAfter)
 	filli(&c.ReplicationBatch, d.ReplicationBatch)
 	filli(&c.MaxFrame, d.MaxFrame)
@@ -207,6 +216,7 @@ func (c Config) Validate() error {
 	}{
 		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
 		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout}, {"RemoveDeadAfter", c.RemoveDeadAfter},
+		{"RepairInterval", c.RepairInterval},
 		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
 		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
 		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},

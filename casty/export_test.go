@@ -147,3 +147,12 @@ func ReplicationRequest(ctx context.Context, from, to *System, payload []byte) (
 	}
 	return sess.Request(ctx, mux.LaneReplication, payload)
 }
+
+// DropCopy makes this member's replica forget kind/key, as if it had
+// missed every commit of it.
+func DropCopy(s *System, kind, key string) {
+	r := s.cl.rp
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rep.Drop(kind, key)
+}

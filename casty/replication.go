@@ -66,6 +66,7 @@ type replicator struct {
 	pulling     atomic.Bool  // a facts request is in flight
 	commits     atomic.Int64 // commits made by this member's activations
 	commitBytes atomic.Int64 // bytes of their commit messages sent
+	repaired    atomic.Int64 // copies adopted by anti-entropy passes
 
 	goMu    sync.Mutex // orders spawn against close
 	stopped bool
@@ -100,6 +101,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 		return r.pl.encode()
 	})
 	cl.node.HandleRequests(mux.LaneReplication, r.handle)
+	r.spawn(func() { r.repairLoop(cfg.RepairInterval) })
 }
 
 // close stops the syncs in flight and waits for every goroutine the
@@ -622,6 +624,9 @@ type ReplicationStats struct {
 	// the encoded bytes of their commit messages, every replica counted
 	// (the owner's own copy is not sent, so not counted).
 	Commits, CommitBytes int64
+	// Repaired counts the copies this member adopted in anti-entropy
+	// passes (Config.RepairInterval): commits it had missed.
+	Repaired int64
 	// Placed is the number of members of the placement it acts on, and
 	// Syncing whether it is still pulling ranges it entered.
 	Placed  int
@@ -638,7 +643,7 @@ func (s *System) Replication() ReplicationStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
-		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Syncing: r.pending > 0}
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Repaired: r.repaired.Load(), Syncing: r.pending > 0}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

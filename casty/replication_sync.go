@@ -225,6 +225,20 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 	r.mu.Lock()
 	outs := y.Start()
 	r.mu.Unlock()
+	if !r.exchange(outs, y.Step) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return y.Done()
+}
+
+// exchange sends outs, feeds each answer to step (under r.mu) and sends
+// what step returns, round after round, until a round brings nothing
+// more. Each round is bounded by ReplicationTimeout; members that do not
+// answer in time are left out. It reports false when the replicator is
+// closing.
+func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *replica.Msg) []replica.Out) bool {
 	for len(outs) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		replies := make(chan reply, len(outs))
@@ -248,15 +262,13 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 				continue
 			}
 			r.mu.Lock()
-			next = append(next, y.Step(rp.from, m)...)
+			next = append(next, step(rp.from, m)...)
 			r.mu.Unlock()
 		}
 		cancel()
 		outs = next
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return y.Done()
+	return true
 }
 
 // syncDone reports whether run is over (done, superseded or closing), and

@@ -39,8 +39,9 @@ const (
 	fRecords
 	fMore
 	fFacts
+	fBrief
 
-	fAll = fFacts<<1 - 1
+	fAll = fBrief<<1 - 1
 )
 
 // stampLen is the length of a stamp or ballot on the wire.
@@ -78,6 +79,7 @@ func (m *Msg) Append(b []byte) ([]byte, error) {
 	set(fRecords, len(m.Records) > 0)
 	set(fMore, m.More)
 	set(fFacts, len(m.Facts) > 0)
+	set(fBrief, m.Brief)
 
 	b = slices.Grow(b, m.sizeHint())
 	b = append(b, wireFormat, byte(m.Op))
@@ -458,6 +460,7 @@ func (d *decoder) msg() (*Msg, error) {
 		m.Records = nil
 	}
 	m.More = mask&fMore != 0
+	m.Brief = mask&fBrief != 0
 	if mask&fFacts != 0 {
 		m.Facts = d.bytes()
 	}

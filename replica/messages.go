@@ -126,6 +126,9 @@ type Msg struct {
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
 	Facts []byte
+	// Brief (OpSync, OpSynced) asks for, and marks, records without their
+	// pages: the keys and versions a repair compares (Repair).
+	Brief bool
 }
 
 // maxRanges bounds the ranges of one sync (a member's share of a ring of

@@ -264,7 +264,7 @@ func (r *Replica) rec(kind, k string) *record {
 func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	out := &Msg{Op: m.Op.reply(), Kind: m.Kind, Key: m.Key, Ballot: m.Ballot, Part: m.Part}
 	if m.Op == OpSync {
-		out.Ranges = m.Ranges // a refusal names what it refuses too
+		out.Ranges, out.Brief = m.Ranges, m.Brief // a refusal names what it refuses too
 	}
 	if out.Op == 0 {
 		out.Op, out.Status, out.Reason = OpAck, StatusCorrupt, fmt.Sprintf("replica: %v is not a request", m.Op)
@@ -415,7 +415,7 @@ func (r *Replica) Install(kind, k string, s State, pages []pager.Page) error {
 // sync answers OpSync: the records of kind in the range, in key order
 // from after m.Key, cut at batch bytes.
 func (r *Replica) sync(m *Msg, out *Msg, batch int) {
-	out.Ranges = m.Ranges
+	out.Ranges, out.Brief = m.Ranges, m.Brief
 	synced := true
 	for _, rng := range m.Ranges {
 		synced = synced && r.syncedRange(m.Kind, rng)
@@ -439,12 +439,20 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 	size := 0
 	for _, k := range keys {
 		rec := r.recs[key{m.Kind, k}]
-		if size > 0 && size+rec.bytes > batch {
+		cost := len(k) + 64
+		if !m.Brief {
+			cost += rec.bytes
+		}
+		if size > 0 && size+cost > batch {
 			out.More = true
 			break
 		}
-		out.Records = append(out.Records, Record{Key: k, Accepted: rec.accepted, Stamp: rec.store.Stamp(), Pages: rec.store.Pages()})
-		size += rec.bytes + len(k) + 64
+		cp := Record{Key: k, Accepted: rec.accepted, Stamp: rec.store.Stamp()}
+		if !m.Brief {
+			cp.Pages = rec.store.Pages()
+		}
+		out.Records = append(out.Records, cp)
+		size += cost
 	}
 }
 

@@ -152,6 +152,9 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 	if m.Status != StatusOK {
 		return nil // unsynced or behind: that member does not count (yet)
 	}
+	if m.Version != y.version || m.Brief {
+		return nil // an answer to another request (a repair's): not this sync's
+	}
 	delete(y.unsynced, from)
 	if m.Key != y.cursor[from] {
 		return nil // a duplicate or late reply to an earlier request

@@ -74,6 +74,9 @@ type Config struct {
 	Amnesia int
 	// Trace, when set, receives a line per protocol step (debugging).
 	Trace func(string)
+	// Repair is the period (simulated ms) of every node's anti-entropy
+	// pass (replica.Repair) over the keys it replicates; 0: none.
+	Repair int64
 	// WrongViews is the probability a client's request goes to a node
 	// that is not the key's first live replica (divergent membership
 	// views: duplicate owners).
@@ -124,6 +127,7 @@ type Stats struct {
 	Faults                         []string
 	Activations, Fenced            int
 	Joins, Removals, Syncs         int
+	Repaired                       int // copies adopted by anti-entropy
 }
 
 // OpKind is a register operation.
@@ -203,6 +207,7 @@ type node struct {
 	acts    map[int]*activation
 	view    int // the placement version this node acts on (0: not yet placed)
 	syncs   map[int]*replica.Sync
+	repairs map[int]*replica.Repair
 	diedAt  int64
 }
 
@@ -245,14 +250,54 @@ func New(cfg Config) *Sim {
 // addNode creates a member process (not placed yet).
 func (s *Sim) addNode() *node {
 	i := len(s.nodes)
-	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}}
+	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, repairs: map[int]*replica.Repair{}}
 	binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
 	if s.cfg.Skew > 0 {
 		n.skew = s.rng.Int64N(2*s.cfg.Skew.Milliseconds()+1) - s.cfg.Skew.Milliseconds()
 	}
 	n.clock, _ = hlc.New(hlc.Config{Node: n.id, Physical: func() int64 { return 1_000_000 + s.now + n.skew }})
 	s.nodes = append(s.nodes, n)
+	if s.cfg.Repair > 0 {
+		s.repairTick(n)
+	}
 	return n
+}
+
+// repairTick runs an anti-entropy pass of n every cfg.Repair (jittered),
+// over each key it replicates on its placement and is not syncing, until
+// n dies or the workload is over. A pass not done within three round
+// timeouts is given up.
+func (s *Sim) repairTick(n *node) {
+	s.after(s.cfg.Repair/2+s.rng.Int64N(s.cfg.Repair+1), func() {
+		if n.crashed || s.over() {
+			return
+		}
+		if !n.paused && n.view > 0 {
+			for k := range s.cfg.Keys {
+				set := s.replicas(k, n.view)
+				if !slices.Contains(set, n.i) || n.syncs[k] != nil || n.repairs[k] != nil {
+					continue
+				}
+				var peers []replica.NodeID
+				for _, i := range set {
+					if i != n.i {
+						peers = append(peers, s.nodes[i].id)
+					}
+				}
+				p := replica.NewRepair(kind, []replica.Range{keyRange(k)}, uint64(n.view), 0, peers, n.rep)
+				n.repairs[k] = p
+				for _, o := range p.Start() {
+					s.send(n.i, s.index(o.To), o.Msg)
+				}
+				s.after(3*roundTimeout, func() {
+					if n.repairs[k] == p {
+						delete(n.repairs, k)
+					}
+				})
+			}
+		}
+		s.repairTick(n)
+	})
 }
 
 // point is an actor's ring point: each key its own range of the ring.
@@ -310,7 +355,16 @@ func (s *Sim) after(d int64, f func()) {
 }
 
 func (s *Sim) reachable(a, b int) bool {
-	return s.parts == nil || s.parts[a] == s.parts[b]
+	return s.parts == nil || s.group(a) == s.group(b)
+}
+
+// group is a node's side of the current partition; a node that joined
+// during it is on side 0.
+func (s *Sim) group(i int) int {
+	if i < len(s.parts) {
+		return s.parts[i]
+	}
+	return 0
 }
 
 // send puts a message on the wire from a to b.
@@ -370,6 +424,15 @@ func (s *Sim) deliver(e *event) {
 			return
 		}
 		k := int(m.Ranges[0].End) - 1
+		if p := n.repairs[k]; p != nil {
+			for _, o := range p.Step(s.nodes[e.from].id, m) {
+				s.send(n.i, s.index(o.To), o.Msg)
+			}
+			if p.Done() {
+				delete(n.repairs, k)
+				s.stats.Repaired += p.Adopted()
+			}
+		}
 		if y := n.syncs[k]; y != nil {
 			for _, o := range y.Step(s.nodes[e.from].id, m) {
 				s.send(n.i, s.index(o.To), o.Msg)
@@ -699,6 +762,7 @@ func (s *Sim) faults(span int64) {
 				return
 			}
 			n.rep, n.acts, n.paused, n.held = replica.NewReplica(point), map[int]*activation{}, false, nil
+			n.repairs = map[int]*replica.Repair{}
 			n.rep.Observe(uint64(n.view))
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
 		})
@@ -830,6 +894,7 @@ func (s *Sim) kill(n *node) {
 	n.crashed, n.paused, n.held, n.diedAt = true, false, nil, s.now
 	n.acts = map[int]*activation{}
 	n.syncs = map[int]*replica.Sync{}
+	n.repairs = map[int]*replica.Repair{}
 }
 
 // removeDead removes one member dead for RemoveAfter, when a majority of
