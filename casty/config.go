@@ -49,6 +49,11 @@ type Config struct {
 	// without waiting for the actor's next write or activation
 	// (replica/SPEC.md, "Repair"). Default 30 s.
 	RepairInterval time.Duration
+	// StateTombstoneTTL is how long a deleted actor's empty copy
+	// (Self(ctx).DeleteState) is kept before an anti-entropy pass may drop
+	// it, which it does only once every other replica holds it or nothing,
+	// and nobody holds an older copy that could come back. Default 1 h.
+	StateTombstoneTTL time.Duration
 	// HandoffTimeout bounds the range handoff of a closing node. Default 10 s.
 	HandoffTimeout time.Duration
 	// ReplicationBatch is the largest commit part in bytes; bigger commits
@@ -131,6 +136,7 @@ func DefaultConfig() Config {
 		ReplicationTimeout:  5 * time.Second,
 		HandoffTimeout:      10 * time.Second,
 		RepairInterval:      30 * time.Second,
+		StateTombstoneTTL:   time.Hour,
 		RemoveDeadAfter:     30 * time.Second,
 		ReplicationBatch:    256 << 10,
 		MaxFrame:            256 << 10,
@@ -179,6 +185,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
 	fill(&c.HandoffTimeout, d.HandoffTimeout)
 	fill(&c.RepairInterval, d.RepairInterval)
+	fill(&c.StateTombstoneTTL, d.StateTombstoneTTL)
 	fill(&c.RemoveDeadAfter, d.RemoveDeadAfter)
 	filli(&c.ReplicationBatch, d.ReplicationBatch)
 	filli(&c.MaxFrame, d.MaxFrame)
@@ -216,7 +223,7 @@ func (c Config) Validate() error {
 	}{
 		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
 		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout}, {"RemoveDeadAfter", c.RemoveDeadAfter},
-		{"RepairInterval", c.RepairInterval},
+		{"RepairInterval", c.RepairInterval}, {"StateTombstoneTTL", c.StateTombstoneTTL},
 		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
 		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
 		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},

@@ -63,10 +63,12 @@ type replicator struct {
 	reacting bool       // a reactivation of durable actors runs
 	reagain  bool       // the view changed while it ran: run again
 
-	pulling     atomic.Bool  // a facts request is in flight
-	commits     atomic.Int64 // commits made by this member's activations
-	commitBytes atomic.Int64 // bytes of their commit messages sent
-	repaired    atomic.Int64 // copies adopted by anti-entropy passes
+	pulling      atomic.Bool  // a facts request is in flight
+	commits      atomic.Int64 // commits made by this member's activations
+	commitBytes  atomic.Int64 // bytes of their commit messages sent
+	repaired     atomic.Int64 // copies adopted by anti-entropy passes
+	pruned       int64        // copies dropped by pruning (guarded by mu)
+	tombstoneTTL time.Duration
 
 	goMu    sync.Mutex // orders spawn against close
 	stopped bool
@@ -91,6 +93,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
 	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: hlc.SystemMillis})
 	r.rep.SetLimit(cfg.MaxReplicatedBytes)
+	r.tombstoneTTL = cfg.StateTombstoneTTL
 	if joiner {
 		r.rep.Joined()
 	}
@@ -625,8 +628,11 @@ type ReplicationStats struct {
 	// (the owner's own copy is not sent, so not counted).
 	Commits, CommitBytes int64
 	// Repaired counts the copies this member adopted in anti-entropy
-	// passes (Config.RepairInterval): commits it had missed.
-	Repaired int64
+	// passes (Config.RepairInterval): commits it had missed. Pruned counts
+	// the copies it dropped: of ranges it left, once their replica set
+	// held them, and deleted actors' tombstones past
+	// Config.StateTombstoneTTL.
+	Repaired, Pruned int64
 	// Placed is the number of members of the placement it acts on, and
 	// Syncing whether it is still pulling ranges it entered.
 	Placed  int
@@ -643,7 +649,7 @@ func (s *System) Replication() ReplicationStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
-		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Repaired: r.repaired.Load(), Syncing: r.pending > 0}
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

@@ -38,8 +38,17 @@ func (r *replicator) repairPass() {
 	if !ready {
 		return
 	}
+	// Empty copies stamped before this are old tombstones.
+	expired := r.clock.Now().Wall - r.tombstoneTTL.Milliseconds()
 	for _, d := range kinds.replicated() {
-		for _, g := range replicaGroups(pl.ring, self, d.repl.replicas) {
+		for _, g := range ringGroups(pl.ring, self, d.repl.replicas) {
+			if !g.mine {
+				// Ranges it left: drop what their set holds.
+				if !r.prune(d.k.Name, pl, g, true, 0) {
+					return
+				}
+				continue
+			}
 			r.mu.Lock()
 			p := replica.NewRepair(d.k.Name, g.rngs, pl.version, pl.digest, g.peers, r.rep)
 			outs := p.Start()
@@ -48,37 +57,75 @@ func (r *replicator) repairPass() {
 				return // closing
 			}
 			r.repaired.Add(int64(p.Adopted()))
+			if !r.prune(d.k.Name, pl, g, false, expired) {
+				return
+			}
 		}
 	}
 }
 
-// replicaGroup is the ranges of the ring where a member replicates with
-// the same peers.
-type replicaGroup struct {
+// prune runs a replica.Prune over g's ranges for the candidates held
+// there; it reports false when the replicator is closing.
+func (r *replicator) prune(kind string, pl *layout, g ringGroup, moved bool, expired int64) bool {
+	r.mu.Lock()
+	cands := r.rep.Candidates(kind, g.rngs, moved, expired)
+	if len(cands) == 0 {
+		r.mu.Unlock()
+		return true
+	}
+	p := replica.NewPrune(kind, g.rngs, pl.version, pl.digest, g.peers, cands, r.rep)
+	outs := p.Start()
+	r.mu.Unlock()
+	if !r.exchange(outs, p.Step) {
+		return false
+	}
+	r.mu.Lock()
+	r.pruned += int64(len(p.Pruned()))
+	r.mu.Unlock()
+	return true
+}
+
+// ringGroup is the ranges of the ring whose replica set is the same: mine
+// when self is in it, peers then the set's other members, otherwise the
+// whole set.
+type ringGroup struct {
+	mine  bool
 	peers []replica.NodeID
 	rngs  []replica.Range
 }
 
-// replicaGroups lists, for a kind of n replicas, the ranges of cur where
-// self is a replica, grouped by the other members of their replica set.
-func replicaGroups(cur *ring.Ring, self ring.NodeID, n int) []replicaGroup {
-	var out []replicaGroup
-	for _, seg := range enteredSegments(nil, cur, self, n) {
-		var peers []replica.NodeID
-		for _, id := range cur.Replicas(seg.rng.End, n) {
-			if id != self {
-				peers = append(peers, replica.NodeID(id))
+// ringGroups splits cur, for a kind of n replicas, into groups of ranges
+// with the same replica set.
+func ringGroups(cur *ring.Ring, self ring.NodeID, n int) []ringGroup {
+	var out []ringGroup
+	if cur.Len() == 0 {
+		return nil
+	}
+	prev, _ := cur.Entry(cur.Len() - 1) // the wrap: (last, first]
+	for i := range cur.Len() {
+		p, _ := cur.Entry(i)
+		rng := replica.Range{Start: prev, End: p}
+		prev = p
+		if cur.Len() == 1 {
+			rng = replica.Range{} // one token: the whole ring
+		}
+		g := ringGroup{}
+		for _, id := range cur.Replicas(p, n) {
+			if id == self {
+				g.mine = true
+			} else {
+				g.peers = append(g.peers, replica.NodeID(id))
 			}
 		}
-		if len(peers) == 0 {
+		if len(g.peers) == 0 {
 			continue
 		}
-		i := slices.IndexFunc(out, func(g replicaGroup) bool { return slices.Equal(g.peers, peers) })
-		if i < 0 {
-			out = append(out, replicaGroup{peers: peers})
-			i = len(out) - 1
+		j := slices.IndexFunc(out, func(o ringGroup) bool { return o.mine == g.mine && slices.Equal(o.peers, g.peers) })
+		if j < 0 {
+			out = append(out, g)
+			j = len(out) - 1
 		}
-		out[i].rngs = append(out[i].rngs, seg.rng)
+		out[j].rngs = append(out[j].rngs, rng)
 	}
 	return out
 }

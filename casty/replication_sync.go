@@ -121,6 +121,12 @@ func (r *replicator) adopt(pl *layout) {
 				rngs = append(rngs, seg.rng)
 			}
 			if len(rngs) > 0 {
+				// What it holds there is from before it left the ranges
+				// (or a newer placement's commits that never counted):
+				// the sync brings what counts, and an old copy kept could
+				// bring back state deleted meanwhile (replica/SPEC.md,
+				// Pruning).
+				r.rep.DropRanges(d.k.Name, rngs...)
 				r.rep.Unsync(d.k.Name, rngs...)
 				runs = append(runs, &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, pl: pl, gen: r.syncGen})
 			}

@@ -240,6 +240,52 @@ func (r *Replica) Full(kind, k string, basis pager.Stamp, batch int) []pager.Del
 	return d.Split(batch)
 }
 
+// empty reports whether kind/k's copy is the empty state (a deleted
+// actor's, or one whose every field is zero).
+func (r *Replica) empty(kind, k string) bool {
+	rec, ok := r.recs[key{kind, k}]
+	return ok && rec.store.Len() == 0
+}
+
+// dropIf forgets kind/k if its copy is still st and no ballot above the
+// copy's was promised on it (Prune).
+func (r *Replica) dropIf(kind, k string, st State) bool {
+	rec, ok := r.recs[key{kind, k}]
+	if !ok || !(State{Accepted: rec.accepted, Stamp: rec.store.Stamp()}).Same(st) || rec.promised != rec.accepted {
+		return false
+	}
+	r.Drop(kind, k)
+	return true
+}
+
+// DropRanges forgets every copy of kind whose ring point falls in rngs:
+// what a member held of ranges it re-enters is from before it left them,
+// and keeping it could bring back state deleted meanwhile (SPEC.md,
+// "Pruning"). The sync that follows brings what counts.
+func (r *Replica) DropRanges(kind string, rngs ...Range) {
+	for k := range r.recs {
+		if k.kind == kind && inRanges(rngs, r.point(k.kind, k.key)) {
+			r.Drop(k.kind, k.key)
+		}
+	}
+}
+
+// Candidates returns the copies of kind held in rngs that a Prune may
+// consider: all of them when moved is set (ranges this member left),
+// otherwise only empty ones stamped before wall (old tombstones).
+func (r *Replica) Candidates(kind string, rngs []Range, moved bool, wall int64) map[string]State {
+	out := map[string]State{}
+	for k, rec := range r.recs {
+		if k.kind != kind || !inRanges(rngs, r.point(k.kind, k.key)) || rec.store.Stamp().IsZero() {
+			continue
+		}
+		if moved || rec.store.Len() == 0 && rec.store.Stamp().Wall < wall {
+			out[k.key] = State{Promised: rec.promised, Accepted: rec.accepted, Stamp: rec.store.Stamp()}
+		}
+	}
+	return out
+}
+
 // Drop forgets kind/k (its state was deleted or moved away for good).
 func (r *Replica) Drop(kind, k string) {
 	if rec, ok := r.recs[key{kind, k}]; ok {

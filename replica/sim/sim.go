@@ -128,6 +128,7 @@ type Stats struct {
 	Activations, Fenced            int
 	Joins, Removals, Syncs         int
 	Repaired                       int // copies adopted by anti-entropy
+	Pruned                         int // copies dropped by members that left their range
 }
 
 // OpKind is a register operation.
@@ -208,6 +209,7 @@ type node struct {
 	view    int // the placement version this node acts on (0: not yet placed)
 	syncs   map[int]*replica.Sync
 	repairs map[int]*replica.Repair
+	prunes  map[int]*replica.Prune
 	diedAt  int64
 }
 
@@ -250,7 +252,7 @@ func New(cfg Config) *Sim {
 // addNode creates a member process (not placed yet).
 func (s *Sim) addNode() *node {
 	i := len(s.nodes)
-	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, repairs: map[int]*replica.Repair{}}
+	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, repairs: map[int]*replica.Repair{}, prunes: map[int]*replica.Prune{}}
 	binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
 	if s.cfg.Skew > 0 {
 		n.skew = s.rng.Int64N(2*s.cfg.Skew.Milliseconds()+1) - s.cfg.Skew.Milliseconds()
@@ -261,6 +263,29 @@ func (s *Sim) addNode() *node {
 		s.repairTick(n)
 	}
 	return n
+}
+
+// prune drops what n holds of key k, a key it no longer replicates, once
+// k's replica set holds it (replica.Prune).
+func (s *Sim) prune(n *node, k int, set []int) {
+	cands := n.rep.Candidates(kind, []replica.Range{keyRange(k)}, true, 0)
+	if len(cands) == 0 || n.prunes[k] != nil {
+		return
+	}
+	var ids []replica.NodeID
+	for _, i := range set {
+		ids = append(ids, s.nodes[i].id)
+	}
+	p := replica.NewPrune(kind, []replica.Range{keyRange(k)}, uint64(n.view), 0, ids, cands, n.rep)
+	n.prunes[k] = p
+	for _, o := range p.Start() {
+		s.send(n.i, s.index(o.To), o.Msg)
+	}
+	s.after(3*roundTimeout, func() {
+		if n.prunes[k] == p {
+			delete(n.prunes, k)
+		}
+	})
 }
 
 // repairTick runs an anti-entropy pass of n every cfg.Repair (jittered),
@@ -275,7 +300,11 @@ func (s *Sim) repairTick(n *node) {
 		if !n.paused && n.view > 0 {
 			for k := range s.cfg.Keys {
 				set := s.replicas(k, n.view)
-				if !slices.Contains(set, n.i) || n.syncs[k] != nil || n.repairs[k] != nil {
+				if !slices.Contains(set, n.i) {
+					s.prune(n, k, set)
+					continue
+				}
+				if n.syncs[k] != nil || n.repairs[k] != nil {
 					continue
 				}
 				var peers []replica.NodeID
@@ -424,6 +453,13 @@ func (s *Sim) deliver(e *event) {
 			return
 		}
 		k := int(m.Ranges[0].End) - 1
+		if p := n.prunes[k]; p != nil {
+			p.Step(s.nodes[e.from].id, m)
+			if p.Done() {
+				delete(n.prunes, k)
+				s.stats.Pruned += len(p.Pruned())
+			}
+		}
 		if p := n.repairs[k]; p != nil {
 			for _, o := range p.Step(s.nodes[e.from].id, m) {
 				s.send(n.i, s.index(o.To), o.Msg)
@@ -762,7 +798,7 @@ func (s *Sim) faults(span int64) {
 				return
 			}
 			n.rep, n.acts, n.paused, n.held = replica.NewReplica(point), map[int]*activation{}, false, nil
-			n.repairs = map[int]*replica.Repair{}
+			n.repairs, n.prunes = map[int]*replica.Repair{}, map[int]*replica.Prune{}
 			n.rep.Observe(uint64(n.view))
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
 		})
@@ -813,6 +849,7 @@ func (s *Sim) adopt(n *node, v int) {
 		for _, i := range prev {
 			ids = append(ids, s.nodes[i].id)
 		}
+		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
 		n.rep.Unsync(kind, keyRange(k))
 		y := replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
 		n.syncs[k] = y
@@ -894,7 +931,7 @@ func (s *Sim) kill(n *node) {
 	n.crashed, n.paused, n.held, n.diedAt = true, false, nil, s.now
 	n.acts = map[int]*activation{}
 	n.syncs = map[int]*replica.Sync{}
-	n.repairs = map[int]*replica.Repair{}
+	n.repairs, n.prunes = map[int]*replica.Repair{}, map[int]*replica.Prune{}
 }
 
 // removeDead removes one member dead for RemoveAfter, when a majority of

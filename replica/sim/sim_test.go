@@ -52,6 +52,7 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.Removals += st.Removals
 		total.Syncs += st.Syncs
 		total.Repaired += st.Repaired
+		total.Pruned += st.Pruned
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
@@ -106,7 +107,10 @@ func TestLinearizableWithAntiEntropy(t *testing.T) {
 	if st.Repaired == 0 {
 		t.Fatal("no pass ever adopted a copy: the runs did not exercise anti-entropy")
 	}
-	t.Logf("%d copies adopted by anti-entropy", st.Repaired)
+	if st.Pruned == 0 {
+		t.Fatal("no member ever pruned a copy of a range it left")
+	}
+	t.Logf("%d copies adopted by anti-entropy, %d pruned", st.Repaired, st.Pruned)
 }
 
 func TestLinearizableWithAllReplicasAndWriteOne(t *testing.T) {
