@@ -167,6 +167,19 @@
 // bounded by its caller's ctx; Close gives up on it after the drain timeout
 // and logs it by name.
 //
+// # Operations
+//
+// System.Health reports liveness (until Close returns) and readiness
+// (joined, settled on its ring with no range sync in flight, not
+// draining); HealthHandler serves them as /livez and /readyz for
+// container probes. For tools that join as a lite member without the
+// program's Go types (cmd/castyctl): MemberTable (every record with its
+// state and incarnation), Placement and Ownership (where a key lives, how
+// the ring divides the key space), System.StateOf by kind name (generic
+// values), and Schemas / WriteSchema (the wire schema of every declared
+// kind and message, which `castyctl schema check` compares across
+// releases).
+//
 // # Modules
 //
 // go get github.com/casty-go/casty/casty brings the runtime: actor, gossip,

@@ -3,12 +3,14 @@ package casty
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
 
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/wire"
 )
 
 // MemberEvents subscribes to the node's membership events as strings
@@ -155,4 +157,34 @@ func DropCopy(s *System, kind, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rep.Drop(kind, key)
+}
+
+// StateOfUndeclared is System.StateOf as a tool that does not declare the
+// kind takes it: asking the members in turn.
+func StateOfUndeclared(ctx context.Context, s *System, kind, key string) (any, bool, error) {
+	return s.cl.stateOfAny(ctx, kind, key, func(b []byte) (any, error) {
+		var v any
+		return v, wire.Unmarshal(b, &v)
+	})
+}
+
+// Synced reports whether a member's replication has no range sync in
+// flight on the placement it adopted.
+func Synced(s *System) bool { return s.cl.rp != nil && s.cl.rp.settled() }
+
+// HoldReplication makes the member's replication requests (facts, syncs,
+// commits) wait until release is called.
+func HoldReplication(s *System) (release func()) {
+	gate := make(chan struct{})
+	rp := s.cl.rp
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return rp.handle(ctx, sess, payload)
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
 }

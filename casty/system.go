@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
 )
@@ -16,6 +17,8 @@ type System struct {
 	cfg    Config
 	logger *slog.Logger
 	cl     *cluster // nil in local mode
+
+	closing, closed atomic.Bool // Close began, Close returned (health.go)
 }
 
 // Member is a full cluster member.
@@ -171,6 +174,8 @@ func (s *System) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	s.closing.Store(true)
+	defer s.closed.Store(true)
 	var err error
 	if s.cl != nil {
 		s.cl.closeOnce.Do(func() { err = s.cl.shutdown(ctx, true) })
