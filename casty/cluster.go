@@ -91,6 +91,11 @@ type view struct {
 	changed chan struct{} // closed when a newer view replaces this one
 	pl      *layout       // where replicated kinds live (placement.go)
 	up      map[ring.NodeID]bool
+	// left holds the addresses of members that left gracefully (while
+	// gossip keeps their LEFT record): a leaver hands its ranges off by
+	// answering the syncs of the members that take them over, after it
+	// has left the placement (handoff.go).
+	left map[ring.NodeID]string
 }
 
 // ownerOf returns the member that serves k's actor at point: for a
@@ -398,6 +403,10 @@ func (cl *cluster) rebuild(extra placementFacts) {
 			case gossip.Left:
 				facts.Joined = append(facts.Joined, id)
 				facts.Removed = append(facts.Removed, id)
+				if v.left == nil {
+					v.left = map[ring.NodeID]string{}
+				}
+				v.left[id] = m.Addr
 			case gossip.Alive, gossip.Suspect:
 				facts.Joined = append(facts.Joined, id)
 			}
@@ -529,8 +538,9 @@ func (cl *cluster) members() []Member {
 	return slices.Clone(cl.view.Load().members)
 }
 
-// close leaves the cluster gracefully: stop accepting, drain, announce
-// LEFT, close sessions.
+// shutdown leaves the cluster: stop accepting, drain (when drain is set),
+// announce LEFT, hand the member's ranges off (handoff.go), close
+// sessions.
 func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	cl.closed.Store(true)
 	var err error
@@ -538,13 +548,25 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		err = cl.sys.host.Close(ctx)
 	}
 	cl.closeTicks()
-	if cl.rp != nil {
-		cl.rp.close()
+	var peers map[ring.NodeID]string
+	if cl.rp != nil && drain {
+		peers = cl.rp.handoffPeers()
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.DrainTimeout)
 	defer cancel()
 	if lerr := cl.agent.Leave(lctx); lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
 		err = lerr
+	}
+	if len(peers) > 0 {
+		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
+		if n := cl.rp.handoff(hctx, peers); n > 0 {
+			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.HandoffTimeout or the Close ctx ran out",
+				"node", cl.self.String(), "members", n)
+		}
+		hcancel()
+	}
+	if cl.rp != nil {
+		cl.rp.close()
 	}
 	cl.agent.Close()
 	cl.unsub()

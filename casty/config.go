@@ -54,7 +54,10 @@ type Config struct {
 	// it, which it does only once every other replica holds it or nothing,
 	// and nobody holds an older copy that could come back. Default 1 h.
 	StateTombstoneTTL time.Duration
-	// HandoffTimeout bounds the range handoff of a closing node. Default 10 s.
+	// HandoffTimeout bounds the handoff of a closing member: after it
+	// announced LEFT it keeps answering the syncs of the members that take
+	// its ranges over until each has finished, for at most this long (and
+	// no longer than Close's ctx). Default 10 s.
 	HandoffTimeout time.Duration
 	// ReplicationBatch is the largest commit part in bytes; bigger commits
 	// are split. Default 256 KiB.

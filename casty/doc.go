@@ -165,7 +165,18 @@
 // Deactivate hooks run, bounded by Config.DrainTimeout, and from then on
 // every call fails with ErrActorUnavailable. A handler that never returns is
 // bounded by its caller's ctx; Close gives up on it after the drain timeout
-// and logs it by name.
+// and logs it by name. A member holding replicated state then announces
+// that it leaves and hands its ranges off: it keeps answering the members
+// that take them over until each has synced them, bounded by
+// Config.HandoffTimeout (handoff.go). The handoff is what lets a
+// Write(One) kind, whose acknowledged writes may sit on the leaver alone,
+// keep serving after a graceful leave, and any kind when another replica
+// is down meanwhile; it changes no rule, so a handoff cut short costs
+// availability, never acknowledged data.
+//
+// The closing member pushes nothing: the new replicas pull its ranges
+// through the range sync that the replication safety argument already
+// covers (replica/SPEC.md), so no second path needs its own argument.
 //
 // # Operations
 //

@@ -25,8 +25,9 @@ import (
 // a read quorum and commits after each handler.
 //
 // Requests travel on mux's replication lane. A payload's first byte says
-// what it is: laneReplica (a replica.Msg follows) or laneFacts (a request
-// for the member's placement facts).
+// what it is: laneReplica (a replica.Msg follows), laneFacts (a request
+// for the member's placement facts) or laneSettled (a leaver's question,
+// handoff.go).
 const (
 	laneReplica byte = 'R'
 	laneFacts   byte = 'F'
@@ -164,6 +165,17 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 		}
 		r.mu.Unlock()
 		return append([]byte{laneFacts}, b...), nil
+	case laneSettled:
+		var leaver ring.NodeID
+		if len(payload) != 1+len(leaver) {
+			return nil, errors.New("casty: malformed handoff question")
+		}
+		copy(leaver[:], payload[1:])
+		answer := byte(0)
+		if r.takenOver(leaver) {
+			answer = 1
+		}
+		return []byte{laneSettled, answer}, nil
 	case laneReplica:
 	default:
 		return nil, fmt.Errorf("casty: unknown replication request %#x", payload[0])
@@ -407,7 +419,11 @@ func (r *replicator) request(ctx context.Context, o replica.Out) *replica.Msg {
 // send sends one message to a member and returns its raw answer, nil when
 // the member could not be reached or failed to answer.
 func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
-	addr := r.cl.view.Load().addrs[ring.NodeID(o.To)]
+	v := r.cl.view.Load()
+	addr := v.addrs[ring.NodeID(o.To)]
+	if addr == "" {
+		addr = v.left[ring.NodeID(o.To)] // a leaver handing off (handoff.go)
+	}
 	if addr == "" {
 		return nil // not alive in this member's view
 	}

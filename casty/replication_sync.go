@@ -128,7 +128,11 @@ func (r *replicator) adopt(pl *layout) {
 				// Pruning).
 				r.rep.DropRanges(d.k.Name, rngs...)
 				r.rep.Unsync(d.k.Name, rngs...)
-				runs = append(runs, &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, pl: pl, gen: r.syncGen})
+				b := base
+				if b == nil {
+					b = without(pl.ring, self)
+				}
+				runs = append(runs, &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, base: b, pl: pl, gen: r.syncGen})
 			}
 		}
 	}
@@ -149,16 +153,21 @@ type syncRun struct {
 	kind    string
 	n, w    int
 	rngs    []replica.Range // not synced yet
+	base    *ring.Ring      // the placement the ranges' previous sets are on
 	pl      *layout
 	gen     uint64
 	counted bool // its completion was counted in replicator.pending
 }
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
-// group of ranges with one replica set, that set as it is on the placement
-// without this member and without the members that said they have not
-// synced those ranges themselves (their acknowledgements never counted, so
-// no acknowledged write rests on them; replica/SPEC.md). Rounds repeat
+// group of ranges with one previous replica set, that set: the range's set
+// on the base placement without this member and without the members that
+// said they have not synced those ranges themselves (their
+// acknowledgements never counted, so no acknowledged write rests on them;
+// replica/SPEC.md). The base, not the new placement, names the set: after
+// a leave or a removal the new placement lacks the member that went, and
+// the set it gives can hold a member that never was a replica of the
+// range, whose empty answer would count toward the sync. Rounds repeat
 // until every range is synced, the member closes
 // or (a joiner) a newer placement restarts the syncs. Rounds that bring
 // nothing new back off from 50 ms to a second.
@@ -168,21 +177,15 @@ func (r *replicator) runSync(run *syncRun) {
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
-		var ids []ring.NodeID
-		for _, id := range run.pl.ring.Members() {
-			if !skip[id] {
-				ids = append(ids, id)
-			}
-		}
-		without, _ := ring.New(ids)
 		type group struct {
 			prev []replica.NodeID
 			rngs []replica.Range
 		}
 		var groups []*group
+		prevRing := previousRing(run.base, skip)
 		for _, rng := range run.rngs {
 			var prev []replica.NodeID
-			for _, id := range without.Replicas(rng.End, run.n) {
+			for _, id := range prevRing.Replicas(rng.End, run.n) {
 				prev = append(prev, replica.NodeID(id))
 			}
 			i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.prev, prev) })
@@ -215,6 +218,20 @@ func (r *replicator) runSync(run *syncRun) {
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// previousRing returns base without the members in skip: a range's
+// previous set is its replica set there (leaving a member out, the walk
+// takes the next one clockwise, replica/SPEC.md "Membership changes").
+func previousRing(base *ring.Ring, skip map[ring.NodeID]bool) *ring.Ring {
+	var ids []ring.NodeID
+	for _, id := range base.Members() {
+		if !skip[id] {
+			ids = append(ids, id)
+		}
+	}
+	out, _ := ring.New(ids)
+	return out
 }
 
 // settled reports whether this member has no sync in flight: it votes

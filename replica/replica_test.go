@@ -212,7 +212,9 @@ func TestReadQuorumIntersectsEveryWriteQuorum(t *testing.T) {
 			if q+w <= n || q < 1 || q > n {
 				t.Fatalf("n=%d w=%d: read quorum %d", n, w, q)
 			}
-			if need := SyncNeed(n, w); need < q || need < w && w <= n || need > n {
+			// A sync must meet every write quorum, and leave too few
+			// members unheard to form one under the old placement.
+			if need := SyncNeed(n, w); need < q || n-need >= w || need > n {
 				t.Fatalf("n=%d w=%d: sync need %d", n, w, need)
 			}
 		}

@@ -4,13 +4,17 @@ import "slices"
 
 // SyncNeed returns how many members of a range's previous replica set of
 // n members a sync must hear from, for a kind whose commits need w
-// acknowledgements: enough to meet every write quorum of that set (n-w+1:
-// no acknowledged write is missed) and enough that the rest can no longer
-// form a write quorum under the old placement (w: the members heard from
-// refuse it from then on, StatusBehind).
+// acknowledgements: n-w+1, the read quorum. It is enough for both things a
+// sync must ensure. Every acknowledged write sits on w members of the set,
+// so n-w+1 answers meet it (no acknowledged write is missed); and the
+// members not heard from number w-1 at most, too few to acknowledge a
+// commit under the old placement, which the members heard from refuse
+// from then on (StatusBehind). Members of the set that left or were
+// removed count in n and never answer: after the removal of one of a
+// Replicas(2), Write(Majority) set, the one member that stayed suffices,
+// since it holds every acknowledged write.
 func SyncNeed(n, w int) int {
-	need := max(w, n-w+1)
-	return min(need, n)
+	return ReadQuorum(n, w)
 }
 
 // Sync is a member pulling, for one kind and the ranges of the ring it just
