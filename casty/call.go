@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/wire"
@@ -67,6 +68,33 @@ func (e *callR[T, R]) Result() any     { return e.r }
 func (e *doQ[T, Q]) Arg() any          { return e.q }
 func (e *doQ[T, Q]) Result() any       { return nil }
 
+// againUntilApplied runs call again, after a first try failed with err,
+// an errNotApplied: the owner was fenced (a newer owner, or a newer
+// placement it had not heard of yet) before any replica took the commit,
+// so running the call again — on the rightful owner, once the placement
+// has spread — is safe. It tries until the call no longer fails that way,
+// at most notAppliedTries times in all, pausing 10 ms, doubling, between
+// tries, and stops when ctx ends. Callers reach it only on that failure,
+// so a call that succeeds allocates no closure.
+func againUntilApplied[R any](ctx context.Context, err error, call func() (R, error)) (R, error) {
+	var r R
+	pause := 10 * time.Millisecond
+	for try := 1; try < notAppliedTries && errors.Is(err, errNotApplied); try++ {
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return r, err
+		}
+		pause *= 2
+		r, err = call()
+	}
+	return r, err
+}
+
+// notAppliedTries bounds againUntilApplied: 6 tries span about 300 ms of
+// pauses, longer than a placement change takes to spread.
+const notAppliedTries = 6
+
 // Call invokes the handler m — a method expression such as (*Greeter).Greet
 // — with argument q on the actor ref points to, and returns its result. The
 // compiler checks the actor type, argument and result. Call honours ctx's
@@ -76,9 +104,7 @@ func (e *doQ[T, Q]) Result() any       { return nil }
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
 	r, err := callOnce[T, Q, R](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
-		// The owner was fenced before any replica took the commit: safe
-		// to run the call once more, on the rightful owner.
-		r, err = callOnce[T, Q, R](ctx, ref, m, q)
+		r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce[T, Q, R](ctx, ref, m, q) })
 	}
 	return r, err
 }
@@ -118,9 +144,7 @@ func (e *callR[T, R]) Invoke(ctx context.Context, state any) (err error) {
 func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
 	r, err := call0Once[T, R](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
-		// The owner was fenced before any replica took the commit: safe
-		// to run the call once more, on the rightful owner.
-		r, err = call0Once[T, R](ctx, ref, m)
+		r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once[T, R](ctx, ref, m) })
 	}
 	return r, err
 }
@@ -159,9 +183,7 @@ func (e *doQ[T, Q]) Invoke(ctx context.Context, state any) error {
 func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
 	err := doOnce[T, Q](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
-		// The owner was fenced before any replica took the commit: safe
-		// to run the call once more, on the rightful owner.
-		err = doOnce[T, Q](ctx, ref, m, q)
+		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce[T, Q](ctx, ref, m, q) })
 	}
 	return err
 }
@@ -193,9 +215,7 @@ func (e *do0[T]) Invoke(ctx context.Context, state any) error { return e.m(state
 func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
 	err := do0Once[T](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
-		// The owner was fenced before any replica took the commit: safe
-		// to run the call once more, on the rightful owner.
-		err = do0Once[T](ctx, ref, m)
+		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once[T](ctx, ref, m) })
 	}
 	return err
 }

@@ -665,19 +665,19 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, nodes[1].Addr()+"#") {
 		t.Fatalf("call refused once: %q %v", out, err)
 	}
-	casty.RefuseAsWrongOwner(nodes[1], 2)
+	casty.RefuseAsWrongOwner(nodes[1], casty.RouteAttempts)
 	_, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
 	if !errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "does not own") {
-		t.Fatalf("call refused twice: %v", err)
+		t.Fatalf("call refused on every attempt: %v", err)
 	}
-	casty.RefuseAsWrongOwner(nodes[1], 2)
+	casty.RefuseAsWrongOwner(nodes[1], casty.RouteAttempts)
 	var streamErr error
 	for _, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {
 		streamErr = err
 		break
 	}
 	if !errors.Is(streamErr, casty.ErrActorUnavailable) || !strings.Contains(streamErr.Error(), "owners disagree") {
-		t.Fatalf("stream refused twice: %v", streamErr)
+		t.Fatalf("stream refused on every attempt: %v", streamErr)
 	}
 	// The refusals ran nothing: the Where was hit exactly once.
 	out, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)

@@ -72,6 +72,9 @@ func intercept(cl *cluster, refuse func(req *callReq) *callResp) {
 
 var _ = gossip.EventJoined
 
+// RouteAttempts is how many owners a call tries when rings disagree.
+const RouteAttempts = routeAttempts
+
 // RefuseAsWrongOwner makes the node answer the next n calls or stream
 // opens of actors as if its ring gave their keys to another node.
 func RefuseAsWrongOwner(s *System, n int32) {

@@ -195,9 +195,17 @@ func (r *replicator) runSync(run *syncRun) {
 			}
 			groups[i].rngs = append(groups[i].rngs, rng)
 		}
+		// The requests carry the newest placement this member adopted,
+		// not the one the run began on: members that adopted a newer
+		// one refuse an older version (behind), so a run begun before
+		// another membership change could otherwise never finish. A newer
+		// version only fences old owners further.
+		r.mu.Lock()
+		cur := r.pl
+		r.mu.Unlock()
 		var remaining []replica.Range
 		for _, g := range groups {
-			y := replica.NewSync(run.kind, g.rngs, run.pl.version, run.pl.digest, g.prev, replica.SyncNeed(len(g.prev), run.w), r.rep, r.batch)
+			y := replica.NewSync(run.kind, g.rngs, cur.version, cur.digest, g.prev, replica.SyncNeed(len(g.prev), run.w), r.rep, r.batch)
 			if !r.syncRound(y) {
 				remaining = append(remaining, g.rngs...)
 			}

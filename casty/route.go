@@ -61,8 +61,11 @@ var reqBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }
 
 const maxPooledReq = 64 << 10
 
-// routeAttempts is how many owners a call tries when rings disagree.
-const routeAttempts = 2
+// routeAttempts is how many owners a call tries when rings disagree. A
+// rolling restart moves the ring twice per member (a leave, then a join),
+// and an attempt that meets a view in motion waits for the next change
+// (awaitChange), so a few attempts carry a call across both moves.
+const routeAttempts = 5
 
 // dispatch sends a call (or a StateOf) to the key's owner when that is
 // another node, and returns its answer. It reports local, doing nothing,

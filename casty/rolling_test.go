@@ -1,0 +1,141 @@
+package casty_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// TestRollingRestartLosesNothing restarts every member of a five-member
+// cluster in turn — a graceful Close, then a new process on a fresh
+// identity that joins and syncs — while callers on a lite member keep
+// adding to Replicas(3), Write(Majority) counters. No call may fail except
+// indeterminately (a timeout, or ErrQuorumUnavailable when a commit meets
+// a placement change; both counted), and every acknowledged add must be in
+// the final counts. The log line is the figure in BENCHMARKS.md
+// (CASTY_FIGURES=1 go test -run TestRollingRestartLosesNothing -count 1 -v
+// ./casty/, without -race; the figure run uses 16 callers, 4 otherwise).
+func TestRollingRestartLosesNothing(t *testing.T) {
+	callers := 4
+	if os.Getenv("CASTY_FIGURES") != "" {
+		callers = 16
+	}
+	const keys = 40
+	members := startReplicated(t, 5)
+	ctx := context.Background()
+	lite, err := casty.Connect(ctx, []string{members[0].Addr()}, casty.WithConfig(replicationConfig()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeSys(t, lite) })
+
+	var (
+		acked     [keys]atomic.Int64 // acknowledged adds per key
+		maybe     [keys]atomic.Int64 // adds that timed out (may or may not count)
+		attempted atomic.Int64
+		timedOut  atomic.Int64
+		quorum    atomic.Int64
+		failedMu  sync.Mutex
+		failed    []error
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+	)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; ; i += callers {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := i % keys
+				attempted.Add(1)
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := casty.Call(cctx, Ledgers.Ref(lite, fmt.Sprintf("roll%d", k)), (*Ledger).Add, 1)
+				cancel()
+				switch {
+				case err == nil:
+					acked[k].Add(1)
+				case errors.Is(err, casty.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+					timedOut.Add(1)
+					maybe[k].Add(1)
+				case errors.Is(err, casty.ErrQuorumUnavailable):
+					// Indeterminate by contract: counted, like a timeout.
+					quorum.Add(1)
+					maybe[k].Add(1)
+				default:
+					maybe[k].Add(1)
+					failedMu.Lock()
+					failed = append(failed, err)
+					failedMu.Unlock()
+				}
+			}
+		}()
+	}
+
+	start := time.Now()
+	live := members
+	for i := range members {
+		old := live[0]
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := old.Close(cctx); err != nil {
+			t.Errorf("closing member %d: %v", i, err)
+		}
+		cancel()
+		fresh := startNode(t, []string{live[1].Addr()}, casty.WithConfig(replicationConfig()))
+		live = append(live[1:], fresh)
+		settled := func() bool {
+			for _, s := range live {
+				if !casty.Settled(s, 5) {
+					return false
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(60 * time.Second); !settled(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				var b strings.Builder
+				for _, s := range live {
+					st := s.Replication()
+					fmt.Fprintf(&b, "\n  %s: placement of %d, syncing %v, %d keys", s.Addr(), st.Placed, st.Syncing, st.Keys)
+				}
+				t.Fatalf("restart %d: members not synced after 60 s:%s", i, b.String())
+			}
+		}
+	}
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+
+	lost := 0
+	for k := range keys {
+		key := fmt.Sprintf("roll%d", k)
+		got := callUntil(t, 20*time.Second, "reading "+key, func(ctx context.Context) (int, error) {
+			return casty.Call0(ctx, Ledgers.Ref(lite, key), (*Ledger).Get)
+		})
+		if lo, hi := acked[k].Load(), acked[k].Load()+maybe[k].Load(); int64(got) < lo || int64(got) > hi {
+			t.Errorf("%s = %d, want between %d acknowledged and %d with every failed add", key, got, lo, hi)
+			if int64(got) < lo {
+				lost += int(lo - int64(got))
+			}
+		}
+	}
+	t.Logf("rolling restart of 5 members in %v under %d callers: %d calls, %d timed out, %d indeterminate (ErrQuorumUnavailable), %d failed otherwise, %d acknowledged adds lost",
+		took.Round(time.Millisecond), callers, attempted.Load(), timedOut.Load(), quorum.Load(), len(failed), lost)
+	for i, err := range failed {
+		if i == 5 {
+			break
+		}
+		t.Errorf("a call failed during the rolling restart: %v", err)
+	}
+}
