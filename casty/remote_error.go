@@ -25,6 +25,7 @@ const (
 	codeFull        = "replica-full"
 	codeMoving      = "moving"
 	codeWrongOwner  = "wrong-owner"
+	codeChainLong   = "chain-too-long"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
@@ -51,7 +52,7 @@ var sentinels = []struct {
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-	{codeNotApplied, ErrQuorumUnavailable},
+	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 }
 
 func sentinelCode(err error) string {

@@ -103,6 +103,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	local, err = cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
+			if !k.Service && len(req.Chain) >= actor.MaxCallChain {
+				return nil, fmt.Errorf("%w: calling %s/%s with %d activations already waiting up the chain (at most %d); nothing was sent", ErrCallChainTooLong, k.Name, key, len(req.Chain), actor.MaxCallChain)
+			}
 			req.Deadline = deadline.UnixNano()
 			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
