@@ -35,6 +35,12 @@ var (
 	// MaxCallChain activations, or a node received a call naming more.
 	// Definite.
 	ErrCallChainTooLong = actor.ErrCallChainTooLong
+	// ErrOverloaded: the call needed a new activation on a member already
+	// holding Config.MaxActivations, none of them idle; or the member was
+	// already handling as many requests from this connection as its
+	// transport takes at once (mux.Config.MaxRequests). Definite: nothing
+	// ran; retry later.
+	ErrOverloaded = actor.ErrOverloaded
 )
 
 // MaxCallChain is the most activations a call chain may hold waiting:

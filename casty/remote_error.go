@@ -26,6 +26,7 @@ const (
 	codeMoving      = "moving"
 	codeWrongOwner  = "wrong-owner"
 	codeChainLong   = "chain-too-long"
+	codeOverloaded  = "overloaded"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
@@ -53,6 +54,7 @@ var sentinels = []struct {
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
+	{codeOverloaded, ErrOverloaded},
 }
 
 func sentinelCode(err error) string {

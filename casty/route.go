@@ -133,6 +133,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			if errors.Is(err, context.DeadlineExceeded) {
 				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
 			}
+			if re := (*mux.RemoteError)(nil); errors.As(err, &re) && re.Code == mux.CodeOverloaded {
+				// The owner's mux.Config.MaxRequests: refused, nothing ran.
+				return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrOverloaded, k.Name, key, req.Method, d.addr, err)
+			}
 			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}
 		resp = callResp{}
