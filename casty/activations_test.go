@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/mux"
 )
 
 // Tenant is an actor whose activations the tests fill a member with: it
@@ -35,6 +36,7 @@ func (t *Tenant) Hold(ctx context.Context) error {
 	tenantLog.Lock()
 	gate := tenantLog.gates[casty.Self(ctx).Key()]
 	tenantLog.Unlock()
+	mux.HandOff(ctx) // about to wait: a call from another node may run on its connection's reader
 	select {
 	case <-gate:
 		return nil
@@ -296,5 +298,47 @@ func storeMax(v *atomic.Int64, n int64) {
 		if n <= cur || v.CompareAndSwap(cur, n) {
 			return
 		}
+	}
+}
+
+// A member already handling mux.Config.MaxRequests (1024) requests from
+// one connection refuses the next without running it; the caller sees
+// ErrOverloaded, as for a member out of activations.
+func TestClusterRequestLimitIsOverloaded(t *testing.T) {
+	ctx := context.Background()
+	// Keep-alives patient enough for 2,048 goroutines under the race
+	// detector.
+	cfg := fastCluster()
+	cfg.KeepAliveInterval, cfg.KeepAliveTimeout = time.Second, 5*time.Second
+	nodes := startCluster(t, 2, casty.WithConfig(cfg))
+	owner, via := nodes[1], nodes[0]
+	var keys []string
+	for i := 0; len(keys) < 1025; i++ {
+		k := fmt.Sprint("req-", i)
+		if m, ok := via.OwnerOf(Tenants.Name(), k); ok && m.Addr == owner.Addr() {
+			keys = append(keys, k)
+		}
+	}
+	var held sync.WaitGroup
+	var releases []func()
+	for _, k := range keys[:1024] {
+		releases = append(releases, tenantGate(t, k))
+		held.Go(func() {
+			if err := casty.Do0(ctx, Tenants.Ref(via, k), (*Tenant).Hold); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, 30*time.Second, "1024 calls held", func() bool { return holding.Load() == 1024 })
+	_, err := casty.Call0(ctx, Tenants.Ref(via, keys[1024]), (*Tenant).Touch)
+	if !errors.Is(err, casty.ErrOverloaded) {
+		t.Errorf("the 1025th request: %v", err)
+	}
+	for _, r := range releases {
+		r()
+	}
+	held.Wait()
+	if _, err := casty.Call0(ctx, Tenants.Ref(via, keys[1024]), (*Tenant).Touch); err != nil {
+		t.Fatalf("once the others are done: %v", err)
 	}
 }
