@@ -32,8 +32,8 @@ type Config struct {
 	// a sample, gracefully, as its idle timeout would have: Deactivate
 	// hook run, replicated state kept on its replicas — and waits for it
 	// to be gone; when every activation is busy the call fails with
-	// ErrOverloaded (definite). Default 1,000,000: about 0.5 GB of
-	// bookkeeping at the ~450 B an idle activation costs beside its state
+	// ErrOverloaded (definite). Default 1,000,000: about 250 MB of
+	// bookkeeping at the ~250 B an idle activation costs beside its state
 	// (BENCHMARKS.md), room for the many small actors a member is made
 	// for, while a flood of keys from one caller can no longer grow a
 	// member without bound. Size it from the memory a member may spend.
