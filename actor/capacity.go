@@ -14,11 +14,13 @@ import (
 // it picks an idle activation — not running, nothing queued, not already
 // stopping — and deactivates it as its idle timeout would have, then
 // waits for a slot to free (any slot: another deactivation may free one
-// first); while as many activations are already deactivating to make room
-// as callers wait for one, it only waits. When no activation is idle and
-// none is deactivating to make room, the call fails with ErrOverloaded. So the host never holds
-// more than MaxActivations activations, and a flood of new keys costs the
-// flood's callers their wait, not the host its memory.
+// first); while as many activations are already deactivating to make
+// room as callers wait for one, it only waits. When no activation is idle
+// and none is deactivating to make room, the call fails with
+// ErrOverloaded. So the host never holds more than MaxActivations
+// activations, and a flood of new keys costs the flood's callers their
+// wait, not the host its memory. Close wakes the waiting callers, who then
+// fail with ErrActorUnavailable.
 //
 // The victim is the least recently used of a sample (evictSample idle
 // activations, read from successive shards, starting at a rotating one)

@@ -158,3 +158,68 @@ func TestCapacityConcurrentCallersAllSucceed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// slowBye's Deactivate hook waits for byeGate.
+type slowBye struct{ N int }
+
+var byeGate = make(chan chan struct{}, 1)
+
+func (s *slowBye) Add(ctx context.Context, d int) (int, error) { s.N += d; return s.N, nil }
+
+func (s *slowBye) Deactivate(ctx context.Context) error {
+	select {
+	case gate := <-byeGate:
+		<-gate
+	default:
+	}
+	return nil
+}
+
+type byeAdd struct{ Envelope }
+
+func (e *byeAdd) Invoke(ctx context.Context, state any) error {
+	_, err := state.(*slowBye).Add(ctx, 1)
+	return err
+}
+
+// A caller making room waits while the activation it deactivates runs
+// its Deactivate hook, and fails with ErrActorUnavailable as soon as the
+// host closes, without waiting for the hook.
+func TestCapacityWaitsForTheEvictionAndCloseWakes(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[slowBye](), KindOptions{Name: "test.slowBye"}, wire.NewRegistry(), func() any { return new(slowBye) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(Config{MaxActivations: 1, DrainTimeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(key string) error {
+		e := &byeAdd{}
+		e.Init(e, k.MethodByName("Add"))
+		return h.Ask(context.Background(), k, key, &e.Envelope)
+	}
+	if err := call("old"); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, h, k, "old")
+	gate := make(chan struct{})
+	byeGate <- gate
+	waiting := make(chan error, 1)
+	go func() { waiting <- call("new") }()
+	waitFor(t, 5*time.Second, "a caller waiting for a slot", func() bool { return h.room.waiting.Load() == 1 })
+	select {
+	case err := <-waiting:
+		t.Fatalf("returned while old's Deactivate hook runs: %v", err)
+	default:
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close(context.Background()) }()
+	if err := <-waiting; !errors.Is(err, ErrActorUnavailable) {
+		t.Fatalf("the waiting caller after Close: %v", err)
+	}
+	close(gate)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -42,7 +42,9 @@ type shard struct {
 
 // Host runs activations in one process: it finds or creates the activation
 // for a (kind, key), queues messages on its mailbox, deactivates idle ones
-// and drains them all on Close. A Host is safe for concurrent use.
+// (after their idle timeout, or earlier to make room under
+// Config.MaxActivations) and drains them all on Close. A Host is safe for
+// concurrent use.
 type Host struct {
 	cfg       Config
 	injectors map[*Kind][]func(state any)
@@ -569,6 +571,7 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	defer close(h.closed)
+	h.freed() // callers waiting for a slot fail at once with ErrActorUnavailable
 	var starts, services []*Activation
 	for i := range h.shards {
 		sh := &h.shards[i]
