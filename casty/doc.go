@@ -94,7 +94,7 @@
 //     handled at once per connection (1024; beyond, refused unrun, which a
 //     caller sees as ErrOverloaded), and 30 s for a partly received message.
 //
-// README.md ("Limits") lists them all with the attacks they answer.
+// README.md ("Limits") lists them all with their defaults.
 //
 // # Supervision
 //
