@@ -58,6 +58,7 @@ type Activation struct {
 	started  bool         // Activate has run
 	touched  bool         // a call (not a tick) ran since lastUsed was set
 	evicted  bool         // its key moved away: queued calls fail with ErrRangeMoving
+	roomFor  bool         // deactivating to make room under Config.MaxActivations
 	status   uint8        // statusActive, statusClosing, statusClosed
 	stopReq  Reason       // deactivate after the current message
 	inflight int32        // service calls running (packed beside failures: an activation stays in its size class)

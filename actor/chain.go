@@ -1,6 +1,9 @@
 package actor
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // A call chain crosses nodes as the list of activations waiting up the
 // chain, named "kind/key". ChainOf reads it from a handler's ctx; the
@@ -8,6 +11,17 @@ import "context"
 // when A, B or both live elsewhere.
 
 type chainKey struct{}
+
+// MaxCallChain bounds a call chain: a call made while MaxCallChain
+// activations already wait up its chain fails with ErrCallChainTooLong,
+// and a node refuses a call from another node naming more, before it
+// allocates anything for them. The chain exists to detect reentrancy
+// (A→B→A), which any depth of handlers calling handlers can reach; 64
+// nested calls, each holding its activation while it waits, is far past
+// any design that does not recurse without end, and keeps the chain a
+// call carries to a few kilobytes. Every node of a cluster has the same
+// bound: it is part of the wire contract (casty/SPEC.md).
+const MaxCallChain = 64
 
 // ChainOf returns the activations waiting in ctx's call chain, innermost
 // first, including those that arrived from other nodes.
@@ -34,13 +48,9 @@ func WithChain(ctx context.Context, chain []string) context.Context {
 	return context.WithValue(ctx, chainKey{}, chain)
 }
 
-// remoteChainHas reports whether the remote part of ctx's chain names
-// kind/key. ctx is the outermost (non-handler) context of the chain.
-func remoteChainHas(ctx context.Context, kind, key string) bool {
-	remote, ok := ctx.Value(chainKey{}).([]string)
-	if !ok {
-		return false
-	}
+// remoteChainHas reports whether remote, the part of a call chain that
+// arrived from another node, names kind/key.
+func remoteChainHas(remote []string, kind, key string) bool {
 	for _, id := range remote {
 		if len(id) == len(kind)+1+len(key) && id[:len(kind)] == kind && id[len(kind)] == '/' && id[len(kind)+1:] == key {
 			return true
@@ -80,4 +90,8 @@ func (h *Host) Evict(pred func(k *Kind, key string) bool, reason Reason) int {
 		h.start(a)
 	}
 	return n
+}
+
+func chainTooLong(k *Kind, key string, depth int) error {
+	return fmt.Errorf("%w: calling %s/%s with %d activations already waiting up the chain (at most %d)", ErrCallChainTooLong, k.Name, key, depth, MaxCallChain)
 }

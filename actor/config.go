@@ -54,16 +54,24 @@ type Config struct {
 	// Durability, when set, keeps activations' state beyond their life
 	// (casty's replication): see Durability.
 	Durability Durability
+	// MaxActivations bounds the activations the host holds at once. A
+	// call that needs a new one while the host is full first deactivates
+	// an idle one (capacity.go): the least recently used of a sample,
+	// gracefully, exactly as its idle timeout would have (Deactivate hook,
+	// Durability's Release), and waits for it to be gone; when none is
+	// idle it fails with ErrOverloaded. Default 1,000,000.
+	MaxActivations int
 }
 
 // DefaultConfig returns the defaults, every field set.
 func DefaultConfig() Config {
 	return Config{
-		CallTimeout:  10 * time.Second,
-		IdleTimeout:  300 * time.Second,
-		DrainTimeout: 10 * time.Second,
-		Supervisor:   func(string, string, error, Failure) Directive { return Keep },
-		Logger:       slog.Default(),
+		CallTimeout:    10 * time.Second,
+		IdleTimeout:    300 * time.Second,
+		DrainTimeout:   10 * time.Second,
+		MaxActivations: 1_000_000,
+		Supervisor:     func(string, string, error, Failure) Directive { return Keep },
+		Logger:         slog.Default(),
 	}
 }
 
@@ -79,6 +87,9 @@ func (c Config) withDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = d.DrainTimeout
 	}
+	if c.MaxActivations == 0 {
+		c.MaxActivations = d.MaxActivations
+	}
 	if c.Supervisor == nil {
 		c.Supervisor = d.Supervisor
 	}
@@ -88,8 +99,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports a negative duration.
+// Validate reports a negative duration or limit.
 func (c Config) Validate() error {
+	if c.MaxActivations < 0 {
+		return fmt.Errorf("casty: config: MaxActivations must not be negative, got %d", c.MaxActivations)
+	}
 	for _, f := range []struct {
 		name string
 		d    time.Duration

@@ -142,14 +142,22 @@ func checkReentrancy(ctx context.Context, k *Kind, key string) error {
 		return nil
 	}
 	c := ctx
+	depth := 0
 	for h := handlerOf(c); h != nil; h = handlerOf(h.Context) {
-		if h.act != nil && h.act.kind == k && h.act.key == key {
-			return &ReentrancyError{Kind: k.Name, Key: key}
+		if h.act != nil && !h.act.kind.Service {
+			if h.act.kind == k && h.act.key == key {
+				return &ReentrancyError{Kind: k.Name, Key: key}
+			}
+			depth++
 		}
 		c = h.Context
 	}
-	if remoteChainHas(c, k.Name, key) {
+	remote, _ := c.Value(chainKey{}).([]string)
+	if remoteChainHas(remote, k.Name, key) {
 		return &ReentrancyError{Kind: k.Name, Key: key}
+	}
+	if depth+len(remote) >= MaxCallChain {
+		return chainTooLong(k, key, depth+len(remote))
 	}
 	return nil
 }

@@ -36,6 +36,18 @@ var (
 	// ErrRangeMoving is returned when the key's range is being handed to
 	// another node. Definite; the caller may retry.
 	ErrRangeMoving = errors.New("casty: range moving")
+
+	// ErrCallChainTooLong is returned, before anything is queued, when a
+	// call would make its call chain longer than MaxCallChain activations
+	// (a handler calling an actor whose handler calls another, and so on),
+	// and by a node that receives a call naming a longer chain. Definite.
+	ErrCallChainTooLong = errors.New("casty: call chain too long")
+
+	// ErrOverloaded is returned when a call needs a new activation, the
+	// host already holds Config.MaxActivations, and none of them is idle
+	// to be deactivated to make room. Definite: nothing ran; the caller
+	// may retry later.
+	ErrOverloaded = errors.New("casty: overloaded")
 )
 
 type timeoutError struct{}

@@ -42,7 +42,9 @@ type shard struct {
 
 // Host runs activations in one process: it finds or creates the activation
 // for a (kind, key), queues messages on its mailbox, deactivates idle ones
-// and drains them all on Close. A Host is safe for concurrent use.
+// (after their idle timeout, or earlier to make room under
+// Config.MaxActivations) and drains them all on Close. A Host is safe for
+// concurrent use.
 type Host struct {
 	cfg       Config
 	injectors map[*Kind][]func(state any)
@@ -51,7 +53,9 @@ type Host struct {
 	epoch     time.Time
 
 	closing  atomic.Bool
-	live     atomic.Int64 // activations not yet finalized
+	live     atomic.Int64 // activations not yet finalized, and slots reserved for new ones
+	room     room         // Config.MaxActivations (capacity.go)
+	evicting atomic.Int64 // activations deactivating to make room
 	minIdle  atomic.Int64 // smallest idle timeout among kinds seen, ns
 	drained  chan struct{}
 	drainOne sync.Once
@@ -290,20 +294,8 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 	a = sh.m[id]
 	if a == nil {
 		sh.mu.RUnlock()
-		sh.mu.Lock()
-		if h.closing.Load() {
-			sh.mu.Unlock()
-			return nil, false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
-		}
-		if a = sh.m[id]; a == nil {
-			if admit := h.cfg.Admit; admit != nil {
-				if err := admit(e.hctx.Context, k, key); err != nil {
-					sh.mu.Unlock()
-					return nil, false, err
-				}
-			}
-			a = h.newActivation(k, key)
-			sh.m[id] = a
+		if a, err = h.create(sh, id, e); err != nil {
+			return nil, false, err
 		}
 		defer sh.mu.Unlock()
 	} else {
@@ -321,6 +313,39 @@ func (h *Host) enqueueOr(k *Kind, key string, e *Envelope, claim bool) (a *Activ
 		h.start(a)
 	}
 	return a, false, nil
+}
+
+// create returns id's activation, creating it for e if there is none, with
+// sh.mu held exclusively; on an error sh.mu is not held. A new activation
+// takes a slot of Config.MaxActivations: when none is free it makes room
+// (capacity.go) and looks again.
+func (h *Host) create(sh *shard, id actID, e *Envelope) (*Activation, error) {
+	for {
+		sh.mu.Lock()
+		if h.closing.Load() {
+			sh.mu.Unlock()
+			return nil, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
+		}
+		if a := sh.m[id]; a != nil {
+			return a, nil
+		}
+		if admit := h.cfg.Admit; admit != nil {
+			if err := admit(e.hctx.Context, id.kind, id.key); err != nil {
+				sh.mu.Unlock()
+				return nil, err
+			}
+		}
+		if !h.reserve() {
+			sh.mu.Unlock()
+			if err := h.makeRoom(e.hctx.Context, id.kind, id.key, e); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		a := h.newActivation(id.kind, id.key)
+		sh.m[id] = a
+		return a, nil
+	}
 }
 
 // spin returns how many rounds a waiter may yield before parking.
@@ -367,9 +392,9 @@ func shouldSpin(draining, awaiting, procs int32) bool {
 // rule's premise (BENCHMARKS.md has the figures).
 func (h *Host) start(a *Activation) { go a.run() }
 
-// newActivation creates an activation; the caller holds its shard's lock.
+// newActivation creates an activation; the caller holds its shard's lock
+// and a slot (reserve, or the slot of the activation it replaces).
 func (h *Host) newActivation(k *Kind, key string) *Activation {
-	h.live.Add(1)
 	idle := h.idleOf(k)
 	for {
 		cur := h.minIdle.Load()
@@ -422,7 +447,7 @@ func (h *Host) finalize(a *Activation, failWith error) *Activation {
 	}
 	if len(q) > 0 {
 		if failWith == nil && !h.closing.Load() {
-			next = h.newActivation(a.kind, a.key)
+			next = h.newActivation(a.kind, a.key) // takes a's slot
 			next.queue = q
 			next.running = true
 			sh.m[id] = next
@@ -430,6 +455,7 @@ func (h *Host) finalize(a *Activation, failWith error) *Activation {
 			orphans = q
 		}
 	}
+	roomFor := a.roomFor
 	a.mu.Unlock()
 	sh.mu.Unlock()
 	if orphans != nil {
@@ -438,8 +464,14 @@ func (h *Host) finalize(a *Activation, failWith error) *Activation {
 		}
 		failAll(orphans, failWith)
 	}
-	if h.live.Add(-1) == 0 && h.closing.Load() {
+	if next == nil && h.live.Add(-1) == 0 && h.closing.Load() {
 		h.drainOne.Do(func() { close(h.drained) })
+	}
+	if roomFor {
+		h.evicting.Add(-1)
+	}
+	if next == nil || roomFor {
+		h.freed()
 	}
 	return next
 }
@@ -539,6 +571,7 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	defer close(h.closed)
+	h.freed() // callers waiting for a slot fail at once with ErrActorUnavailable
 	var starts, services []*Activation
 	for i := range h.shards {
 		sh := &h.shards[i]

@@ -121,6 +121,10 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		cl.serveSpy(st, fc, &req)
 		return
 	}
+	if errors.Is(err, ErrCallChainTooLong) {
+		fc.writeError(frameStatus, encodeError(err))
+		return
+	}
 	if err != nil || req.Op != opStream {
 		fc.writeError(frameStatus, &wireError{Code: codeUnknown, Message: "casty: malformed stream header"})
 		return

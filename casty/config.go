@@ -26,6 +26,18 @@ type Config struct {
 	// DrainTimeout bounds Close's drain of in-flight and queued messages and
 	// Deactivate hooks. Default 10 s.
 	DrainTimeout time.Duration
+	// MaxActivations bounds the activations one member (or a local
+	// system) holds at once. A call that needs a new activation when it
+	// is full first deactivates an idle one — the least recently used of
+	// a sample, gracefully, as its idle timeout would have: Deactivate
+	// hook run, replicated state kept on its replicas — and waits for it
+	// to be gone; when every activation is busy the call fails with
+	// ErrOverloaded (definite). Default 1,000,000: about 250 MB of
+	// bookkeeping at the ~250 B an idle activation costs beside its state
+	// (BENCHMARKS.md), room for the many small actors a member is made
+	// for, while a flood of keys from one caller can no longer grow a
+	// member without bound. Size it from the memory a member may spend.
+	MaxActivations int
 
 	// Replication (cluster mode).
 
@@ -136,6 +148,7 @@ func DefaultConfig() Config {
 		CallTimeout:         10 * time.Second,
 		IdleTimeout:         300 * time.Second,
 		DrainTimeout:        10 * time.Second,
+		MaxActivations:      1_000_000,
 		ReplicationTimeout:  5 * time.Second,
 		HandoffTimeout:      10 * time.Second,
 		RepairInterval:      30 * time.Second,
@@ -185,6 +198,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.CallTimeout, d.CallTimeout)
 	fill(&c.IdleTimeout, d.IdleTimeout)
 	fill(&c.DrainTimeout, d.DrainTimeout)
+	filli(&c.MaxActivations, d.MaxActivations)
 	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
 	fill(&c.HandoffTimeout, d.HandoffTimeout)
 	fill(&c.RepairInterval, d.RepairInterval)
@@ -243,7 +257,7 @@ func (c Config) Validate() error {
 		name string
 		v    int
 	}{
-		{"ReplicationBatch", c.ReplicationBatch}, {"MaxReplicatedBytes", c.MaxReplicatedBytes}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
+		{"MaxActivations", c.MaxActivations}, {"ReplicationBatch", c.ReplicationBatch}, {"MaxReplicatedBytes", c.MaxReplicatedBytes}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
 		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
 		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
 		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},
@@ -266,5 +280,5 @@ func (c Config) Validate() error {
 
 func (c Config) engine() actor.Config {
 	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout,
-		BeforeWait: mux.HandOff, Admit: admitPlaced, ExternalWaits: remoteWaits.Load}
+		MaxActivations: c.MaxActivations, BeforeWait: mux.HandOff, Admit: admitPlaced, ExternalWaits: remoteWaits.Load}
 }

@@ -21,6 +21,7 @@ func TestDefaultsAreTheDesignOnes(t *testing.T) {
 		{"CallTimeout", c.CallTimeout, 10 * time.Second},
 		{"IdleTimeout", c.IdleTimeout, 300 * time.Second},
 		{"DrainTimeout", c.DrainTimeout, 10 * time.Second},
+		{"MaxActivations", c.MaxActivations, 1_000_000},
 		{"ReplicationTimeout", c.ReplicationTimeout, 5 * time.Second},
 		{"HandoffTimeout", c.HandoffTimeout, 10 * time.Second},
 		{"ReplicationBatch", c.ReplicationBatch, 256 << 10},

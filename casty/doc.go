@@ -45,12 +45,13 @@
 // Infrastructure failures are sentinels for errors.Is: ErrTimeout (also
 // matches context.DeadlineExceeded), ErrActorUnavailable,
 // ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
-// ErrReentrancy. A handler's own failure (an error or a panic) reaches the
+// ErrReentrancy, ErrCallChainTooLong, ErrOverloaded. A handler's own failure (an error or a panic) reaches the
 // caller as *ActorFailedError carrying kind, key, method, message and the
 // supervisor's Directive; Unwrap gives the handler's error.
 //
 // Definite errors mean the call did not take effect: ErrUnknownActorType,
-// ErrReentrancy, ErrActorUnavailable from a closed system, and a handler's
+// ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrActorUnavailable
+// from a closed system, and a handler's
 // failure (whose state is kept with Keep, discarded with Reset).
 // Indeterminate ones mean it may have: ErrTimeout (the handler may still
 // run to completion, unless it had not started — a message whose caller
@@ -65,6 +66,35 @@
 // chain, and a call that would wait on an activation already waiting in the
 // chain (A→A, A→B→A) fails at once with ErrReentrancy instead of
 // deadlocking. The outer caller sees it wrapped in *ActorFailedError.
+//
+// # Limits
+//
+// What a caller — a program's own code, or a peer on the network — can
+// make a member hold is bounded, each bound with a typed refusal:
+//
+//   - Activations: Config.MaxActivations (default 1,000,000) per member or
+//     local system. A call needing a new activation on a full member
+//     deactivates an idle one first (the least recently used of a sample,
+//     gracefully: Deactivate hook, replicated state kept on its replicas,
+//     reported as an idle deactivation) and waits for it to be gone; with
+//     none idle it fails with ErrOverloaded, definite. A member never
+//     holds more: a flood of new keys costs the flood's callers a wait,
+//     not the member its memory.
+//   - Call chains: MaxCallChain (64) activations waiting in one chain; the
+//     call that would make it longer fails with ErrCallChainTooLong, and a
+//     member refuses a request naming a longer chain from its count alone,
+//     before allocating anything for it (SPEC.md).
+//   - Messages: Config.MaxMessage (4 MiB) per call argument or result;
+//     Config.MaxStreams (1024) streams at once per connection.
+//   - Replicated state: Config.MaxReplicatedBytes (default: none);
+//     ErrReplicaFull.
+//   - The transport's own bounds, at mux's defaults (mux.Config): inbound
+//     connections (4096 in all, 256 per remote address), handshakes in
+//     progress (128, each bounded by Config.HandshakeTimeout), requests
+//     handled at once per connection (1024; beyond, refused unrun, which a
+//     caller sees as ErrOverloaded), and 30 s for a partly received message.
+//
+// README.md ("Limits") lists them all with their defaults.
 //
 // # Supervision
 //

@@ -55,14 +55,17 @@ type callResp struct {
 //
 //	request:  op u8 | flags u8 (1: ring point present) | kind str | key str
 //	          | [point u64, big endian] | method str | deadline varint
-//	          | chain uvarint n, n × str | arg (the rest of the envelope)
+//	          | chain uvarint n (at most MaxCallChain), n × str
+//	          | arg (the rest of the envelope)
 //	response: flags u8 (1 ok, 2 error) | [error] | result (the rest)
 //	error:    code str | message str | kind str | key str | method str
 //	          | directive varint | cause str | type str | data bytes
 //
 // str and bytes are a uvarint length then the bytes. Every length is
 // checked against what remains; anything else is refused with
-// errMalformedEnvelope, never a panic. The argument and the result come
+// errMalformedEnvelope, never a panic. A chain longer than MaxCallChain is
+// refused with ErrCallChainTooLong, which the serving side answers as a
+// wire error (code chain-too-long). The argument and the result come
 // last so that they are encoded straight into the envelope.
 
 var errMalformedEnvelope = errors.New("casty: malformed call envelope")
@@ -243,7 +246,13 @@ func decodeCallReq(b []byte, r *callReq) error {
 	}
 	r.Deadline = d.varint()
 	n := d.uvarint()
-	if n > uint64(len(d.b)) { // every entry takes at least a byte
+	switch {
+	case d.err != nil:
+	case n > actor.MaxCallChain:
+		// Refused before anything is allocated for it: a hostile count
+		// must cost nothing.
+		d.err = fmt.Errorf("%w: a call from another node names %d activations in its chain (at most %d)", ErrCallChainTooLong, n, actor.MaxCallChain)
+	case n > uint64(len(d.b)): // every entry takes at least a byte
 		d.fail("chain longer than the envelope")
 	}
 	if d.err == nil && n > 0 {

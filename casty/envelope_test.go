@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -85,12 +86,60 @@ func TestCallEnvelopeRefusesBadInput(t *testing.T) {
 	}
 }
 
+// hostileChain is a call request whose chain claims n entries, each the
+// empty string: n bytes of zeros after the count, within one message.
+func hostileChain(n int) []byte {
+	b := appendCallReq(nil, &callReq{Op: opCall, Kind: "shop.Order", Key: "o", Method: "Add"})
+	b = b[:len(b)-1] // the empty chain's count
+	b = binary.AppendUvarint(b, uint64(n))
+	return append(b, make([]byte, n)...)
+}
+
+// A call naming 4 million chain entries in 4 MiB is refused from its count,
+// with ErrCallChainTooLong and nothing allocated for the entries; a chain
+// of MaxCallChain entries still decodes.
+func TestCallEnvelopeRefusesLongChain(t *testing.T) {
+	hostile := hostileChain(4_000_000)
+	var r callReq
+	if err := decodeCallReq(hostile, &r); !errors.Is(err, ErrCallChainTooLong) {
+		t.Fatalf("4,000,000 entries: %v", err)
+	}
+	if r.Chain != nil {
+		t.Fatalf("entries decoded: %d", len(r.Chain))
+	}
+	if err := decodeCallReq(hostileChain(MaxCallChain+1), &r); !errors.Is(err, ErrCallChainTooLong) {
+		t.Fatalf("MaxCallChain+1 entries: %v", err)
+	}
+	r = callReq{}
+	if err := decodeCallReq(hostileChain(MaxCallChain), &r); err != nil || len(r.Chain) != MaxCallChain {
+		t.Fatalf("MaxCallChain entries: %d, %v", len(r.Chain), err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		var r callReq
+		_ = decodeCallReq(hostile, &r)
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		var r callReq
+		_ = decodeCallReq(hostile, &r)
+	}
+	runtime.ReadMemStats(&after)
+	perCall := (after.TotalAlloc - before.TotalAlloc) / 10
+	t.Logf("refusing 4,000,000 entries: %.0f allocations, %d bytes", allocs, perCall)
+	if allocs > 8 || perCall > 4<<10 {
+		t.Fatalf("refusing 4,000,000 entries cost %.0f allocations and %d bytes; want at most 8 and 4 KiB", allocs, perCall)
+	}
+}
+
 // FuzzCallEnvelope decodes arbitrary bytes as call requests and responses:
 // never a panic, and what decodes re-encodes to the same bytes.
 func FuzzCallEnvelope(f *testing.F) {
 	f.Add(appendCallReq(nil, &callReq{Op: opCall, Kind: "shop.Order", Key: "o", Method: "Add", Arg: []byte{1}, Chain: []string{"x/y"}}))
 	f.Add(appendCallResp(nil, &callResp{Err: &wireError{Code: codeFailed, Message: "m"}}))
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add(hostileChain(4_000_000)) // 4 MiB naming 4 million entries: refused from the count
+	f.Add(hostileChain(MaxCallChain + 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r callReq
 		if decodeCallReq(b, &r) == nil {

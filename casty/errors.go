@@ -31,7 +31,25 @@ var (
 	// ErrReentrancy: the call would wait on an activation already waiting
 	// in this call chain (A→A, A→B→A). Definite.
 	ErrReentrancy = actor.ErrReentrancy
+	// ErrCallChainTooLong: the call would make its call chain longer than
+	// MaxCallChain activations, or a node received a call naming more.
+	// Definite.
+	ErrCallChainTooLong = actor.ErrCallChainTooLong
+	// ErrOverloaded: the call needed a new activation on a member already
+	// holding Config.MaxActivations, none of them idle; or the member was
+	// already handling as many requests from this connection as its
+	// transport takes at once (mux.Config.MaxRequests). Definite: nothing
+	// ran; retry later.
+	ErrOverloaded = actor.ErrOverloaded
 )
+
+// MaxCallChain is the most activations a call chain may hold waiting:
+// a call made from the innermost of MaxCallChain nested handlers fails
+// with ErrCallChainTooLong, and a node refuses a call from another node
+// naming more, before allocating anything for them. 64: the chain exists
+// to detect reentrancy, and no design short of unbounded recursion nests
+// that deep. It is part of the wire contract (SPEC.md).
+const MaxCallChain = actor.MaxCallChain
 
 // ActorFailedError is a handler's failure as its caller sees it: kind, key,
 // method, message and the supervisor's directive; Unwrap returns the

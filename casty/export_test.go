@@ -2,6 +2,7 @@ package casty
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -190,4 +191,34 @@ func HoldReplication(s *System) (release func()) {
 	})
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
+}
+
+// HostileChain is a call request to kind whose chain claims entries
+// empty entries, entries bytes long, as a hostile peer would build it.
+func HostileChain(kind string, entries int) []byte {
+	b := appendCallReq(nil, &callReq{Op: opCall, Kind: kind, Key: "k", Method: "Go"})
+	b = b[:len(b)-1]
+	b = binary.AppendUvarint(b, uint64(entries))
+	return append(b, make([]byte, entries)...)
+}
+
+// RawCall sends payload as a call request from one member to another and
+// returns the error its answer decodes to.
+func RawCall(ctx context.Context, from, to *System, payload []byte) error {
+	sess, err := from.cl.node.Connect(ctx, mux.NodeID(to.cl.self), to.Addr())
+	if err != nil {
+		return err
+	}
+	reply, err := sess.Request(ctx, mux.LaneMessage, payload)
+	if err != nil {
+		return err
+	}
+	var resp callResp
+	if err := decodeCallResp(reply, &resp); err != nil {
+		return err
+	}
+	if resp.Err == nil {
+		return nil
+	}
+	return resp.Err.decode()
 }

@@ -25,6 +25,8 @@ const (
 	codeFull        = "replica-full"
 	codeMoving      = "moving"
 	codeWrongOwner  = "wrong-owner"
+	codeChainLong   = "chain-too-long"
+	codeOverloaded  = "overloaded"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
@@ -51,7 +53,8 @@ var sentinels = []struct {
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-	{codeNotApplied, ErrQuorumUnavailable},
+	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
+	{codeOverloaded, ErrOverloaded},
 }
 
 func sentinelCode(err error) string {

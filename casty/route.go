@@ -106,6 +106,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	local, err = cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
+			if !k.Service && len(req.Chain) >= actor.MaxCallChain {
+				return nil, fmt.Errorf("%w: calling %s/%s with %d activations already waiting up the chain (at most %d); nothing was sent", ErrCallChainTooLong, k.Name, key, len(req.Chain), actor.MaxCallChain)
+			}
 			req.Deadline = deadline.UnixNano()
 			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
@@ -132,6 +135,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return nil, &actor.TimeoutError{Kind: k.Name, Key: key, Method: req.Method}
+			}
+			if re := (*mux.RemoteError)(nil); errors.As(err, &re) && re.Code == mux.CodeOverloaded {
+				// The owner's mux.Config.MaxRequests: refused, nothing ran.
+				return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrOverloaded, k.Name, key, req.Method, d.addr, err)
 			}
 			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}

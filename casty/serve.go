@@ -65,6 +65,10 @@ func (r *remoteInvoke) Result() any {
 func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) ([]byte, error) {
 	var req callReq
 	if err := decodeCallReq(payload, &req); err != nil {
+		if errors.Is(err, ErrCallChainTooLong) {
+			// A well-formed refusal: the caller learns why, as a sentinel.
+			return appendCallResp(nil, &callResp{Err: encodeError(err)}), nil
+		}
 		return nil, err
 	}
 	resp := cl.serveReq(ctx, &req)
