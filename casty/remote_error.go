@@ -16,15 +16,17 @@ import (
 // error when its type is registered on both nodes (wire.Message).
 
 const (
-	codeFailed      = "failed"
-	codeTimeout     = "timeout"
-	codeUnavailable = "unavailable"
-	codeReentrancy  = "reentrancy"
-	codeUnknown     = "unknown"
-	codeQuorum      = "quorum"
-	codeFull        = "replica-full"
-	codeMoving      = "moving"
-	codeWrongOwner  = "wrong-owner"
+	codeFailed       = "failed"
+	codeTimeout      = "timeout"
+	codeUnavailable  = "unavailable"
+	codeReentrancy   = "reentrancy"
+	codeUnknown      = "unknown"
+	codeQuorum       = "quorum"
+	codeFull         = "replica-full"
+	codeMoving       = "moving"
+	codeWrongOwner   = "wrong-owner"
+	codeForbidden    = "forbidden"
+	codeTooManySpies = "too-many-spies"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
@@ -51,7 +53,7 @@ var sentinels = []struct {
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-	{codeNotApplied, ErrQuorumUnavailable},
+	{codeNotApplied, ErrQuorumUnavailable}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
 }
 
 func sentinelCode(err error) string {

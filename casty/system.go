@@ -18,7 +18,8 @@ type System struct {
 	logger *slog.Logger
 	cl     *cluster // nil in local mode
 
-	closing, closed atomic.Bool // Close began, Close returned (health.go)
+	closing, closed atomic.Bool  // Close began, Close returned (health.go)
+	spies           atomic.Int64 // spy subscriptions served (Config.MaxSpies)
 }
 
 // Member is a full cluster member.
@@ -41,6 +42,7 @@ type systemOptions struct {
 	cluster     string
 	clusterSet  bool
 	tls         *TLS
+	secrets     secrets          // WithClusterSecret, WithOperatorSecret, WithClientSecret
 	durability  actor.Durability // keeps the actors' state (replication)
 	replicator  *replicator      // the member's replication runtime, when it is the durability
 }
@@ -92,9 +94,9 @@ func newSystem(opts []Option) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" {
+	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" || o.secrets.any() {
 		sys.discard()
-		return nil, fmt.Errorf("casty: Seeds, Advertise and WithTLS are cluster options: use Start or Connect")
+		return nil, fmt.Errorf("casty: Seeds, Advertise, WithTLS and the secrets are cluster options: use Start or Connect")
 	}
 	return sys, nil
 }
