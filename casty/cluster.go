@@ -305,6 +305,9 @@ func advertiseFor(bound *net.TCPAddr, seeds []string) string {
 }
 
 func loadTLS(t TLS) (server, client *tls.Config, err error) {
+	if t.Identity && t.CA == "" {
+		return nil, nil, errors.New("casty: TLS.Identity needs a CA (mutual TLS)")
+	}
 	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("casty: TLS certificate: %w", err)

@@ -3,8 +3,17 @@ package casty_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
+	"math/big"
+	"net"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +220,71 @@ func TestOpenClusterWarnsWhenReachable(t *testing.T) {
 		if got := strings.Contains(logs.String(), "cluster is open"); got != c.warn {
 			t.Errorf("%s with %d options: warned %v, want %v: %s", c.addr, len(c.opts), got, c.warn, logs.String())
 		}
+	}
+}
+
+// issueWith issues a certificate carrying uris (subject alternative names).
+func (ca *testCA) issueWith(t *testing.T, name string, uris ...string) casty.TLS {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	for _, u := range uris {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, pu)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	out := casty.TLS{Cert: filepath.Join(ca.dir, name+".pem"), Key: filepath.Join(ca.dir, name+".key"), CA: ca.path, Identity: true}
+	writePEM(t, out.Cert, "CERTIFICATE", der)
+	writePEM(t, out.Key, "EC PRIVATE KEY", kb)
+	return out
+}
+
+// With TLS.Identity the certificate decides the role: a client
+// certificate calls but may not read state, an operator's may.
+func TestCertIdentityRoles(t *testing.T) {
+	ca := newCA(t, t.TempDir(), "cluster")
+	nodes := startCluster(t, 2, casty.WithTLS(ca.issueWith(t, "member", "casty://member/m")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := casty.Call(ctx, Orders.Ref(nodes[0], "cert-order"), (*Order).Add, 2); err != nil {
+		t.Fatal(err)
+	}
+	client, err := connectLite(t, nodes[0].Addr(), casty.WithTLS(ca.issueWith(t, "client", "casty://role/client")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client sees both members", func() bool { return len(client.Members()) == 2 })
+	if _, err := casty.Call(ctx, Orders.Ref(client, "cert-order"), (*Order).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Orders.StateOf(ctx, client, "cert-order"); !errors.Is(err, casty.ErrForbidden) {
+		t.Fatalf("client certificate StateOf: %v, want ErrForbidden", err)
+	}
+	op, err := connectLite(t, nodes[0].Addr(), casty.WithTLS(ca.issueWith(t, "operator", "casty://role/operator")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the operator sees both members", func() bool { return len(op.Members()) == 2 })
+	if st, ok, err := Orders.StateOf(ctx, op, "cert-order"); err != nil || !ok || st.Lines != 3 {
+		t.Fatalf("operator certificate StateOf: %+v %v %v", st, ok, err)
+	}
+	// A certificate without a casty identity gets nowhere.
+	cfg := fastCluster()
+	cfg.JoinTimeout = 500 * time.Millisecond
+	if _, err := connectLite(t, nodes[0].Addr(), casty.WithConfig(cfg), casty.WithTLS(ca.issueWith(t, "anon"))); err == nil {
+		t.Fatal("a certificate without identity connected")
 	}
 }
