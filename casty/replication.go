@@ -152,6 +152,11 @@ func (r *replicator) observe(m *replica.Msg) {
 // handle serves a request of another member on the replication lane. It
 // never waits: a replica answers from memory.
 func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte) ([]byte, error) {
+	if from != nil && !from.Member() {
+		// Replicas are members' business: a lite client's credential does
+		// not allow writing or reading them.
+		return nil, ErrForbidden
+	}
 	if len(payload) == 0 {
 		return nil, errors.New("casty: empty replication request")
 	}

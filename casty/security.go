@@ -14,7 +14,8 @@ import (
 // what it proved decides what it may do here:
 //
 //   - member (WithClusterSecret, or a casty://member/<name> certificate):
-//     everything;
+//     everything, replication included (a replication request from any
+//     other credential is refused);
 //   - operator (WithOperatorSecret, or casty://role/operator): a lite
 //     client that may also read actors' state (StateOf) and spy;
 //   - client (WithClientSecret, or casty://role/client): a lite client

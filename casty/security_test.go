@@ -288,3 +288,41 @@ func TestCertIdentityRoles(t *testing.T) {
 		t.Fatal("a certificate without identity connected")
 	}
 }
+
+// A lite client's credential does not let it talk replication to a
+// member: replicas are members' business.
+func TestClientCredentialCannotTalkReplication(t *testing.T) {
+	nodes := startCluster(t, 2, secured()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ask := func(role mux.Role, edit func(*mux.Config)) error {
+		mc := mux.DefaultConfig()
+		mc.NodeID, _ = mux.NewNodeID(nil)
+		mc.Role = role
+		mc.Logger = slog.New(slog.DiscardHandler)
+		edit(&mc)
+		n, err := mux.New(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		s, err := n.Dial(ctx, nodes[0].Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Request(ctx, mux.LaneReplication, []byte{0xff})
+		return err
+	}
+	err := ask(mux.RoleClient, func(c *mux.Config) { c.ClientSecret = testClientSecret })
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("a client's replication request: %v, want forbidden", err)
+	}
+	err = ask(mux.RoleClient, func(c *mux.Config) { c.OperatorSecret = testOperatorSecret })
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("an operator's replication request: %v, want forbidden", err)
+	}
+	err = ask(mux.RoleMember, func(c *mux.Config) { c.ClusterSecret = testClusterSecret })
+	if err == nil || strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("a member's (bad) replication request: %v, want an unknown-request error", err)
+	}
+}

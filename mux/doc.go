@@ -39,8 +39,9 @@
 //     (and optionally casty://node/<id>); the member name is bound to the
 //     node id it first claims.
 //
-// Session.Credential says what the peer proved; Session.Operator whether it
-// may use operator functions — the layer above enforces that.
+// Session.Credential says what the peer proved; Session.Member and
+// Session.Operator whether it may act as a member or use operator
+// functions — the layer above enforces that.
 //
 // # Channels
 //
@@ -134,6 +135,9 @@
 // # What the caller must do
 //
 // Set Config.NodeID (NewNodeID) and a ClusterName shared by the cluster;
+// outside a trusted network, set credentials (ClusterSecret, or TLS with
+// CertIdentity) and check Session.Member or Session.Operator before
+// serving what only members or operators may have;
 // install handlers before traffic arrives; Close every Stream it opens or
 // accepts; make handlers return when their context is cancelled; and call
 // Node.Close, which waits for every goroutine the package started.

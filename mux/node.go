@@ -457,7 +457,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	}
 	if n.cfg.CertIdentity {
 		if rej := checkCert(cert, w.nodeID, w.role); rej != nil {
-			return fail("", &HandshakeError{Code: rej.code, Message: "the listener's " + rej.msg})
+			return fail("", &HandshakeError{Code: rej.code, Message: "listener: " + rej.msg})
 		}
 		if rej := n.bind(w.nodeID, cert.name); rej != nil {
 			return fail("", &HandshakeError{Code: rej.code, Message: rej.msg})

@@ -110,6 +110,11 @@ func (s *Session) Credential() Credential { return s.cred }
 // Config.CertIdentity, "" otherwise.
 func (s *Session) PeerName() string { return s.peerName }
 
+// Member reports whether the peer may act as a member (hold replicas,
+// take part in replication): it proved the member credential, or this
+// node requires no credential at all (an open cluster).
+func (s *Session) Member() bool { return !s.node.cfg.Enforcing() || s.cred == CredentialMember }
+
 // Operator reports whether the peer may use operator functions (read an
 // actor's state, spy, and the like): it proved a member or operator
 // credential, or this node requires no credential at all (an open
