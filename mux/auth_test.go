@@ -111,13 +111,21 @@ func TestWrongSecretRefusedBothDirections(t *testing.T) {
 		}
 	})
 	t.Run("a client credential cannot announce member", func(t *testing.T) {
-		c := testConfig(1)
-		c.ClientSecret = clientSecret
 		lc := withSecret(testConfig(2), memberSecret)
 		lc.ClientSecret = clientSecret
-		dErr, _, _, _ := pipePair(t, newNode(t, c), newNode(t, lc))
-		if code, ok := handshakeCode(dErr); !ok || code != CodeIdentity {
-			t.Fatalf("dialler: %v", dErr)
+		typ, body, aErr := rawDial(t, newNode(t, lc), func(h *hello) { h.creds = 1 << CredentialClient }, nil)
+		if r, err := decodeReject(body); typ != hsReject || err != nil || r.code != CodeIdentity {
+			t.Fatalf("answer %d %+v %v", typ, r, err)
+		}
+		if c, ok := handshakeCode(aErr); !ok || c != CodeIdentity {
+			t.Fatalf("listener: %v", aErr)
+		}
+	})
+	t.Run("a member needs the cluster secret", func(t *testing.T) {
+		c := testConfig(1)
+		c.ClientSecret = clientSecret
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("Validate: %v", err)
 		}
 	})
 }

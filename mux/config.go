@@ -286,6 +286,8 @@ func (c *Config) Validate() error {
 		len(c.OperatorSecret) > 0 && len(c.OperatorSecret) < minSecret,
 		len(c.ClientSecret) > 0 && len(c.ClientSecret) < minSecret:
 		return bad("secrets must be at least %d bytes", minSecret)
+	case c.Role == RoleMember && c.requiresSecret() && len(c.ClusterSecret) == 0:
+		return bad("a member with OperatorSecret or ClientSecret needs ClusterSecret")
 	case c.CertIdentity && c.ServerTLS == nil && c.ClientTLS == nil:
 		return bad("CertIdentity needs ServerTLS or ClientTLS")
 	case c.CertIdentity && c.ServerTLS != nil && c.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert:
