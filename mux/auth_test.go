@@ -523,3 +523,16 @@ type zeroSource struct{}
 func (zeroSource) Uint64() uint64 { return 0 }
 
 func zeroRand() *mrand.Rand { return mrand.New(zeroSource{}) }
+
+// A stranger without a credential cannot even learn whether its guess of
+// the cluster name was right.
+func TestNoCredentialLearnsNothingOfTheClusterName(t *testing.T) {
+	b := newNode(t, withSecret(testConfig(2), memberSecret))
+	for _, name := range []string{"test", "wrong"} {
+		typ, body, _ := rawDial(t, b, func(h *hello) { h.cluster = name }, nil)
+		r, err := decodeReject(body)
+		if typ != hsReject || err != nil || r.code != CodeUnauthenticated {
+			t.Fatalf("cluster %q: answer %d %+v %v", name, typ, r, err)
+		}
+	}
+}

@@ -529,6 +529,11 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 			return refuse(rej)
 		}
 	}
+	if n.cfg.requiresSecret() && h.creds == 0 {
+		// Before any other check: a peer without a credential learns
+		// nothing, not even whether its cluster name was right.
+		return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
+	}
 	w, rej := n.info.accept(h)
 	if rej != nil {
 		return refuse(rej)
@@ -537,8 +542,6 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 	if n.cfg.requiresSecret() {
 		chosen := n.cfg.choose(h.creds)
 		switch {
-		case h.creds == 0:
-			return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
 		case chosen == CredentialNone:
 			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
 		case n.cfg.Role == RoleMember && !chosen.allows(h.role):
