@@ -34,8 +34,9 @@ type TLS struct {
 	// casty://member/<name> in its subject alternative names, a lite
 	// client's casty://role/client, an operator's (castyctl)
 	// casty://role/operator. A certificate claiming a node id bound to
-	// another member's certificate is refused, and only member and
-	// operator certificates may read state or spy. SECURITY.md.
+	// another member's certificate is refused (so give each member its
+	// own name), and only member and operator certificates may read state
+	// or spy. SECURITY.md.
 	Identity bool
 }
 
