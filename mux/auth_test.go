@@ -536,3 +536,68 @@ func TestNoCredentialLearnsNothingOfTheClusterName(t *testing.T) {
 		}
 	}
 }
+
+func TestIdentityOfReadsCastyURIs(t *testing.T) {
+	id := testID(7)
+	cases := []struct {
+		uris  []string
+		want  certIdentity
+		check HandshakeCode // 255: accepted as member id 7 role member
+	}{
+		{[]string{"casty://member/a"}, certIdentity{name: "a", cred: CredentialMember}, 255},
+		{[]string{"casty://role/operator", "casty://member/b"}, certIdentity{name: "b", cred: CredentialMember}, 255},
+		{[]string{"casty://role/client"}, certIdentity{cred: CredentialClient}, CodeIdentity},
+		{[]string{"casty://role/operator"}, certIdentity{cred: CredentialOperator}, CodeIdentity},
+		{[]string{"casty://member/a", "casty://node/" + id.String()}, certIdentity{name: "a", cred: CredentialMember, node: id, hasID: true}, 255},
+		{[]string{"casty://member/a", "casty://node/" + testID(8).String()}, certIdentity{name: "a", cred: CredentialMember, node: testID(8), hasID: true}, CodeIdentity},
+		{[]string{"casty://member/a", "casty://node/zz"}, certIdentity{name: "a", cred: CredentialMember}, 255},
+		{[]string{"https://member/a", "casty://member/", "casty://role/root", "spiffe://x/y"}, certIdentity{}, CodeUnauthenticated},
+		{nil, certIdentity{}, CodeUnauthenticated},
+	}
+	for _, c := range cases {
+		var cert x509.Certificate
+		for _, u := range c.uris {
+			pu, err := url.Parse(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert.URIs = append(cert.URIs, pu)
+		}
+		got := identityOf(tls.ConnectionState{PeerCertificates: []*x509.Certificate{&cert}})
+		if got != c.want {
+			t.Errorf("%v: %+v, want %+v", c.uris, got, c.want)
+		}
+		rej := checkCert(got, id, RoleMember)
+		switch {
+		case c.check == 255 && rej != nil:
+			t.Errorf("%v: refused %+v", c.uris, rej)
+		case c.check != 255 && (rej == nil || rej.code != c.check):
+			t.Errorf("%v: %+v, want code %v", c.uris, rej, c.check)
+		}
+	}
+	if got := identityOf(tls.ConnectionState{}); got != (certIdentity{}) {
+		t.Errorf("no certificate: %+v", got)
+	}
+}
+
+func TestValidateCredentials(t *testing.T) {
+	bad := []func(*Config){
+		func(c *Config) { c.ClusterSecret = []byte("short") },
+		func(c *Config) { c.ClusterSecret, c.OperatorSecret = memberSecret, []byte("short") },
+		func(c *Config) { c.CertIdentity = true },
+		func(c *Config) { *c = withTLS(t, *c); c.ServerTLS.ClientAuth = tls.NoClientCert; c.CertIdentity = true },
+		func(c *Config) { c.OperatorSecret = operatorSecret }, // a member without ClusterSecret
+	}
+	for i, edit := range bad {
+		c := testConfig(1)
+		edit(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("case %d: %v", i, err)
+		}
+	}
+	c := testConfig(1)
+	c.Role, c.OperatorSecret = RoleClient, operatorSecret
+	if err := c.Validate(); err != nil {
+		t.Errorf("an operator client: %v", err)
+	}
+}
