@@ -215,6 +215,9 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		mcfg.CertIdentity = o.tls.Identity
 	}
 	o.secrets.apply(&mcfg)
+	if o.editMux != nil {
+		o.editMux(&mcfg)
+	}
 	warnIfOpen(sys.logger, &mcfg, ln.Addr())
 	node, err := mux.New(mcfg)
 	if err != nil {

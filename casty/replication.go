@@ -380,7 +380,7 @@ func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
 // connected is dialled on a goroutine of its own.
 func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout time.Duration, rd *round) (mux.AsyncRequest, bool) {
 	to := o.To
-	if sess, ok := r.cl.node.Session(mux.NodeID(to)); ok && timeout > 0 {
+	if sess, ok := r.cl.node.Session(mux.NodeID(to)); ok && timeout > 0 && sess.Member() {
 		b, ok := r.encodeOut(o)
 		if !ok {
 			rd.put(reply{from: to})
@@ -421,8 +421,8 @@ func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 		return nil
 	}
 	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
-	if err != nil {
-		return nil
+	if err != nil || !sess.Member() {
+		return nil // unreachable, or no member: replicas go to members only
 	}
 	resp, err := sess.Request(ctx, mux.LaneReplication, b)
 	if err != nil {

@@ -22,7 +22,10 @@ import (
 //     that may call actors, nothing more.
 //
 // A refused operation fails with ErrForbidden, on the caller's node as on
-// the serving one.
+// the serving one. The other way round, a member sends calls, replicas and
+// state reads only over connections that proved the member credential: a
+// lite client that gossips itself in as a member gets none of them (calls
+// for its keys fail with ErrActorUnavailable).
 
 // secrets are the shared secrets given as options.
 type secrets struct {

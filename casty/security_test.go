@@ -326,3 +326,33 @@ func TestClientCredentialCannotTalkReplication(t *testing.T) {
 		t.Fatalf("a member's (bad) replication request: %v, want an unknown-request error", err)
 	}
 }
+
+// A node holding only the client credential that announces itself as a
+// member in the gossip gets onto the ring (gossip does not check roles
+// yet), but no member sends it a call: its connection proved no member
+// credential, so calls for its keys fail rather than reach it.
+func TestClientCredentialClaimingMembershipGetsNoCalls(t *testing.T) {
+	nodes := startCluster(t, 2, secured()...)
+	rogue := startNode(t, []string{nodes[0].Addr()}, casty.WithClientSecret(testClientSecret),
+		casty.WithMuxConfig(func(c *mux.Config) { c.Role = mux.RoleClient }))
+	waitFor(t, 10*time.Second, "the rogue is on the members' ring", func() bool {
+		return len(nodes[0].Members()) == 3 && len(nodes[1].Members()) == 3
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var skip []string
+	for range 6 {
+		key := keyOn(t, rogue, nodes[0], Wheres.Name(), skip...)
+		skip = append(skip, key)
+		out, err := casty.Call0(ctx, Wheres.Ref(nodes[0], key), (*Where).Hit)
+		if strings.HasPrefix(out, rogue.Addr()) {
+			t.Fatalf("a call for %s ran on the rogue: %q", key, out)
+		}
+		if !errors.Is(err, casty.ErrActorUnavailable) {
+			t.Fatalf("a call for the rogue's key %s: %q %v, want ErrActorUnavailable", key, out, err)
+		}
+	}
+	if rogue.Active() != 0 {
+		t.Fatalf("the rogue hosts %d activations", rogue.Active())
+	}
+}

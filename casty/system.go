@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
 )
 
 // System is a running Casty system: local (Local), a cluster member
@@ -42,9 +43,10 @@ type systemOptions struct {
 	cluster     string
 	clusterSet  bool
 	tls         *TLS
-	secrets     secrets          // WithClusterSecret, WithOperatorSecret, WithClientSecret
-	durability  actor.Durability // keeps the actors' state (replication)
-	replicator  *replicator      // the member's replication runtime, when it is the durability
+	secrets     secrets           // WithClusterSecret, WithOperatorSecret, WithClientSecret
+	editMux     func(*mux.Config) // tests: a hostile node's transport
+	durability  actor.Durability  // keeps the actors' state (replication)
+	replicator  *replicator       // the member's replication runtime, when it is the durability
 }
 
 // withDurability sets the host's Durability: the seam replication plugs

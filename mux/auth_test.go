@@ -376,6 +376,14 @@ func TestOperatorGrant(t *testing.T) {
 			if sb.Credential() != c.cred || sb.Operator() != c.operator {
 				t.Fatalf("listener sees %v operator=%v", sb.Credential(), sb.Operator())
 			}
+			if sb.Member() != (c.cred == CredentialMember) {
+				t.Fatalf("listener sees member=%v", sb.Member())
+			}
+			// The dialler proved its secret and the listener the same one:
+			// all a lite client can check, so it takes the member at its word.
+			if !sa.Member() {
+				t.Fatalf("dialler sees member=%v (%v)", sa.Member(), sa.Credential())
+			}
 			sa.Close()
 		})
 	}

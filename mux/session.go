@@ -110,10 +110,23 @@ func (s *Session) Credential() Credential { return s.cred }
 // Config.CertIdentity, "" otherwise.
 func (s *Session) PeerName() string { return s.peerName }
 
-// Member reports whether the peer may act as a member (hold replicas,
-// take part in replication): it proved the member credential, or this
-// node requires no credential at all (an open cluster).
-func (s *Session) Member() bool { return !s.node.cfg.Enforcing() || s.cred == CredentialMember }
+// Member reports whether the peer may act as a member (be sent calls and
+// replicas, take part in replication): it proved the member credential,
+// or this node requires no credential at all (an open cluster). A node
+// that holds no ClusterSecret and no CertIdentity (a lite client with a
+// client or operator secret) cannot tell a member from another holder of
+// its own secret: for it, a peer that proved that secret and announces
+// RoleMember is a member.
+func (s *Session) Member() bool {
+	cfg := &s.node.cfg
+	switch {
+	case !cfg.Enforcing() || s.cred == CredentialMember:
+		return true
+	case len(cfg.ClusterSecret) == 0 && !cfg.CertIdentity:
+		return s.cred != CredentialNone && s.peerRole == RoleMember
+	}
+	return false
+}
 
 // Operator reports whether the peer may use operator functions (read an
 // actor's state, spy, and the like): it proved a member or operator
