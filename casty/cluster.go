@@ -29,6 +29,15 @@ import (
 // nor call. Without CA, peers are verified against the system roots.
 type TLS struct {
 	Cert, Key, CA string
+	// Identity binds each peer to its certificate (mux.Config.CertIdentity;
+	// needs CA): a member's certificate must carry the URI
+	// casty://member/<name> in its subject alternative names, a lite
+	// client's casty://role/client, an operator's (castyctl)
+	// casty://role/operator. A certificate claiming a node id bound to
+	// another member's certificate is refused (so give each member its
+	// own name), and only member and operator certificates may read state
+	// or spy. SECURITY.md.
+	Identity bool
 }
 
 // Seeds lists addresses of existing members to join through, tried in
@@ -208,7 +217,13 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 			ln.Close()
 			return nil, err
 		}
+		mcfg.CertIdentity = o.tls.Identity
 	}
+	o.secrets.apply(&mcfg)
+	if o.editMux != nil {
+		o.editMux(&mcfg)
+	}
+	warnIfOpen(sys.logger, &mcfg, ln.Addr())
 	node, err := mux.New(mcfg)
 	if err != nil {
 		ln.Close()
@@ -299,6 +314,9 @@ func advertiseFor(bound *net.TCPAddr, seeds []string) string {
 }
 
 func loadTLS(t TLS) (server, client *tls.Config, err error) {
+	if t.Identity && t.CA == "" {
+		return nil, nil, errors.New("casty: TLS.Identity needs a CA (mutual TLS)")
+	}
 	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("casty: TLS certificate: %w", err)

@@ -119,11 +119,16 @@ func (cl *cluster) spyCluster(ctx context.Context, f actor.SpyFilter) (iter.Seq[
 	if err != nil {
 		return nil, err
 	}
-	if err := cl.sys.host.Attach(q); err != nil {
-		return nil, err
-	}
 	arg, err := wire.Marshal(spyReq{Kind: f.Kind, Key: f.Key, Payloads: f.Payloads})
 	if err != nil {
+		return nil, err
+	}
+	release, err := cl.sys.acquireSpy()
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.sys.host.Attach(q); err != nil {
+		release()
 		return nil, err
 	}
 	// Every member's subscription is in place before Spy returns, so no
@@ -131,6 +136,8 @@ func (cl *cluster) spyCluster(ctx context.Context, f actor.SpyFilter) (iter.Seq[
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var opened sync.WaitGroup
+	var refusedMu sync.Mutex
+	var refused error // a member's refusal that fails the whole spy
 	for _, m := range cl.view.Load().members {
 		if m.Addr == cl.addr {
 			continue
@@ -140,6 +147,11 @@ func (cl *cluster) spyCluster(ctx context.Context, f actor.SpyFilter) (iter.Seq[
 		go func() {
 			defer wg.Done()
 			fc, err := cl.openSpy(rctx, m, arg)
+			if errors.Is(err, ErrForbidden) || errors.Is(err, ErrTooManySpies) {
+				refusedMu.Lock()
+				refused = err
+				refusedMu.Unlock()
+			}
 			opened.Done()
 			if err != nil {
 				if rctx.Err() == nil {
@@ -151,11 +163,17 @@ func (cl *cluster) spyCluster(ctx context.Context, f actor.SpyFilter) (iter.Seq[
 		}()
 	}
 	opened.Wait()
-	return q.Seq(ctx, func() {
+	done := func() {
 		cl.sys.host.Detach(q)
 		cancel()
 		wg.Wait()
-	}), nil
+		release()
+	}
+	if refused != nil {
+		done()
+		return nil, refused
+	}
+	return q.Seq(ctx, done), nil
 }
 
 func gapOf(m Member) Gap {
@@ -183,9 +201,14 @@ func (cl *cluster) openSpy(ctx context.Context, m Member, arg []byte) (*frameCon
 	st.SetReadDeadline(time.Now().Add(cl.sys.cfg.ConnectTimeout))
 	kind, b, err := fc.read()
 	st.SetReadDeadline(time.Time{})
+	if err == nil && kind == frameStatus && len(b) != 0 {
+		if we, derr := decodeWireError(b); derr == nil {
+			err = we.decode()
+		}
+	}
 	if err != nil || kind != frameStatus || len(b) != 0 {
 		st.Close()
-		return nil, fmt.Errorf("casty: spy on %s refused: %v", m.Addr, err)
+		return nil, fmt.Errorf("casty: spy on %s refused: %w", m.Addr, err)
 	}
 	return fc, nil
 }
@@ -220,6 +243,12 @@ func (cl *cluster) serveSpy(st *mux.Stream, fc *frameConn, req *callReq) {
 		fc.writeError(frameStatus, &wireError{Code: codeUnknown, Message: err.Error()})
 		return
 	}
+	release, err := cl.sys.acquireSpy()
+	if err != nil {
+		fc.writeError(frameStatus, encodeError(err))
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -118,6 +118,10 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	var req callReq
 	err := decodeCallReq(st.Header(), &req)
 	if err == nil && req.Op == opSpy {
+		if !operatorAllowed(from) {
+			fc.writeError(frameStatus, forbidden("spying").Err)
+			return
+		}
 		cl.serveSpy(st, fc, &req)
 		return
 	}

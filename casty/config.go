@@ -136,6 +136,14 @@ type Config struct {
 	// JoinTimeout bounds joining through the seeds. Default 10 s.
 	JoinTimeout time.Duration
 
+	// Inspection.
+
+	// MaxSpies caps the spy subscriptions this node serves at once: its
+	// own Spy calls plus other nodes' cluster-scope spies subscribed here.
+	// Beyond it Spy fails with ErrTooManySpies (on the spying node too,
+	// when a member refuses). Default 64.
+	MaxSpies int
+
 	// Collections.
 
 	// Shards is the default shard (and stripe) count. Default 32.
@@ -178,6 +186,7 @@ func DefaultConfig() Config {
 		TombstoneTTL:        60 * time.Second,
 		GraftTimeout:        500 * time.Millisecond,
 		JoinTimeout:         10 * time.Second,
+		MaxSpies:            64,
 		Shards:              32,
 	}
 }
@@ -228,6 +237,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.TombstoneTTL, d.TombstoneTTL)
 	fill(&c.GraftTimeout, d.GraftTimeout)
 	fill(&c.JoinTimeout, d.JoinTimeout)
+	filli(&c.MaxSpies, d.MaxSpies)
 	filli(&c.Shards, d.Shards)
 	return c
 }
@@ -261,7 +271,7 @@ func (c Config) Validate() error {
 		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
 		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
 		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},
-		{"Shards", c.Shards},
+		{"Shards", c.Shards}, {"MaxSpies", c.MaxSpies},
 	}
 	for _, f := range ints {
 		if f.v < 0 {

@@ -45,8 +45,9 @@
 // Infrastructure failures are sentinels for errors.Is: ErrTimeout (also
 // matches context.DeadlineExceeded), ErrActorUnavailable,
 // ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
-// ErrReentrancy, ErrCallChainTooLong, ErrOverloaded. A handler's own failure (an error or a panic) reaches the
-// caller as *ActorFailedError carrying kind, key, method, message and the
+// ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
+// ErrTooManySpies. A handler's own failure (an error or a panic) reaches
+// the caller as *ActorFailedError carrying kind, key, method, message and the
 // supervisor's Directive; Unwrap gives the handler's error.
 //
 // Definite errors mean the call did not take effect: ErrUnknownActorType,
@@ -125,6 +126,21 @@
 // (ReasonMoved) and later calls reach the new owner. Streams use one mux
 // stream each, so backpressure is end to end; Spy with ScopeCluster merges
 // every member's events.
+//
+// # Security
+//
+// Without credentials a cluster is open: whoever reaches a member's port
+// joins as a member, calls any actor, reads its state and spies; Start
+// logs a warning when such a node listens on a non-loopback address.
+// WithClusterSecret makes every connection prove a shared secret by
+// challenge and response (authenticated, not encrypted); WithTLS with a CA
+// encrypts and authenticates, and with TLS.Identity binds each peer's node
+// to its certificate. Lite clients then hold a weaker credential
+// (WithClientSecret, or a casty://role/client certificate): they call
+// actors, and StateOf and Spy fail with ErrForbidden; an operator
+// credential (WithOperatorSecret, casty://role/operator) allows those too.
+// Config.MaxSpies (default 64) bounds the spy subscriptions a node serves.
+// SECURITY.md at the repository root has the threat model.
 //
 // # Replication
 //

@@ -41,6 +41,16 @@ var (
 	// transport takes at once (mux.Config.MaxRequests). Definite: nothing
 	// ran; retry later.
 	ErrOverloaded = actor.ErrOverloaded
+	// ErrForbidden: the node serving the operation refused it to this
+	// node's credential — reading an actor's state (StateOf) or spying
+	// from a lite client that proved neither the cluster secret nor the
+	// operator credential (WithOperatorSecret, or a certificate with
+	// casty://role/operator). Definite: nothing was read.
+	ErrForbidden = errors.New("casty: forbidden: the operator role is required")
+	// ErrTooManySpies: the node already serves Config.MaxSpies spy
+	// subscriptions (its own Spy calls and other nodes' cluster spies).
+	// Definite: no subscription was made.
+	ErrTooManySpies = errors.New("casty: too many spy subscriptions")
 )
 
 // MaxCallChain is the most activations a call chain may hold waiting:

@@ -116,6 +116,10 @@ func Untyped(kind, method string) {
 	typedInvokers.set(kinds.get(kind).MethodByName(method), nil, true)
 }
 
+// WithMuxConfig edits the node's transport configuration last: a hostile
+// node whose transport says something else than its membership.
+func WithMuxConfig(f func(*mux.Config)) Option { return func(o *systemOptions) { o.editMux = f } }
+
 // WithDurability sets the host's actor.Durability (replication's seam).
 func WithDurability(d actor.Durability) Option { return withDurability(d) }
 

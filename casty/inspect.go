@@ -2,7 +2,9 @@ package casty
 
 import (
 	"context"
+	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/wire"
@@ -98,7 +100,30 @@ func (s *System) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) 
 	if f.Scope == ScopeCluster && s.cl != nil {
 		return s.cl.spyCluster(ctx, af)
 	}
-	return s.host.Spy(ctx, af)
+	q, err := actor.NewSpyQueue(af)
+	if err != nil {
+		return nil, err
+	}
+	release, err := s.acquireSpy()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.host.Attach(q); err != nil {
+		release()
+		return nil, err
+	}
+	return q.Seq(ctx, func() { s.host.Detach(q); release() }), nil
+}
+
+// acquireSpy takes one of the Config.MaxSpies subscription slots; release
+// (idempotent) gives it back.
+func (s *System) acquireSpy() (release func(), err error) {
+	if s.spies.Add(1) > int64(s.cfg.MaxSpies) {
+		s.spies.Add(-1)
+		return nil, fmt.Errorf("%w: %d already (Config.MaxSpies)", ErrTooManySpies, s.cfg.MaxSpies)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.spies.Add(-1) }) }, nil
 }
 
 // StateOf returns a copy of the live state of the actor key, ok false when

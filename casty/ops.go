@@ -286,6 +286,9 @@ func (cl *cluster) askMember(ctx context.Context, m Member, payload []byte, dead
 	if err != nil {
 		return fmt.Errorf("dial %s: %v", m.Addr, err)
 	}
+	if !sess.Member() {
+		return fmt.Errorf("%s did not prove the member credential", m.Addr)
+	}
 	b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, time.Until(deadline))
 	if err != nil {
 		return fmt.Errorf("%s: %v", m.Addr, err)

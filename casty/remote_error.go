@@ -16,17 +16,19 @@ import (
 // error when its type is registered on both nodes (wire.Message).
 
 const (
-	codeFailed      = "failed"
-	codeTimeout     = "timeout"
-	codeUnavailable = "unavailable"
-	codeReentrancy  = "reentrancy"
-	codeUnknown     = "unknown"
-	codeQuorum      = "quorum"
-	codeFull        = "replica-full"
-	codeMoving      = "moving"
-	codeWrongOwner  = "wrong-owner"
-	codeChainLong   = "chain-too-long"
-	codeOverloaded  = "overloaded"
+	codeFailed       = "failed"
+	codeTimeout      = "timeout"
+	codeUnavailable  = "unavailable"
+	codeReentrancy   = "reentrancy"
+	codeUnknown      = "unknown"
+	codeQuorum       = "quorum"
+	codeFull         = "replica-full"
+	codeMoving       = "moving"
+	codeWrongOwner   = "wrong-owner"
+	codeChainLong    = "chain-too-long"
+	codeOverloaded   = "overloaded"
+	codeForbidden    = "forbidden"
+	codeTooManySpies = "too-many-spies"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
 	// nowhere (a newer owner exists); the caller retries it once.
 	codeNotApplied = "quorum-not-applied"
@@ -54,7 +56,7 @@ var sentinels = []struct {
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
-	{codeOverloaded, ErrOverloaded},
+	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
 }
 
 func sentinelCode(err error) string {

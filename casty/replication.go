@@ -153,6 +153,11 @@ func (r *replicator) observe(m *replica.Msg) {
 // handle serves a request of another member on the replication lane. It
 // never waits: a replica answers from memory.
 func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte) ([]byte, error) {
+	if from != nil && !from.Member() {
+		// Replicas are members' business: a lite client's credential does
+		// not allow writing or reading them.
+		return nil, ErrForbidden
+	}
 	if len(payload) == 0 {
 		return nil, errors.New("casty: empty replication request")
 	}
@@ -387,7 +392,7 @@ func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
 // connected is dialled on a goroutine of its own.
 func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout time.Duration, rd *round) (mux.AsyncRequest, bool) {
 	to := o.To
-	if sess, ok := r.cl.node.Session(mux.NodeID(to)); ok && timeout > 0 {
+	if sess, ok := r.cl.node.Session(mux.NodeID(to)); ok && timeout > 0 && sess.Member() {
 		b, ok := r.encodeOut(o)
 		if !ok {
 			rd.put(reply{from: to})
@@ -432,8 +437,8 @@ func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 		return nil
 	}
 	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
-	if err != nil {
-		return nil
+	if err != nil || !sess.Member() {
+		return nil // unreachable, or no member: replicas go to members only
 	}
 	resp, err := sess.Request(ctx, mux.LaneReplication, b)
 	if err != nil {

@@ -192,6 +192,14 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 			cl.awaitChange(ctx, changed)
 			continue
 		}
+		if !sess.Member() {
+			// On the ring by gossip, but its connection proved no member
+			// credential (a lite client claiming more): it gets no calls.
+			// Nothing was sent.
+			why = append(why, fmt.Sprintf("%s did not prove the member credential", d.addr))
+			cl.awaitChange(ctx, changed)
+			continue
+		}
 		refused, err := exchange(sess, d)
 		if refused != nil {
 			last = refused

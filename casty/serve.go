@@ -62,7 +62,7 @@ func (r *remoteInvoke) Result() any {
 }
 
 // handle serves one request from another node.
-func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) ([]byte, error) {
+func (cl *cluster) handle(ctx context.Context, from *mux.Session, payload []byte) ([]byte, error) {
 	var req callReq
 	if err := decodeCallReq(payload, &req); err != nil {
 		if errors.Is(err, ErrCallChainTooLong) {
@@ -70,6 +70,10 @@ func (cl *cluster) handle(ctx context.Context, _ *mux.Session, payload []byte) (
 			return appendCallResp(nil, &callResp{Err: encodeError(err)}), nil
 		}
 		return nil, err
+	}
+	if req.Op == opStateOf && !operatorAllowed(from) {
+		refusal := forbidden("reading an actor's state")
+		return refusal.envelope(), nil
 	}
 	resp := cl.serveReq(ctx, &req)
 	b := resp.envelope()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
 )
 
 // System is a running Casty system: local (Local), a cluster member
@@ -18,7 +19,8 @@ type System struct {
 	logger *slog.Logger
 	cl     *cluster // nil in local mode
 
-	closing, closed atomic.Bool // Close began, Close returned (health.go)
+	closing, closed atomic.Bool  // Close began, Close returned (health.go)
+	spies           atomic.Int64 // spy subscriptions served (Config.MaxSpies)
 }
 
 // Member is a full cluster member.
@@ -41,8 +43,10 @@ type systemOptions struct {
 	cluster     string
 	clusterSet  bool
 	tls         *TLS
-	durability  actor.Durability // keeps the actors' state (replication)
-	replicator  *replicator      // the member's replication runtime, when it is the durability
+	secrets     secrets           // WithClusterSecret, WithOperatorSecret, WithClientSecret
+	editMux     func(*mux.Config) // tests: a hostile node's transport
+	durability  actor.Durability  // keeps the actors' state (replication)
+	replicator  *replicator       // the member's replication runtime, when it is the durability
 }
 
 // withDurability sets the host's Durability: the seam replication plugs
@@ -92,9 +96,9 @@ func newSystem(opts []Option) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" {
+	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" || o.secrets.any() {
 		sys.discard()
-		return nil, fmt.Errorf("casty: Seeds, Advertise and WithTLS are cluster options: use Start or Connect")
+		return nil, fmt.Errorf("casty: Seeds, Advertise, WithTLS and the secrets are cluster options: use Start or Connect")
 	}
 	return sys, nil
 }

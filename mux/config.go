@@ -39,6 +39,41 @@ type Config struct {
 	// part of the dialled address is used. Nil (default) dials plaintext.
 	ClientTLS *tls.Config
 
+	// ClusterSecret, when set, is the member credential: every peer must
+	// prove a secret this node holds (this one, OperatorSecret or
+	// ClientSecret) by challenge and response in the handshake, and this
+	// node proves ClusterSecret when it dials. Whoever holds it may join as
+	// a member. The secret never crosses the wire, but the connection is
+	// not encrypted: use TLS as well where the network is not trusted.
+	// At least 16 bytes (32 random bytes recommended). Nil (default): no
+	// secret is required (see Enforcing).
+	ClusterSecret []byte
+
+	// OperatorSecret, when set, is the operator credential: a peer that
+	// proves it may connect as a client (RoleClient only) and use operator
+	// functions (Session.Operator reports true). A node that holds it but
+	// not ClusterSecret proves it when it dials (an operator tool). At
+	// least 16 bytes. Nil (default): no operator credential.
+	OperatorSecret []byte
+
+	// ClientSecret, when set, is the lite-client credential: a peer that
+	// proves it may connect as a client (RoleClient only), without operator
+	// functions. A node that holds only it proves it when it dials. At
+	// least 16 bytes. Nil (default): no client credential.
+	ClientSecret []byte
+
+	// CertIdentity binds peers to their TLS certificates: each peer's
+	// verified certificate must carry a casty URI subject alternative name
+	// saying what it may be — casty://member/<name> (a member), or
+	// casty://role/operator or casty://role/client (a client) — and may
+	// carry casty://node/<32 hex digits> (then its node id must be that
+	// one). A member name is bound to the first node id it claims for as
+	// long as this Node runs: another certificate claiming that node id is
+	// refused with CodeIdentity. Requires ServerTLS with
+	// tls.RequireAndVerifyClientCert, or ClientTLS (a node that only
+	// dials). Default false.
+	CertIdentity bool
+
 	// HandshakeTimeout bounds the TLS handshake plus the mux handshake of
 	// one connection, and the preamble of each accepted stream.
 	// Default 5 s. Must be > 0.
@@ -168,6 +203,9 @@ type Config struct {
 	OnKeepaliveFailure func(peer NodeID, err error)
 }
 
+// minSecret is the shortest secret Validate accepts, in bytes.
+const minSecret = 16
+
 // DefaultConfig returns a Config with every default filled in except
 // NodeID, which the caller must set.
 func DefaultConfig() Config {
@@ -244,6 +282,16 @@ func (c *Config) Validate() error {
 		return bad("ReconnectJitter must be in [0, 1)")
 	case c.SupersedeGrace <= 0:
 		return bad("SupersedeGrace must be > 0")
+	case len(c.ClusterSecret) > 0 && len(c.ClusterSecret) < minSecret,
+		len(c.OperatorSecret) > 0 && len(c.OperatorSecret) < minSecret,
+		len(c.ClientSecret) > 0 && len(c.ClientSecret) < minSecret:
+		return bad("secrets must be at least %d bytes", minSecret)
+	case c.Role == RoleMember && c.requiresSecret() && len(c.ClusterSecret) == 0:
+		return bad("a member with OperatorSecret or ClientSecret needs ClusterSecret")
+	case c.CertIdentity && c.ServerTLS == nil && c.ClientTLS == nil:
+		return bad("CertIdentity needs ServerTLS or ClientTLS")
+	case c.CertIdentity && c.ServerTLS != nil && c.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert:
+		return bad("CertIdentity needs ServerTLS.ClientAuth = tls.RequireAndVerifyClientCert")
 	case len(c.Codecs) > maxCodecs:
 		return bad("more than %d codecs", maxCodecs)
 	}

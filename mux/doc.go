@@ -9,15 +9,39 @@
 // Connect, DialConn, Redial). Every connection starts with a handshake: cluster name, protocol versions, 16-byte node id,
 // advertised address, role and offered compression codecs. A rejected
 // handshake surfaces as *HandshakeError with a code: CodeWrongCluster (1),
-// CodeNoCommonVersion (2), CodeSelf (3). A successful one yields a
-// *Session, keyed by the peer's node id.
+// CodeNoCommonVersion (2), CodeSelf (3), CodeUnauthenticated (4),
+// CodeIdentity (5). A successful one yields a *Session, keyed by the
+// peer's node id. Rejections say why, never echoing a secret or a name.
 //
 // The Node keeps one live session per peer. An inbound session is used for
 // outbound traffic too (Node.Session, Node.Connect). When both nodes dial
 // each other at once, both keep the session whose initiator has the
 // smaller node id (between two dials by the same node, the smaller random
 // dial nonce); the other drains what is in flight on it and closes, and
-// new work given to it is forwarded to the winner.
+// new work given to it is forwarded to the winner. A newcomer never
+// displaces a live session that is past the simultaneous-dial window and
+// answering keepalives, nor one whose peer proved a stronger credential,
+// unless it proved the same certificate identity (SPEC.md §6): claiming a
+// live peer's node id takes none of its traffic.
+//
+// # Who the peer is
+//
+// Without credentials a cluster is open: the node id and role in a hello
+// are claims, and Session.Operator is true for every peer. Two ways to
+// make them proven (SPEC.md §3, "Authentication"):
+//
+//   - Config.ClusterSecret (and optionally OperatorSecret, ClientSecret):
+//     both sides prove the shared secret by HMAC challenge and response;
+//     the secret never crosses the wire. It authenticates, it does not
+//     encrypt: add TLS where the network is not trusted.
+//   - Config.CertIdentity with mutual TLS: each certificate carries
+//     casty://member/<name>, casty://role/operator or casty://role/client
+//     (and optionally casty://node/<id>); the member name is bound to the
+//     node id it first claims.
+//
+// Session.Credential says what the peer proved; Session.Member and
+// Session.Operator whether it may act as a member or use operator
+// functions — the layer above enforces that.
 //
 // # Channels
 //
@@ -111,6 +135,9 @@
 // # What the caller must do
 //
 // Set Config.NodeID (NewNodeID) and a ClusterName shared by the cluster;
+// outside a trusted network, set credentials (ClusterSecret, or TLS with
+// CertIdentity) and check Session.Member or Session.Operator before
+// serving what only members or operators may have;
 // install handlers before traffic arrives; Close every Stream it opens or
 // accepts; make handlers return when their context is cancelled; and call
 // Node.Close, which waits for every goroutine the package started.

@@ -68,6 +68,16 @@ const (
 	CodeNoCommonVersion HandshakeCode = 2
 	// CodeSelf: the node dialled itself (same node id on both ends).
 	CodeSelf HandshakeCode = 3
+	// CodeUnauthenticated: the peer proved no credential this node
+	// accepts: none offered where one is required, a credential this node
+	// has no secret for, a proof that did not verify, or a certificate
+	// that names no casty identity.
+	CodeUnauthenticated HandshakeCode = 4
+	// CodeIdentity: the credential was proven but does not allow what the
+	// peer claims: a client credential announcing RoleMember, a node id
+	// other than its certificate's, or a node id already bound to another
+	// member's certificate.
+	CodeIdentity HandshakeCode = 5
 )
 
 // String describes the code in words.
@@ -81,6 +91,10 @@ func (c HandshakeCode) String() string {
 		return "no common version"
 	case CodeSelf:
 		return "connected to itself"
+	case CodeUnauthenticated:
+		return "unauthenticated"
+	case CodeIdentity:
+		return "identity refused"
 	}
 	return fmt.Sprintf("code %d", uint8(c))
 }

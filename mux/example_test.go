@@ -105,3 +105,53 @@ func ExampleBackoff() {
 	fmt.Println()
 	// Output: 100ms 200ms 400ms 800ms 1.6s 3.2s 6.4s 12.8s 15s
 }
+
+// Members prove a shared secret to each other; a lite client proves the
+// weaker client secret and is not granted operator functions. A node
+// without a secret is refused.
+func ExampleConfig_clusterSecret() {
+	member := []byte("0123456789abcdef0123456789abcdef") // use 32 random bytes
+	client := []byte("fedcba9876543210fedcba9876543210")
+	mk := func(id byte, role mux.Role, edit func(*mux.Config)) *mux.Node {
+		cfg := mux.DefaultConfig()
+		cfg.NodeID[0], cfg.Role = id, role
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		edit(&cfg)
+		n, err := mux.New(cfg)
+		if err != nil {
+			panic(err)
+		}
+		return n
+	}
+	srv := mk(1, mux.RoleMember, func(c *mux.Config) { c.ClusterSecret, c.ClientSecret = member, client })
+	defer srv.Close()
+	got := make(chan *mux.Session, 1)
+	srv.HandleRequests(mux.LaneMessage, func(ctx context.Context, from *mux.Session, p []byte) ([]byte, error) {
+		got <- from
+		return nil, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(ln)
+	ctx := context.Background()
+
+	lite := mk(2, mux.RoleClient, func(c *mux.Config) { c.ClientSecret = client })
+	defer lite.Close()
+	s, err := lite.Dial(ctx, ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	s.Request(ctx, mux.LaneMessage, nil)
+	from := <-got
+	fmt.Println(from.Credential(), from.Operator())
+
+	stranger := mk(3, mux.RoleMember, func(c *mux.Config) {})
+	defer stranger.Close()
+	_, err = stranger.Dial(ctx, ln.Addr().String())
+	fmt.Println(err)
+	// Output:
+	// client false
+	// mux: handshake rejected by the peer (unauthenticated): a credential is required
+}

@@ -123,6 +123,11 @@ func FuzzHandshake(f *testing.F) {
 	h := hello{versions: []uint16{1}, nodeID: testID(1), nonce: 42, role: RoleMember,
 		cluster: "casty", addr: "10.0.0.1:7001", codecs: []string{CodecZstd, CodecZlib}}
 	f.Add(h.encode())
+	ha := h
+	ha.versions, ha.creds, ha.challenge = []uint16{3, 2}, credAll, [authNonceSize]byte{1, 2, 3}
+	f.Add(ha.encode())
+	f.Add((&challenge{cred: CredentialMember, nodeID: testID(2), role: RoleMember, nonce: [authNonceSize]byte{9}, proof: [32]byte{7}}).encode())
+	f.Add((&proofMsg{proof: [32]byte{5}}).encode())
 	w := welcome{version: 1, nodeID: testID(2), role: RoleClient, addr: "x:1", codec: CodecZlib}
 	f.Add(w.encode())
 	r := reject{code: CodeWrongCluster, msg: "cluster a != b"}
@@ -154,6 +159,18 @@ func FuzzHandshake(f *testing.F) {
 				t.Fatalf("welcome round trip: %+v vs %+v (%v)", w, back, err)
 			}
 			_ = local.check(w)
+		}
+		if c, err := decodeChallenge(body); err == nil {
+			back, err := decodeChallenge(c.encode()[hsHeaderSize:])
+			if err != nil || back != c {
+				t.Fatalf("challenge round trip: %+v vs %+v (%v)", c, back, err)
+			}
+		}
+		if p, err := decodeProof(body); err == nil {
+			back, err := decodeProof(p.encode()[hsHeaderSize:])
+			if err != nil || back != p {
+				t.Fatalf("proof round trip: %+v vs %+v (%v)", p, back, err)
+			}
 		}
 		if r, err := decodeReject(body); err == nil {
 			back, err := decodeReject(r.encode()[hsHeaderSize:])

@@ -4,20 +4,24 @@ import (
 	"encoding/binary"
 	"io"
 	"slices"
-	"strconv"
 )
 
 // ProtocolVersion is the mux protocol version this package speaks.
-const ProtocolVersion uint16 = 2
+// Version 3 is version 2 plus the authenticated handshake (a credential in
+// the hello, then a challenge and a proof); a node that requires no
+// credential speaks both, unchanged on the wire.
+const ProtocolVersion uint16 = 3
 
 // supportedVersions lists the versions this package accepts, highest first.
-var supportedVersions = []uint16{ProtocolVersion}
+var supportedVersions = []uint16{ProtocolVersion, 2}
 
 const (
 	handshakeMagic   = "CMUX"
 	hsHello          = 1
 	hsWelcome        = 2
 	hsReject         = 3
+	hsChallenge      = 4
+	hsProof          = 5
 	hsHeaderSize     = 7 // magic(4) + type(1) + body length(2)
 	maxHandshakeBody = 4096
 	maxVersions      = 16
@@ -34,6 +38,10 @@ type hello struct {
 	cluster  string
 	addr     string
 	codecs   []string
+	// Version 3: the credentials the dialler can prove (a credSet), and
+	// its challenge to the listener; both absent (0) in an open cluster.
+	creds     credSet
+	challenge [authNonceSize]byte
 }
 
 // welcome is the listener's acceptance.
@@ -81,6 +89,10 @@ func (h *hello) encode() []byte {
 	b = append(b, byte(len(h.codecs)))
 	for _, c := range h.codecs {
 		b = appendString8(b, c)
+	}
+	if h.creds != 0 {
+		b = append(b, byte(h.creds))
+		b = append(b, h.challenge[:]...)
 	}
 	return frameHandshake(hsHello, b)
 }
@@ -186,6 +198,13 @@ func decodeHello(body []byte) (hello, error) {
 		}
 		h.codecs = append(h.codecs, c)
 	}
+	if len(d.b) > 0 && !d.bad {
+		h.creds = credSet(d.u8())
+		if h.creds == 0 || h.creds&^credAll != 0 {
+			return hello{}, malformed("unknown credential")
+		}
+		copy(h.challenge[:], d.take(authNonceSize))
+	}
 	if d.bad || len(d.b) != 0 {
 		return hello{}, malformed("truncated or oversized hello")
 	}
@@ -249,10 +268,9 @@ func (l *localInfo) hello() hello {
 // that the listener also accepts; none in common means no compression.
 func (l *localInfo) accept(h hello) (welcome, *reject) {
 	if h.cluster != l.cluster {
-		// Only the dialler's own name is echoed: a stranger must not learn
-		// the cluster's name by guessing wrong.
-		return welcome{}, &reject{code: CodeWrongCluster,
-			msg: "cluster name " + strconv.Quote(h.cluster) + " is not the listener's"}
+		// Neither name is echoed: a stranger learns nothing of the
+		// cluster's name, and logs of the rejection carry no names.
+		return welcome{}, &reject{code: CodeWrongCluster, msg: "the cluster names differ"}
 	}
 	var version uint16
 	for _, v := range supportedVersions {

@@ -3,6 +3,7 @@ package mux
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -78,7 +79,8 @@ type Node struct {
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
-	adm           admission // connections accepted by Serve (limits.go)
+	names         map[NodeID]string // CertIdentity: node id → certificate member name
+	adm           admission         // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
 }
 
@@ -96,6 +98,7 @@ func New(cfg Config) (*Node, error) {
 		listeners:   make(map[net.Listener]struct{}),
 		rand:        cfg.Rand,
 		handshaking: make(map[net.Conn]struct{}),
+		names:       make(map[NodeID]string),
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -368,10 +371,20 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		}
 		return nil, handshakeFailed(msg, err)
 	}
+	var cert certIdentity
+	if tc, ok := conn.(*tls.Conn); ok && n.cfg.CertIdentity {
+		cert = identityOf(tc.ConnectionState())
+	}
 	h := n.info.hello()
 	n.mu.Lock()
 	h.nonce = n.rand.Uint64()
 	n.mu.Unlock()
+	h.creds = n.cfg.credentials()
+	if h.creds != 0 {
+		if _, err := crand.Read(h.challenge[:]); err != nil {
+			return fail("no randomness for the challenge", err)
+		}
+	}
 	// A listener that rejects us closes the connection right after its
 	// answer, which can make our hello's write fail although it went out;
 	// so read the answer even then, and report the write error only if
@@ -384,6 +397,34 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		}
 		return fail("no handshake answer (plaintext dial to a TLS listener, or peer closed)", err)
 	}
+	var ch *challenge
+	if typ == hsChallenge {
+		if h.creds == 0 {
+			return fail("", malformed("unexpected challenge"))
+		}
+		c, err := decodeChallenge(body)
+		if err != nil {
+			return fail("", err)
+		}
+		if !h.creds.has(c.cred) {
+			return fail("", malformed("the listener chose a credential we did not offer"))
+		}
+		tr := transcript{cred: c.cred, cluster: n.cfg.ClusterName, dialler: n.cfg.NodeID, listener: c.nodeID,
+			dRole: n.cfg.Role, lRole: c.role, dNonce: h.challenge, lNonce: c.nonce}
+		secret := n.cfg.secretFor(c.cred)
+		if !tr.verify(secret, labelListener, c.proof) {
+			rej := &reject{code: CodeUnauthenticated, msg: "the listener's proof did not verify"}
+			_, _ = conn.Write(rej.encode())
+			return fail("", &HandshakeError{Code: rej.code, Message: rej.msg})
+		}
+		if _, err := conn.Write((&proofMsg{proof: tr.proof(secret, labelDialler)}).encode()); err != nil {
+			return fail("sending the proof failed", err)
+		}
+		ch = &c
+		if typ, body, err = readHandshake(sniff); err != nil {
+			return fail("no answer to the proof", err)
+		}
+	}
 	var w welcome
 	switch typ {
 	case hsWelcome:
@@ -392,6 +433,12 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		}
 		if herr := n.info.check(w); herr != nil {
 			return fail("", herr)
+		}
+		if h.creds != 0 && ch == nil {
+			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener did not prove a credential (it has no secret)"})
+		}
+		if ch != nil && (ch.nodeID != w.nodeID || ch.role != w.role) {
+			return fail("", malformed("the welcome is not from the node that answered the challenge"))
 		}
 	case hsReject:
 		r, err := decodeReject(body)
@@ -404,8 +451,22 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	default:
 		return fail("", malformed("unexpected handshake message"))
 	}
+	cred := CredentialNone
+	if ch != nil {
+		cred = ch.cred
+	}
+	if n.cfg.CertIdentity {
+		if rej := checkCert(cert, w.nodeID, w.role); rej != nil {
+			return fail("", &HandshakeError{Code: rej.code, Message: "listener: " + rej.msg})
+		}
+		if rej := n.bind(w.nodeID, cert.name); rej != nil {
+			return fail("", &HandshakeError{Code: rej.code, Message: rej.msg})
+		}
+		cred = stronger(cred, cert.cred)
+	}
 	disarm()
 	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
+	s.cred, s.peerName = cred, cert.name
 	return n.register(s)
 }
 
@@ -453,14 +514,83 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		_, _ = conn.Write((&reject{code: CodeMalformed, msg: he.Message}).encode())
 		return fail("", err)
 	}
-	w, rej := n.info.accept(h)
-	if rej != nil {
+	refuse := func(rej *reject) (*Session, error) {
 		_, _ = conn.Write(rej.encode())
 		disarm()
 		conn.Close()
 		return nil, &HandshakeError{Code: rej.code, Message: rej.msg}
 	}
+	var cert certIdentity
+	if n.cfg.CertIdentity {
+		if tc, ok := conn.(*tls.Conn); ok {
+			cert = identityOf(tc.ConnectionState())
+		}
+		if rej := checkCert(cert, h.nodeID, h.role); rej != nil {
+			return refuse(rej)
+		}
+	}
+	if n.cfg.requiresSecret() && h.creds == 0 {
+		// Before any other check: a peer without a credential learns
+		// nothing, not even whether its cluster name was right.
+		return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
+	}
+	w, rej := n.info.accept(h)
+	if rej != nil {
+		return refuse(rej)
+	}
+	cred := CredentialNone
+	if n.cfg.requiresSecret() {
+		chosen := n.cfg.choose(h.creds)
+		switch {
+		case chosen == CredentialNone:
+			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
+		case n.cfg.Role == RoleMember && !chosen.allows(h.role):
+			// A client listener hosts nothing: whoever proves a credential
+			// it holds may reach it in any role.
+			return refuse(&reject{code: CodeIdentity, msg: "the credential does not allow role " + h.role.String()})
+		}
+		secret := n.cfg.secretFor(chosen)
+		tr := transcript{cred: chosen, cluster: n.cfg.ClusterName, dialler: h.nodeID, listener: n.cfg.NodeID,
+			dRole: h.role, lRole: n.cfg.Role, dNonce: h.challenge}
+		if _, err := crand.Read(tr.lNonce[:]); err != nil {
+			return fail("no randomness for the challenge", err)
+		}
+		c := challenge{cred: chosen, nodeID: n.cfg.NodeID, role: n.cfg.Role, nonce: tr.lNonce, proof: tr.proof(secret, labelListener)}
+		if _, err := conn.Write(c.encode()); err != nil {
+			return fail("sending the challenge failed", err)
+		}
+		typ, body, err := readHandshake(sniff)
+		if err != nil {
+			return fail("reading the proof failed", err)
+		}
+		switch typ {
+		case hsProof:
+		case hsReject:
+			r, err := decodeReject(body)
+			if err != nil {
+				return fail("", err)
+			}
+			return fail("", &HandshakeError{Code: r.code, Message: r.msg, Remote: true})
+		default:
+			return fail("", malformed("expected a proof"))
+		}
+		p, err := decodeProof(body)
+		if err != nil {
+			return fail("", err)
+		}
+		if !tr.verify(secret, labelDialler, p.proof) {
+			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
+		}
+		cred = chosen
+	}
+	if n.cfg.CertIdentity {
+		if rej := n.bind(h.nodeID, cert.name); rej != nil {
+			return refuse(rej)
+		}
+		cred = stronger(cred, cert.cred)
+	}
 	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
+	s.cred, s.peerName = cred, cert.name
 	// Records queued once the session is registered wait behind the
 	// welcome, which goes out on the raw connection.
 	s.w.hold()
@@ -479,6 +609,45 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 	return live, nil
 }
 
+// stronger returns the stronger of two credentials (member before
+// operator before client; none is weakest).
+func stronger(a, b Credential) Credential {
+	if a == CredentialNone || (b != CredentialNone && b < a) {
+		return b
+	}
+	return a
+}
+
+// maxBindings bounds the node-id-to-member-name table of CertIdentity.
+const maxBindings = 1 << 16
+
+// bind records that node id peer belongs to the certificate member name
+// (CertIdentity), refusing a claim on a node id already bound to another
+// name, or to any name when name is "" (a client certificate).
+func (n *Node) bind(peer NodeID, name string) *reject {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if have, ok := n.names[peer]; ok {
+		if have != name {
+			return &reject{code: CodeIdentity, msg: "the node id belongs to another certificate"}
+		}
+		return nil
+	}
+	if name == "" {
+		return nil
+	}
+	if len(n.names) >= maxBindings {
+		for id := range n.names { // forget one, not one with a live session
+			if _, live := n.live[id]; !live {
+				delete(n.names, id)
+				break
+			}
+		}
+	}
+	n.names[peer] = name
+	return nil
+}
+
 // tieBreak reports whether a should be kept over b: the session whose
 // initiator has the smaller node id wins; between two sessions initiated
 // by the same node, the smaller dial nonce wins. Both ends compute the
@@ -488,6 +657,35 @@ func tieBreak(a, b *Session) bool {
 		return c < 0
 	}
 	return cmp.Compare(a.nonce, b.nonce) < 0
+}
+
+// entrenched reports whether the live session cur must be kept against
+// the newcomer s, whatever the tie-break says (n.mu held). A newcomer
+// that proved the same certificate member name as cur may take over, as
+// the tie-break decides. Otherwise it may not when its credential is
+// weaker than cur's, nor while cur is healthy: older than a dial and a
+// handshake can take (ConnectTimeout + HandshakeTimeout, so the two
+// sessions of a simultaneous dial are both younger and the tie-break
+// stands), and its last keepalive was answered within KeepAliveInterval +
+// KeepAliveTimeout (or keepalive is off). So a stranger claiming a live
+// peer's node id never takes its traffic, while a peer that redials after
+// its old connection died does, once that connection is seen dead.
+func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
+	if cur.peerName != "" && cur.peerName == s.peerName {
+		return false
+	}
+	if stronger(cur.cred, s.cred) != s.cred && cur.cred != s.cred {
+		return true
+	}
+	if now.Sub(cur.created) < n.cfg.ConnectTimeout+n.cfg.HandshakeTimeout {
+		return false
+	}
+	iv := n.cfg.KeepAliveInterval
+	if iv == 0 {
+		return cur.Err() == nil
+	}
+	last := cur.lastPong.Load()
+	return last != 0 && now.Sub(time.Unix(0, last)) <= iv+n.cfg.KeepAliveTimeout
 }
 
 // register makes s known and decides which session to keep for its peer.
@@ -514,7 +712,7 @@ func (n *Node) register(s *Session) (*Session, error) {
 	switch {
 	case cur == nil:
 		winner = s
-	case tieBreak(s, cur):
+	case tieBreak(s, cur) && !n.entrenched(cur, s, time.Now()):
 		winner, loser = s, cur
 	default:
 		winner, loser = cur, s

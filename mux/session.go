@@ -44,6 +44,10 @@ type Session struct {
 	codec     codec
 	initiator NodeID
 	nonce     uint64
+	cred      Credential   // what the peer proved in the handshake
+	peerName  string       // CertIdentity: the member name of its certificate
+	created   time.Time    // when the handshake completed
+	lastPong  atomic.Int64 // unix nanoseconds of the last answered keepalive; 0 = none yet
 
 	lanes   [numLanes]*lane
 	inboxes [numLanes]inbox // one-way messages waiting for their handler
@@ -71,7 +75,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 	role Role, version uint16, codecName string, initiator NodeID, nonce uint64) *Session {
 	s := &Session{
 		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
-		peerRole: role, version: version, initiator: initiator, nonce: nonce,
+		peerRole: role, version: version, initiator: initiator, nonce: nonce, created: time.Now(),
 		pending:  make(map[uint64]pendingReq),
 		inflight: make(map[uint64]*reqCtx),
 		done:     make(chan struct{}),
@@ -97,6 +101,40 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 
 // Peer returns the peer's node id.
 func (s *Session) Peer() NodeID { return s.peer }
+
+// Credential returns what the peer proved in the handshake (a secret,
+// a certificate identity, or CredentialNone in an open cluster).
+func (s *Session) Credential() Credential { return s.cred }
+
+// PeerName returns the member name of the peer's certificate under
+// Config.CertIdentity, "" otherwise.
+func (s *Session) PeerName() string { return s.peerName }
+
+// Member reports whether the peer may act as a member (be sent calls and
+// replicas, take part in replication): it proved the member credential,
+// or this node requires no credential at all (an open cluster). A node
+// that holds no ClusterSecret and no CertIdentity (a lite client with a
+// client or operator secret) cannot tell a member from another holder of
+// its own secret: for it, a peer that proved that secret and announces
+// RoleMember is a member.
+func (s *Session) Member() bool {
+	cfg := &s.node.cfg
+	switch {
+	case !cfg.Enforcing() || s.cred == CredentialMember:
+		return true
+	case len(cfg.ClusterSecret) == 0 && !cfg.CertIdentity:
+		return s.cred != CredentialNone && s.peerRole == RoleMember
+	}
+	return false
+}
+
+// Operator reports whether the peer may use operator functions (read an
+// actor's state, spy, and the like): it proved a member or operator
+// credential, or this node requires no credential at all (an open
+// cluster, where every peer is trusted as a member).
+func (s *Session) Operator() bool {
+	return !s.node.cfg.Enforcing() || s.cred == CredentialMember || s.cred == CredentialOperator
+}
 
 // PeerAddr returns the address the peer advertised in the handshake.
 func (s *Session) PeerAddr() string { return s.peerAddr }
@@ -523,7 +561,11 @@ func (s *Session) monitor() {
 			s.fail(errors.New("mux: connection closed"))
 			return
 		case <-tick:
-			if _, err := s.ys.Ping(); err != nil {
+			_, err := s.ys.Ping()
+			if err == nil {
+				s.lastPong.Store(time.Now().UnixNano())
+			}
+			if err != nil {
 				select {
 				case <-s.done:
 					return

@@ -8,6 +8,14 @@
 // for mutual TLS; see casty.TLS); -cluster names a cluster started with
 // casty.ClusterName.
 //
+// On a cluster with credentials (SECURITY.md), state and spy need the
+// operator role: on a cluster with secrets, -operator-secret-file (or
+// $CASTY_OPERATOR_SECRET_FILE) names a file holding the operator secret
+// (casty.WithOperatorSecret; a trailing newline is ignored); with
+// certificate identity, -tls-identity and a certificate carrying the URI
+// casty://role/operator. Without the role they fail with
+// casty.ErrForbidden (exit code 4).
+//
 //	castyctl -seeds 10.0.0.1:7001 members
 //	castyctl -seeds 10.0.0.1:7001 ring
 //	castyctl -seeds 10.0.0.1:7001 ring shop.Order order-42

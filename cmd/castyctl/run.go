@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,8 @@ const (
 type options struct {
 	seeds            string
 	cert, key, ca    string
+	tlsIdentity      bool
+	secretFile       string
 	cluster          string
 	json             bool
 	timeout, settle  time.Duration
@@ -45,6 +48,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cert, "tls-cert", o.cert, "PEM `file` of this tool's certificate (with -tls-key: TLS)")
 	fs.StringVar(&o.key, "tls-key", o.key, "PEM `file` of the certificate's key")
 	fs.StringVar(&o.ca, "tls-ca", o.ca, "PEM `file` of the CA that signs the members (mutual TLS)")
+	fs.BoolVar(&o.tlsIdentity, "tls-identity", o.tlsIdentity, "the cluster binds peers to their certificates (casty.TLS.Identity); this tool's certificate must carry the URI casty://role/operator for state and spy")
+	fs.StringVar(&o.secretFile, "operator-secret-file", o.secretFile, "`file` holding the cluster's operator secret (casty.WithOperatorSecret), needed by state and spy on a cluster with secrets (default $CASTY_OPERATOR_SECRET_FILE)")
 	fs.StringVar(&o.cluster, "cluster", o.cluster, "the cluster's `name` (casty.ClusterName; default casty)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON (JSON Lines for spy) instead of tables")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on joining and on each request")
@@ -87,7 +92,7 @@ Flags (before or after COMMAND):
 
 // run is castyctl: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o := &options{seeds: os.Getenv("CASTY_SEEDS"), timeout: 10 * time.Second, settle: 300 * time.Millisecond,
+	o := &options{seeds: os.Getenv("CASTY_SEEDS"), secretFile: os.Getenv("CASTY_OPERATOR_SECRET_FILE"), timeout: 10 * time.Second, settle: 300 * time.Millisecond,
 		stdin: stdin, stdout: stdout, stderr: stderr}
 	return o.run(ctx, args)
 }
@@ -208,9 +213,16 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	}
 	switch {
 	case o.cert != "" && o.key != "":
-		opts = append(opts, casty.WithTLS(casty.TLS{Cert: o.cert, Key: o.key, CA: o.ca}))
-	case o.cert != "" || o.key != "" || o.ca != "":
-		return nil, usagef("TLS needs both -tls-cert and -tls-key (and -tls-ca for mutual TLS)")
+		opts = append(opts, casty.WithTLS(casty.TLS{Cert: o.cert, Key: o.key, CA: o.ca, Identity: o.tlsIdentity}))
+	case o.cert != "" || o.key != "" || o.ca != "" || o.tlsIdentity:
+		return nil, usagef("TLS needs both -tls-cert and -tls-key (and -tls-ca for mutual TLS and -tls-identity)")
+	}
+	if o.secretFile != "" {
+		secret, err := os.ReadFile(o.secretFile)
+		if err != nil {
+			return nil, usagef("operator secret: %v", err)
+		}
+		opts = append(opts, casty.WithOperatorSecret(bytes.TrimRight(secret, "\r\n")))
 	}
 	opts = append(opts, o.connectOverrides...)
 	jctx, cancel := context.WithTimeout(ctx, o.timeout)
