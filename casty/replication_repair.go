@@ -53,7 +53,7 @@ func (r *replicator) repairPass() {
 			p := replica.NewRepair(d.k.Name, g.rngs, pl.version, pl.digest, g.peers, r.rep)
 			outs := p.Start()
 			r.mu.Unlock()
-			if !r.exchange(outs, p.Step) {
+			if !r.exchange(outs, p.Step, nil) {
 				return // closing
 			}
 			r.repaired.Add(int64(p.Adopted()))
@@ -76,7 +76,7 @@ func (r *replicator) prune(kind string, pl *layout, g ringGroup, moved bool, exp
 	p := replica.NewPrune(kind, g.rngs, pl.version, pl.digest, g.peers, cands, r.rep)
 	outs := p.Start()
 	r.mu.Unlock()
-	if !r.exchange(outs, p.Step) {
+	if !r.exchange(outs, p.Step, nil) {
 		return false
 	}
 	r.mu.Lock()

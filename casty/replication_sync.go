@@ -256,7 +256,7 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 	r.mu.Lock()
 	outs := y.Start()
 	r.mu.Unlock()
-	if !r.exchange(outs, y.Step) {
+	if !r.exchange(outs, y.Step, y.Done) {
 		return false
 	}
 	r.mu.Lock()
@@ -266,10 +266,12 @@ func (r *replicator) syncRound(y *replica.Sync) bool {
 
 // exchange sends outs, feeds each answer to step (under r.mu) and sends
 // what step returns, round after round, until a round brings nothing
-// more. Each round is bounded by ReplicationTimeout; members that do not
-// answer in time are left out. It reports false when the replicator is
-// closing.
-func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *replica.Msg) []replica.Out) bool {
+// more, or done (checked under r.mu; nil: never) reports the work
+// finished — then the members still to answer are not waited for: a sync
+// that has heard enough does not wait out a silent member's timeout. Each
+// round is bounded by ReplicationTimeout; members that do not answer in
+// time are left out. It reports false when the replicator is closing.
+func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *replica.Msg) []replica.Out, done func() bool) bool {
 	for len(outs) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		replies := make(chan reply, len(outs))
@@ -280,6 +282,7 @@ func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *rep
 			}
 		}
 		var next []replica.Out
+		finished := false
 		for range sent {
 			var rp reply
 			select {
@@ -294,9 +297,16 @@ func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *rep
 			}
 			r.mu.Lock()
 			next = append(next, step(rp.from, m)...)
+			finished = done != nil && done()
 			r.mu.Unlock()
+			if finished {
+				break
+			}
 		}
 		cancel()
+		if finished {
+			return true
+		}
 		outs = next
 	}
 	return true
