@@ -421,7 +421,13 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	if !ok || !s.reachable(sn.idx, j) {
 		if ok && !sn.failing[j] {
 			sn.failing[j] = true
-			s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
+			// a departed node closed its listener: the dial is refused
+			// within a round trip; otherwise it times out
+			d := s.cfg.DetectDelay
+			if s.nodes[j].state == Departed && s.groups[sn.idx] == s.groups[j] {
+				d = 2 * s.latency()
+			}
+			s.push(&event{at: s.now + d, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
 		}
 		return
 	}
@@ -442,6 +448,13 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 		}
 		s.push(&event{at: at, kind: evDeliver, node: j, from: sn.idx, data: b})
 	}
+}
+
+// Inject delivers m to node i one LatencyMin from now, as if some peer had
+// sent it: m.From is whatever the caller wrote, like a forger on the network
+// would. The frame goes through the wire codec; Config.Trace sees from = -1.
+func (s *Sim) Inject(i int, m *core.Message) {
+	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, data: core.EncodeMessage(m)})
 }
 
 // Run advances the simulation by d.
