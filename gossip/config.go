@@ -50,8 +50,11 @@ type Config struct {
 	// neighbour before it tries the next known address. Default 10 s.
 	JoinTimeout time.Duration
 	// NeighborTimeout is how long a NEIGHBOR request to a passive peer may go
-	// unanswered before the next candidate is tried. Default 2 s (a casty
-	// knob; the original has no name for it). Zero is invalid.
+	// unanswered before the next candidate is tried. It is also how long an
+	// admission probe (a PING checking a second-hand record, SPEC.md,
+	// Admission) waits for its answer; such a record is settled or dropped
+	// within 3 × NeighborTimeout. Default 2 s (a casty knob; the original
+	// has no name for it). Zero is invalid.
 	NeighborTimeout time.Duration
 	// SeenTTL is how long a delivered broadcast id is remembered (to detect
 	// duplicates and answer grafts). Zero means TombstoneTTL.

@@ -39,7 +39,21 @@
 //     rumour cannot resurrect them; anti-entropy carries their age.
 //   - Anti-entropy runs on every new link and every AntiEntropyInterval
 //     (digest first, full tables when they differ); it is the joiner's
-//     bootstrap, and it probes DEAD members so healed partitions merge.
+//     bootstrap, and it probes tombstoned members so healed partitions
+//     merge and a live member wrongly named LEFT hears of it.
+//   - A member enters the table (EventJoined, Members) only once this node
+//     reached it directly: a record learned from a rumour or a table
+//     exchange is held until the member answers a PING carrying a random
+//     nonce, from the recorded id, address and role; an unanswered one is
+//     dropped within 3 × NeighborTimeout. A LEFT for a live member is
+//     adopted only when a probe of the member fails or it answers that it
+//     is leaving; a DEAD for a live member only starts a suspicion it can
+//     refute. A sender on the network therefore cannot add members to the
+//     table by naming them, nor remove a live one it does not silence
+//     (SPEC.md, Admission, states the rules and their limits).
+//   - The table, with the records waiting for a probe, holds at most
+//     Config.MaxTableSize records; beyond that new unverified records are
+//     dropped.
 //   - Malformed, forged or stale input is dropped with a log line: it
 //     never panics and never corrupts the table.
 //
