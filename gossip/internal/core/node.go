@@ -473,14 +473,7 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 		}
 	case Dead:
 		if live {
-			// only a suspicion the member can refute; our own timer kills
-			s := cur
-			s.Incarnation, s.Status = rec.Incarnation, Suspect
-			if !Supersedes(s, cur) {
-				return false
-			}
-			n.adoptRecord(s, 0)
-			return true
+			return n.deadHeard(cur, rec, age)
 		}
 	}
 	if !known && n.full() {

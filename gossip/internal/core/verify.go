@@ -22,10 +22,13 @@ import (
 //     answer, a refused dial or silence through every attempt adopts it. A
 //     member that really left answers "leaving" while it lingers and
 //     refuses dials after, so a graceful leave costs one round trip.
-//   - DEAD for a member the table holds live is never adopted: it becomes a
-//     SUSPECT record at the DEAD's incarnation, broadcast so the member
-//     hears it and refutes, and only this node's own SuspicionTimeout turns
-//     it DEAD (suspicion.go).
+//   - DEAD for a member the table holds live is not adopted as such: it
+//     becomes a SUSPECT record at the DEAD's incarnation, broadcast so the
+//     member hears it and refutes, and it is probed like a LEFT: DEAD is
+//     adopted when the probe fails (this node cannot reach the member
+//     either) or when this node's own SuspicionTimeout expires
+//     (suspicion.go); a live answer leaves the suspicion to the member's
+//     refutation.
 //
 // Claims and table records together stay within Config.MaxTableSize: a claim
 // about an id the table does not hold (or a tombstone of one) is dropped when
@@ -34,8 +37,8 @@ import (
 // arrival is dropped (anti-entropy brings an honest record back), so every
 // claim is settled or gone within (1 + probeAttempts) × NeighborTimeout.
 
-// maxProbing bounds the admission probes in flight (LEFT probes, bounded by
-// the table, are not held back by it).
+// maxProbing bounds the admission probes in flight (LEFT and DEAD probes,
+// about members the table holds and so bounded by it, are not held back).
 const maxProbing = 64
 
 // probeAttempts is how many PINGs a claim gets, NeighborTimeout apart.
@@ -129,7 +132,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 
 // queueClaim probes c now if it may, else queues it.
 func (n *Node) queueClaim(c *claim) {
-	if c.rec.Status == Left || n.probing < maxProbing {
+	if c.rec.Status.Gone() || n.probing < maxProbing {
 		n.probe(c)
 		return
 	}
@@ -201,7 +204,7 @@ func (n *Node) settle(id NodeID, a answer) {
 		return
 	}
 	adopt := a == answeredAlive
-	if c.rec.Status == Left {
+	if c.rec.Status.Gone() {
 		adopt = a != answeredAlive
 	}
 	if !adopt {
