@@ -47,8 +47,9 @@
 //     nonce, from the recorded id, address and role; an unanswered one is
 //     dropped within 3 × NeighborTimeout. A LEFT for a live member is
 //     adopted only when a probe of the member fails or it answers that it
-//     is leaving; a DEAD for a live member only starts a suspicion it can
-//     refute. A sender on the network therefore cannot add members to the
+//     is leaving; a DEAD for a live member starts a suspicion it can
+//     refute, and becomes DEAD only after SuspicionTimeout/2 unrefuted or
+//     a failed probe. A sender on the network therefore cannot add members to the
 //     table by naming them, nor remove a live one it does not silence
 //     (SPEC.md, Admission, states the rules and their limits).
 //   - The table, with the records waiting for a probe, holds at most

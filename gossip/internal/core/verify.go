@@ -22,13 +22,13 @@ import (
 //     answer, a refused dial or silence through every attempt adopts it. A
 //     member that really left answers "leaving" while it lingers and
 //     refuses dials after, so a graceful leave costs one round trip.
-//   - DEAD for a member the table holds live is not adopted as such: it
-//     becomes a SUSPECT record at the DEAD's incarnation, broadcast so the
-//     member hears it and refutes, and it is probed like a LEFT: DEAD is
-//     adopted when the probe fails (this node cannot reach the member
-//     either) or when this node's own SuspicionTimeout expires
-//     (suspicion.go); a live answer leaves the suspicion to the member's
-//     refutation.
+//   - DEAD for a member the table holds live is adopted only once this
+//     node held the suspicion SuspicionTimeout/2 (deadHeard, suspicion.go);
+//     until then it counts as a SUSPECT at the DEAD's incarnation,
+//     broadcast so the member hears it and refutes, and it is probed like
+//     a LEFT: DEAD is adopted when the probe fails (this node cannot reach
+//     the member either); a live answer leaves the suspicion to the
+//     member's refutation.
 //
 // Claims and table records together stay within Config.MaxTableSize: a claim
 // about an id the table does not hold (or a tombstone of one) is dropped when

@@ -242,3 +242,28 @@ func TestRelayedLeftOfADepartedMemberIsAdopted(t *testing.T) {
 		})
 	}
 }
+
+// A forged SUSPECT followed at once by a forged DEAD leaves the suspect
+// SuspicionTimeout/2 to refute: a silent victim is not declared DEAD
+// sooner, and is once that window passed (its probes go unanswered).
+func TestForgedDeadLeavesTheSuspectHalfTheTimeoutToRefute(t *testing.T) {
+	tn := cluster(t, 4)
+	tn.cut["a02:1"] = true // the victim hears nothing and answers nothing
+	n := tn.nodes["a0:1"]
+	victim := tn.nodes["a02:1"].Self()
+	sus, dead := victim, victim
+	sus.Status, dead.Status = Suspect, Dead
+	t0 := tn.now
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindGossip, From: forger, Members: []Member{sus}}))
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindGossip, From: forger, Members: []Member{dead}}))
+	tn.run()
+	half := DefaultConfig().SuspicionTimeout / 2
+	tn.advance(half - 200*time.Millisecond)
+	if got := tn.status("a0:1", "a02:1"); got != Suspect {
+		t.Fatalf("a0 sees the victim %v %v after the forged DEAD, want suspect", got, tn.now.Sub(t0))
+	}
+	tn.advance(400 * time.Millisecond)
+	if got := tn.status("a0:1", "a02:1"); got != Dead {
+		t.Fatalf("a0 sees the silent victim %v %v after the forged DEAD, want dead", got, tn.now.Sub(t0))
+	}
+}
