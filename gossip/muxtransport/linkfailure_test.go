@@ -156,3 +156,48 @@ func TestClosedPeerIsReportedAsLinkLost(t *testing.T) {
 		t.Fatalf("got failure %v from %q, want %v from %q", ev.Failure, ev.From, gossip.LinkLost, addrB)
 	}
 }
+
+// Sends to addresses that refuse connections leave no per-address state
+// behind: a forged table can name any number of them, and membership
+// probes each it has not verified.
+func TestRefusedAddressesAreForgotten(t *testing.T) {
+	tr, closeNode, err := listen("127.0.0.1:0", muxConfig(gossip.NodeID{0xc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeNode()
+	defer tr.Close()
+	var refused []string
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused = append(refused, ln.Addr().String())
+		ln.Close()
+	}
+	for _, a := range refused {
+		if err := tr.Send(a, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := 0
+	waitFor(t, 10*time.Second, "a LinkLost per refused address", func() bool {
+		for {
+			select {
+			case ev := <-tr.Events():
+				if ev.Failure == gossip.LinkLost {
+					failed++
+				}
+				continue
+			default:
+			}
+			return failed >= len(refused)
+		}
+	})
+	waitFor(t, 5*time.Second, "no entry left for the refused addresses", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.peers) == 0
+	})
+}
