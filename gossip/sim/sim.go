@@ -469,14 +469,22 @@ func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 		s.epoch0 = true
 		s.push(&event{at: (s.now/s.cfg.SlowEpoch + 1) * s.cfg.SlowEpoch, kind: evEpoch})
 	}
+	dirty := false // events ran since cond was last evaluated
 	for {
 		if cond != nil && s.now >= nextCheck {
 			if cond() {
 				return true
 			}
 			nextCheck = s.now + s.cfg.Poll
+			dirty = false
 		}
 		next, ok := s.q.Next()
+		if cond != nil && dirty && nextCheck <= deadline && (!ok || next > nextCheck) {
+			// nothing happens before the poller's next look: it sees
+			// the state the last events left, at nextCheck
+			s.now = nextCheck
+			continue
+		}
 		if !ok || next > deadline {
 			s.now = max(s.now, deadline)
 			return cond != nil && cond()
@@ -486,6 +494,7 @@ func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 			s.now = e.at
 			s.handle(e)
 		}
+		dirty = true
 	}
 }
 
