@@ -145,12 +145,13 @@ type Node struct {
 	indirect NodeID // the member this node last suspected on a failed dial
 
 	// second-hand records awaiting a probe (verify.go)
-	claims  map[NodeID]*claim
-	claimQ  []NodeID      // claims waiting for a probe slot, oldest first
-	probing int           // claims with a PING in flight
-	fresh   int           // claims about ids the table does not hold
-	refused uint64        // claims dropped because the table was full
-	nonces  *rand.ChaCha8 // probe nonces; nil: drawn from rng (Config.Rand set)
+	claims   map[NodeID]*claim
+	claimQ   []NodeID      // claims waiting for a probe slot, oldest first
+	probing  int           // claims with a PING in flight
+	fresh    int           // claims about ids the table does not hold
+	refused  uint64        // claims dropped because the table was full
+	nonces   *rand.ChaCha8 // probe nonces; nil: drawn from rng (Config.Rand set)
+	claimMin time.Time     // no claim deadline is earlier (may be stale-early)
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -417,7 +418,7 @@ func (n *Node) nextDeadline() time.Time {
 	}
 	min(n.table.NextExpiry(n.cfg.TombstoneTTL))
 	if len(n.claims) > 0 {
-		min(n.nextClaim())
+		min(n.claimMin)
 	}
 	if n.seenQ0 < len(n.seenQ) {
 		min(n.seen[n.seenQ[n.seenQ0]].at.Add(n.cfg.seenTTL()))

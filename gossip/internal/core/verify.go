@@ -109,6 +109,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 				n.probing--
 			}
 			c.nonce, c.tries, c.created = 0, 0, n.now
+			n.claimMin = n.now // stale-early is harmless: one extra tick
 			n.queueClaim(c)
 		}
 		return
@@ -126,6 +127,9 @@ func (n *Node) hold(rec Member, age time.Duration) {
 	n.claims[rec.ID] = c
 	if !known {
 		n.fresh++
+	}
+	if d := n.claimDeadline(c); len(n.claims) == 1 || d.Before(n.claimMin) {
+		n.claimMin = d
 	}
 	n.queueClaim(c)
 }
@@ -282,6 +286,7 @@ func (n *Node) tickClaims() {
 		}
 	}
 	n.pumpClaims()
+	n.claimMin = n.nextClaim()
 }
 
 // claimDeadline is when c needs attention: its probe's answer window ends,
