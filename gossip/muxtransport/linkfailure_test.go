@@ -1,6 +1,7 @@
 package muxtransport
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -167,14 +168,11 @@ func TestRefusedAddressesAreForgotten(t *testing.T) {
 	}
 	defer closeNode()
 	defer tr.Close()
+	// port 1 on loopback addresses: nothing listens there, and unlike a
+	// port just freed no other process can take it meanwhile
 	var refused []string
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		refused = append(refused, ln.Addr().String())
-		ln.Close()
+	for i := range 50 {
+		refused = append(refused, fmt.Sprintf("127.0.%d.%d:1", i/200, 2+i%200))
 	}
 	for _, a := range refused {
 		if err := tr.Send(a, []byte{1}); err != nil {
