@@ -467,14 +467,16 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 			n.hold(rec, 0)
 			return false
 		}
-	case Left:
+	case Left, Dead:
 		if live {
+			// probed where the table reaches the member, never at an
+			// address the claim names
+			rec.Addr, rec.Role = cur.Addr, cur.Role
+			if rec.Status == Dead {
+				return n.deadHeard(cur, rec, age)
+			}
 			n.hold(rec, age)
 			return false
-		}
-	case Dead:
-		if live {
-			return n.deadHeard(cur, rec, age)
 		}
 	}
 	if !known && n.full() {

@@ -176,13 +176,20 @@ func TestPongWithoutTheNonceAdmitsNothing(t *testing.T) {
 // A forged LEFT for a live member, by rumour or by table exchange, is
 // refuted by the member's answer to the probe: no LEFT event anywhere.
 func TestForgedLeftForALiveMemberIsRefuted(t *testing.T) {
-	for _, kind := range []Kind{KindGossip, KindSync} {
-		t.Run(kind.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		addr string // the address the forged record names ("": the victim's)
+	}{{KindGossip, ""}, {KindSync, ""}, {KindGossip, "nowhere:1"}, {KindSync, "nowhere:1"}} {
+		t.Run(fmt.Sprintf("%v addr=%q", c.kind, c.addr), func(t *testing.T) {
+			kind := c.kind
 			tn := cluster(t, 4)
 			victim := tn.nodes["a02:1"].Self()
 			left := victim
 			left.Status = Left
 			left.Incarnation++ // outranks the live record
+			if c.addr != "" { // the probe must still go to the victim
+				left.Addr = c.addr
+			}
 			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: kind, From: forger, Members: []Member{left}}))
 			tn.run()
 			tn.advance(3 * DefaultConfig().NeighborTimeout)
