@@ -28,7 +28,8 @@
 //   - Records merge by a total order: higher incarnation wins,
 //     on a tie the more severe status (ALIVE < SUSPECT < LEFT < DEAD). The
 //     merge is commutative, associative and idempotent, so duplicated,
-//     late or reordered gossip converges to the same table everywhere.
+//     late or reordered gossip converges to the same table everywhere
+//     (once admitted: see the admission rules below).
 //   - Suspicion originates only from the failure of a monitored overlay
 //     link (a TransportEvent with Failure set, about an active neighbour),
 //     never from a data-path connection. A suspect that hears of it refutes with a higher
