@@ -187,7 +187,7 @@ func TestForgedLeftForALiveMemberIsRefuted(t *testing.T) {
 			left := victim
 			left.Status = Left
 			left.Incarnation++ // outranks the live record
-			if c.addr != "" { // the probe must still go to the victim
+			if c.addr != "" {  // the probe must still go to the victim
 				left.Addr = c.addr
 			}
 			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: kind, From: forger, Members: []Member{left}}))
