@@ -50,8 +50,11 @@ type Config struct {
 	// neighbour before it tries the next known address. Default 10 s.
 	JoinTimeout time.Duration
 	// NeighborTimeout is how long a NEIGHBOR request to a passive peer may go
-	// unanswered before the next candidate is tried. Default 2 s (a casty
-	// knob; the original has no name for it). Zero is invalid.
+	// unanswered before the next candidate is tried. It is also how long an
+	// admission probe (a PING checking a second-hand record, SPEC.md,
+	// Admission) waits for its answer; such a record is settled or dropped
+	// within 3 × NeighborTimeout. Default 2 s (a casty knob; the original
+	// has no name for it). Zero is invalid.
 	NeighborTimeout time.Duration
 	// SeenTTL is how long a delivered broadcast id is remembered (to detect
 	// duplicates and answer grafts). Zero means TombstoneTTL.
@@ -60,11 +63,21 @@ type Config struct {
 	// announced LEFT, answering grafts for the LEFT record, before it closes
 	// the transport. Zero means 2 × GraftTimeout.
 	LeaveLinger time.Duration
+	// MaxTableSize bounds the member table: its records (tombstones
+	// included) plus the second-hand records waiting for an admission
+	// probe (SPEC.md, Admission). When it is reached, new unverified
+	// records (and tombstones of ids the table does not hold) are dropped,
+	// with a debug log line; a record already held is never evicted for
+	// them. Default 4096; zero means 4096; at most 65536.
+	MaxTableSize int
 	// Seeds are addresses tried, in random order, to join. Empty means the
 	// node starts a cluster of its own.
 	Seeds []string
 	// Rand is the randomness source (walk choices, samples). Nil means a
-	// source seeded from the node id, so a node's choices are reproducible.
+	// source seeded from the node id, so a node's choices are reproducible,
+	// and admission-probe nonces drawn from a separate source seeded by
+	// crypto/rand. When Rand is set the nonces are drawn from it too: set it
+	// only in tests and simulations, where a guessable nonce does not matter.
 	Rand *rand.Rand
 	// Clock is the Agent's time source (the Node itself takes time as an
 	// argument). Nil means time.Now.

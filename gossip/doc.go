@@ -28,7 +28,8 @@
 //   - Records merge by a total order: higher incarnation wins,
 //     on a tie the more severe status (ALIVE < SUSPECT < LEFT < DEAD). The
 //     merge is commutative, associative and idempotent, so duplicated,
-//     late or reordered gossip converges to the same table everywhere.
+//     late or reordered gossip converges to the same table everywhere
+//     (once admitted: see the admission rules below).
 //   - Suspicion originates only from the failure of a monitored overlay
 //     link (a TransportEvent with Failure set, about an active neighbour),
 //     never from a data-path connection. A suspect that hears of it refutes with a higher
@@ -39,7 +40,22 @@
 //     rumour cannot resurrect them; anti-entropy carries their age.
 //   - Anti-entropy runs on every new link and every AntiEntropyInterval
 //     (digest first, full tables when they differ); it is the joiner's
-//     bootstrap, and it probes DEAD members so healed partitions merge.
+//     bootstrap, and it probes tombstoned members so healed partitions
+//     merge and a live member wrongly named LEFT hears of it.
+//   - A member enters the table (EventJoined, Members) only once this node
+//     reached it directly: a record learned from a rumour or a table
+//     exchange is held until the member answers a PING carrying a random
+//     nonce, from the recorded id, address and role; an unanswered one is
+//     dropped within 3 × NeighborTimeout. A LEFT for a live member is
+//     adopted only when a probe of the member fails or it answers that it
+//     is leaving; a DEAD for a live member starts a suspicion it can
+//     refute, and becomes DEAD only after SuspicionTimeout/2 unrefuted or
+//     a failed probe. A sender on the network therefore cannot add members to the
+//     table by naming them, nor remove a live one it does not silence
+//     (SPEC.md, Admission, states the rules and their limits).
+//   - The table, with the records waiting for a probe, holds at most
+//     Config.MaxTableSize records; beyond that new unverified records are
+//     dropped.
 //   - Malformed, forged or stale input is dropped with a log line: it
 //     never panics and never corrupts the table.
 //

@@ -1,6 +1,7 @@
 package muxtransport
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -155,4 +156,46 @@ func TestClosedPeerIsReportedAsLinkLost(t *testing.T) {
 	if ev.From != addrB || ev.Failure != gossip.LinkLost {
 		t.Fatalf("got failure %v from %q, want %v from %q", ev.Failure, ev.From, gossip.LinkLost, addrB)
 	}
+}
+
+// Sends to addresses that refuse connections leave no per-address state
+// behind: a forged table can name any number of them, and membership
+// probes each it has not verified.
+func TestRefusedAddressesAreForgotten(t *testing.T) {
+	tr, closeNode, err := listen("127.0.0.1:0", muxConfig(gossip.NodeID{0xc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeNode()
+	defer tr.Close()
+	// port 1 on loopback addresses: nothing listens there, and unlike a
+	// port just freed no other process can take it meanwhile
+	var refused []string
+	for i := range 50 {
+		refused = append(refused, fmt.Sprintf("127.0.%d.%d:1", i/200, 2+i%200))
+	}
+	for _, a := range refused {
+		if err := tr.Send(a, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := 0
+	waitFor(t, 10*time.Second, "a LinkLost per refused address", func() bool {
+		for {
+			select {
+			case ev := <-tr.Events():
+				if ev.Failure == gossip.LinkLost {
+					failed++
+				}
+				continue
+			default:
+			}
+			return failed >= len(refused)
+		}
+	})
+	waitFor(t, 5*time.Second, "no entry left for the refused addresses", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.peers) == 0
+	})
 }

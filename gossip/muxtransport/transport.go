@@ -152,6 +152,17 @@ func (t *Transport) peer(addr string) *muxPeer {
 	return p
 }
 
+// forget drops p's entry after a failed dial when nothing keeps it: no
+// session, no queued frame, no monitor (t.mu held). Membership dials the
+// addresses that records name (admission probes, gossip/SPEC.md), and a
+// forger can name any number of them: an address that never answered must
+// not cost an entry for the transport's life.
+func (t *Transport) forget(p *muxPeer) {
+	if p.sess == nil && p.watched == nil && len(p.queue) == 0 && !t.monitored[p.addr] && t.peers[p.addr] == p {
+		delete(t.peers, p.addr)
+	}
+}
+
 // kick starts p's goroutine if it is not running (t.mu held).
 func (t *Transport) kick(p *muxPeer) {
 	if p.running {
@@ -196,6 +207,7 @@ func (t *Transport) serve(p *muxPeer) {
 				t.linkFailed(p, nil, gossip.LinkLost)
 				t.mu.Lock()
 				p.running = false
+				t.forget(p)
 				t.mu.Unlock()
 				return
 			}

@@ -421,7 +421,13 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	if !ok || !s.reachable(sn.idx, j) {
 		if ok && !sn.failing[j] {
 			sn.failing[j] = true
-			s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
+			// a departed node closed its listener: the dial is refused
+			// within a round trip; otherwise it times out
+			d := s.cfg.DetectDelay
+			if s.nodes[j].state == Departed && s.groups[sn.idx] == s.groups[j] {
+				d = 2 * s.latency()
+			}
+			s.push(&event{at: s.now + d, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
 		}
 		return
 	}
@@ -444,6 +450,13 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	}
 }
 
+// Inject delivers m to node i one LatencyMin from now, as if some peer had
+// sent it: m.From is whatever the caller wrote, like a forger on the network
+// would. The frame goes through the wire codec; Config.Trace sees from = -1.
+func (s *Sim) Inject(i int, m *core.Message) {
+	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, data: core.EncodeMessage(m)})
+}
+
 // Run advances the simulation by d.
 func (s *Sim) Run(d time.Duration) { s.RunUntil(s.now+d, nil) }
 
@@ -456,14 +469,22 @@ func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 		s.epoch0 = true
 		s.push(&event{at: (s.now/s.cfg.SlowEpoch + 1) * s.cfg.SlowEpoch, kind: evEpoch})
 	}
+	dirty := false // events ran since cond was last evaluated
 	for {
 		if cond != nil && s.now >= nextCheck {
 			if cond() {
 				return true
 			}
 			nextCheck = s.now + s.cfg.Poll
+			dirty = false
 		}
 		next, ok := s.q.Next()
+		if cond != nil && dirty && nextCheck <= deadline && (!ok || next > nextCheck) {
+			// nothing happens before the poller's next look: it sees
+			// the state the last events left, at nextCheck
+			s.now = nextCheck
+			continue
+		}
 		if !ok || next > deadline {
 			s.now = max(s.now, deadline)
 			return cond != nil && cond()
@@ -473,6 +494,7 @@ func (s *Sim) RunUntil(deadline time.Duration, cond func() bool) bool {
 			s.now = e.at
 			s.handle(e)
 		}
+		dirty = true
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/core"
 	"github.com/casty-go/casty/gossip/sim"
 )
 
@@ -25,7 +26,7 @@ func main() {
 	seeds := flag.Int("seeds", 20, "seeds per latency scenario")
 	bigSeeds := flag.Int("bigseeds", 3, "seeds per latency scenario for n >= 500")
 	seed0 := flag.Uint64("seed0", 1, "first seed")
-	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,nbhcrash,leave,slow,pause,mass50,mass80,steady); empty = all")
+	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,nbhcrash,leave,slow,pause,mass50,mass80,steady,forged); empty = all")
 	slowFor := flag.Duration("slow", time.Hour, "simulated duration of the slow-links scenario")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -224,6 +225,9 @@ func main() {
 			}
 			row("steady state", 1, fmt.Sprintf("RMR %.4f (1000 broadcasts, %d grafts); idle %.2f msgs/node/s, %.0f B/node/s; with 1 broadcast/s %.2f msgs/node/s, %.0f B/node/s", res.RMR, res.Grafts, res.MsgsPerNodeSec, res.BytesPerNodeSec, res.BroadcastMsgsPerNodeSec, res.BroadcastBytesPerNodeSec), "RMR <= 0.05", t)
 		}
+		if run("forged") {
+			forged(n, k, *seed0, row, &fail)
+		}
 	}
 	pprof.StopCPUProfile()
 	if fail {
@@ -232,3 +236,54 @@ func main() {
 }
 
 func r(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// forged runs the forged-record scenarios (gossip/SPEC.md, Admission) on
+// n-node clusters over k seeds and prints their rows.
+func forged(n, k int, seed0 uint64, row func(string, int, string, string, time.Time), fail *bool) {
+	t := time.Now()
+	var cleared, joins []time.Duration
+	fakeEvents, fakeRecords, maxUnverified := 0, 0, 0
+	var maxProbes uint64
+	for i := range k {
+		res, err := sim.ForgedSync(sim.Config{Seed: seed0 + uint64(i)}, n, 1000, 10)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			*fail = true
+			continue
+		}
+		cleared, joins = append(cleared, res.Cleared), append(joins, res.Join)
+		fakeEvents += res.FakeEvents
+		fakeRecords += res.FakeRecords
+		maxUnverified = max(maxUnverified, res.MaxUnverified)
+		maxProbes = max(maxProbes, res.Probes)
+	}
+	row("forged SYNC naming 1,000 members, to one member once a second for 10 s", k,
+		fmt.Sprintf("fake events %d, fake records %d; most unverified at one node %d; probes (PING) max %d per run; cleared after the last frame max %v; a joiner after it ALIVE everywhere p99 %v",
+			fakeEvents, fakeRecords, maxUnverified, maxProbes, r(sim.Percentile(cleared, 100)), r(sim.Percentile(joins, 99))),
+		"0 fakes; cleared <= 3 × NeighborTimeout (6 s)", t)
+	t = time.Now()
+	removals, runs, notEnded := 0, 0, 0
+	var spells []time.Duration
+	for _, status := range []gossip.Status{gossip.Left, gossip.Dead} {
+		for _, kind := range []core.Kind{core.KindGossip, core.KindSync} {
+			for i := range k {
+				res, err := sim.ForgedDeparture(sim.Config{Seed: seed0 + uint64(i)}, n, status, kind)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					*fail = true
+					continue
+				}
+				runs++
+				removals += res.Removals
+				spells = append(spells, res.Longest)
+				if !res.Ended {
+					notEnded++
+				}
+			}
+		}
+	}
+	row("forged LEFT or DEAD for a live member (by GOSSIP and by SYNC, to one member)", runs,
+		fmt.Sprintf("LEFT/DEAD events for the victim %d; longest non-ALIVE spell at one node p99 %v, max %v; not ALIVE everywhere at the end %d",
+			removals, r(sim.Percentile(spells, 99)), r(sim.Percentile(spells, 100)), notEnded),
+		"0 removals; spell <= 2 s", t)
+}

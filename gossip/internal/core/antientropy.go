@@ -6,8 +6,10 @@ import "time"
 // link and with a random neighbour every AntiEntropyInterval; when the
 // digests differ the two exchange full tables (push-pull) and merge. It
 // repairs whatever the broadcast missed and is the joiner's bootstrap.
-// Each round also probes one random DEAD member, so two sides of a healed
-// partition that declared each other dead find out and merge, and one
+// Each round also probes one random tombstone (DEAD or LEFT), so two sides
+// of a healed partition that declared each other dead find out and merge,
+// and a live member named LEFT while it was unreachable (verify.go) hears
+// of it and refutes; and one
 // random ALIVE member that is not an active neighbour (probe.go), so a
 // member whose neighbours all died with it is still dialled by someone.
 
@@ -25,16 +27,11 @@ func (n *Node) tickSync() {
 	if p, ok := n.randomActive(); ok {
 		n.startSync(p, false)
 	}
-	// probe one DEAD member: if it is in fact alive behind a healed
-	// partition, the exchange tells it, it refutes and rejoins (aboutSelf)
-	var dead []Member
-	for _, m := range n.table.Tombstones() {
-		if m.Status == Dead {
-			dead = append(dead, m)
-		}
-	}
-	if len(dead) > 0 {
-		n.startSync(dead[n.rng.IntN(len(dead))].Peer(), true)
+	// probe one tombstone: if its member is in fact alive (behind a healed
+	// partition, or named LEFT by a record adopted while it could not be
+	// reached), the exchange tells it, it refutes and rejoins (aboutSelf)
+	if tombs := n.table.Tombstones(); len(tombs) > 0 {
+		n.startSync(tombs[n.rng.IntN(len(tombs))].Peer(), true)
 	}
 	if p, ok := n.probeTarget(); ok {
 		n.startSync(p, true)

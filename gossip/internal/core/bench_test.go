@@ -40,7 +40,9 @@ func BenchmarkStepGossip(b *testing.B) {
 	n, _ := NewNode(samplePeer(200), nil)
 	now := time.Unix(0, 0)
 	n.Start(now)
-	n.Step(now, benchTable(1000))
+	for _, m := range benchTable(1000).Members { // members this node verified
+		n.table.Apply(m, now)
+	}
 	for i := range 5 {
 		n.Step(now, &Message{Kind: KindNeighbor, From: Peer{ID: NodeID{250, byte(i)}, Addr: "n:1"}, Flag: true})
 	}
@@ -49,5 +51,26 @@ func BenchmarkStepGossip(b *testing.B) {
 	for b.Loop() {
 		inc++
 		n.Step(now, &Message{Kind: KindGossip, From: from, Members: []Member{{ID: NodeID{0, 5, 1}, Addr: "10.0.0.1:7001", Incarnation: inc}}})
+	}
+}
+
+// BenchmarkStepForgedSync1000 measures a fresh node handling a SYNC that
+// names 1000 members it never met (the forged-table attack, SPEC.md
+// Admission): each record is held, 64 are probed, none is adopted.
+func BenchmarkStepForgedSync1000(b *testing.B) {
+	m := &Message{Kind: KindSync, From: samplePeer(1)}
+	for i := range 1000 {
+		m.Members = append(m.Members, Member{ID: NodeID{0xfa, byte(i >> 8), byte(i)}, Addr: "10.0.0.2:7001"})
+	}
+	now := time.Unix(0, 0)
+	for b.Loop() {
+		b.StopTimer()
+		n, _ := NewNode(samplePeer(200), nil)
+		n.Start(now)
+		b.StartTimer()
+		out := n.Step(now, m)
+		if len(out.Events) != 0 || n.Unverified() != 1000 {
+			b.Fatalf("events %d, unverified %d", len(out.Events), n.Unverified())
+		}
 	}
 }

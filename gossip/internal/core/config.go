@@ -27,6 +27,7 @@ type Config struct {
 	NeighborTimeout         time.Duration
 	SeenTTL                 time.Duration
 	LeaveLinger             time.Duration
+	MaxTableSize            int
 	Seeds                   []string
 	Rand                    *rand.Rand
 	Clock                   func() time.Time
@@ -50,6 +51,7 @@ func DefaultConfig() *Config {
 		GraftTimeout:            500 * time.Millisecond,
 		JoinTimeout:             10 * time.Second,
 		NeighborTimeout:         2 * time.Second,
+		MaxTableSize:            DefaultMaxTableSize,
 	}
 }
 
@@ -81,8 +83,12 @@ func (c *Config) Validate() error {
 		return bad("JoinTimeout", c.JoinTimeout)
 	case c.NeighborTimeout <= 0:
 		return bad("NeighborTimeout", c.NeighborTimeout)
-	case c.SeenTTL < 0 || c.LeaveLinger < 0:
+	case c.SeenTTL < 0:
 		return bad("SeenTTL", c.SeenTTL)
+	case c.LeaveLinger < 0:
+		return bad("LeaveLinger", c.LeaveLinger)
+	case c.MaxTableSize < 0 || c.MaxTableSize > MaxMembers:
+		return bad("MaxTableSize", c.MaxTableSize)
 	}
 	return nil
 }

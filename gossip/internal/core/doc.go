@@ -1,7 +1,8 @@
 // Package core is the membership protocol of package gossip as a pure state
 // machine: the member table and its merge (members.go), HyParView
 // (hyparview.go), Plumtree (plumtree.go), SWIM-style suspicion
-// (suspicion.go), anti-entropy (antientropy.go), the messages (messages.go)
+// (suspicion.go), anti-entropy (antientropy.go), probes of non-neighbours
+// (probe.go), admission of second-hand records (verify.go), the messages (messages.go)
 // and their codec (wire.go, format in ../../SPEC.md), composed by Node
 // (node.go).
 //

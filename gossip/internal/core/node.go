@@ -1,6 +1,7 @@
 package core
 
 import (
+	crand "crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -142,6 +143,15 @@ type Node struct {
 	// probes of non-neighbours (probe.go)
 	watched  []dialWatch
 	indirect NodeID // the member this node last suspected on a failed dial
+
+	// second-hand records awaiting a probe (verify.go)
+	claims   map[NodeID]*claim
+	claimQ   []NodeID      // claims waiting for a probe slot, oldest first
+	probing  int           // claims with a PING in flight
+	fresh    int           // claims about ids the table does not hold
+	refused  uint64        // claims dropped because the table was full
+	nonces   *rand.ChaCha8 // probe nonces; nil: drawn from rng (Config.Rand set)
+	claimMin time.Time     // no claim deadline is earlier (may be stale-early)
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -158,6 +168,10 @@ func NewNode(self Peer, cfg *Config) (*Node, error) {
 	}
 	n := &Node{cfg: *cfg, rng: cfg.Rand, log: cfg.Logger}
 	if n.rng == nil {
+		// nonces must be unguessable: seeded from the system, not from the id
+		var seed [32]byte
+		_, _ = crand.Read(seed[:]) // never fails (crypto/rand documents it)
+		n.nonces = rand.NewChaCha8(seed)
 		var s1, s2 uint64
 		for i := range 8 {
 			s1 = s1<<8 | uint64(self.ID[i])
@@ -256,6 +270,7 @@ func (n *Node) Leave(now time.Time) Output {
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
 	n.lazyQ, n.unsent, n.watched = nil, nil, nil
+	n.claims, n.claimQ, n.probing, n.fresh = nil, nil, 0, 0
 	n.joining = false
 	return n.finish()
 }
@@ -270,8 +285,8 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 		n.log.Warn("gossip: dropping a nil message")
 		return n.finish()
 	}
-	if n.leaving && m.Kind != KindGraft {
-		return n.finish() // a leaving node only answers grafts for its LEFT
+	if n.leaving && m.Kind != KindGraft && m.Kind != KindPing {
+		return n.finish() // a leaving node only answers grafts for its LEFT, and probes
 	}
 	if err := m.check(); err != nil {
 		n.drop(m, err.Error())
@@ -312,8 +327,10 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 	case KindSync:
 		n.onSync(m)
 	case KindPing:
-		n.send(m.From, &Message{Kind: KindPong})
+		// the nonce is echoed; Flag tells an admission probe we are leaving
+		n.send(m.From, &Message{Kind: KindPong, Digest: m.Digest, Flag: n.leaving})
 	case KindPong:
+		n.onPong(m)
 	default:
 		n.drop(m, "unknown kind")
 	}
@@ -328,6 +345,7 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 func (n *Node) LinkDown(now time.Time, addr string, why LinkFailure) Output {
 	n.begin(now)
 	if !n.leaving {
+		n.claimLinkDown(addr)
 		n.onLinkDown(addr, why)
 	}
 	return n.finish()
@@ -341,6 +359,7 @@ func (n *Node) Tick(now time.Time) Output {
 		return n.finish()
 	}
 	n.tickSuspicions()
+	n.tickClaims()
 	n.tickPlumtree()
 	n.tickViews()
 	n.tickSync()
@@ -362,6 +381,9 @@ func (n *Node) begin(now time.Time) {
 // output over.
 func (n *Node) finish() Output {
 	n.keepEagerLink()
+	if len(n.claimQ) > 0 && !n.leaving {
+		n.pumpClaims()
+	}
 	n.flushLazy()
 	out := n.out
 	n.out = Output{}
@@ -395,6 +417,9 @@ func (n *Node) nextDeadline() time.Time {
 		min(n.suspMin)
 	}
 	min(n.table.NextExpiry(n.cfg.TombstoneTTL))
+	if len(n.claims) > 0 {
+		min(n.claimMin)
+	}
 	if n.seenQ0 < len(n.seenQ) {
 		min(n.seen[n.seenQ[n.seenQ0]].at.Add(n.cfg.seenTTL()))
 	}
@@ -418,8 +443,11 @@ func (n *Node) drop(m *Message, why string) {
 }
 
 // apply merges a record learned from the network (age: how long a tombstone
-// has been one at the sender; from: who told us) and emits the events of the change. It returns
-// whether the table changed. Records about this node go to refutation.
+// has been one at the sender; from: who told us) and emits the events of the
+// change. It returns whether the table changed. Records about this node go
+// to refutation. A record the sender may not vouch for on its own is held
+// for a probe or downgraded (verify.go): ALIVE or SUSPECT for a member not
+// held live at that address, LEFT for a live member, DEAD for a live member.
 func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 	if !n.plausible(rec, from) {
 		return false
@@ -428,11 +456,41 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 		n.aboutSelf(rec, from)
 		return false
 	}
+	cur, known := n.table.Get(rec.ID)
+	if known && !Supersedes(rec, cur) {
+		return false
+	}
+	live := known && !cur.Status.Gone()
+	switch rec.Status {
+	case Alive, Suspect:
+		if !live || cur.Addr != rec.Addr || cur.Role != rec.Role {
+			n.hold(rec, 0)
+			return false
+		}
+	case Left, Dead:
+		if live {
+			// probed where the table reaches the member, never at an
+			// address the claim names
+			rec.Addr, rec.Role = cur.Addr, cur.Role
+			if rec.Status == Dead {
+				return n.deadHeard(cur, rec, age)
+			}
+			n.hold(rec, age)
+			return false
+		}
+	}
+	if !known && n.full() {
+		n.refused++
+		return false
+	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)
 	if !changed {
 		return false
 	}
 	n.transition(prev, existed, rec, false)
+	if rec.Status == Suspect {
+		n.broadcast(rec) // a table exchange does not relay it: the suspect must hear it
+	}
 	return true
 }
 

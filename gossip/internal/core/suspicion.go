@@ -18,6 +18,7 @@ import (
 // suspicion is a running suspicion timer.
 type suspicion struct {
 	inc      uint64
+	began    time.Time // when this node adopted the suspicion
 	deadline time.Time
 	origin   bool // raised here: broadcast DEAD when it expires
 }
@@ -47,7 +48,7 @@ func (n *Node) trackSuspicion(cur Member, origin bool) {
 		return
 	}
 	d := n.now.Add(n.cfg.SuspicionTimeout)
-	n.suspects[cur.ID] = &suspicion{inc: cur.Incarnation, deadline: d, origin: origin}
+	n.suspects[cur.ID] = &suspicion{inc: cur.Incarnation, began: n.now, deadline: d, origin: origin}
 	if len(n.suspects) == 1 || d.Before(n.suspMin) {
 		n.suspMin = d
 	}
@@ -87,4 +88,43 @@ func (n *Node) tickSuspicions() {
 			n.suspMin = s.deadline
 		}
 	}
+}
+
+// deadHeard handles a DEAD record rec from the network about a member the
+// table holds live (cur). The table adopts DEAD only once this node has
+// itself held the suspicion at that incarnation for SuspicionTimeout/2: the
+// suspect had at least that long to hear of it and refute. Until then the
+// record counts as a SUSPECT at its incarnation (adopted and broadcast, so
+// the member hears it), whose deadline moves to SuspicionTimeout/2 after
+// this node's suspicion began; and the member is probed (verify.go): DEAD
+// is adopted at once if the probe fails. It reports whether the table
+// changed.
+func (n *Node) deadHeard(cur, rec Member, age time.Duration) bool {
+	s := cur
+	s.Incarnation, s.Status = rec.Incarnation, Suspect
+	changed := Supersedes(s, cur)
+	if changed {
+		n.adoptRecord(s, 0)
+	}
+	sp, ok := n.suspects[cur.ID]
+	if !ok || sp.inc != rec.Incarnation {
+		return changed
+	}
+	due := sp.began.Add(n.cfg.SuspicionTimeout / 2)
+	if !n.now.Before(due) {
+		dead, _ := n.table.Get(cur.ID)
+		dead.Status = Dead
+		delete(n.suspects, cur.ID)
+		prev, existed, _ := n.table.Apply(dead, n.now)
+		n.transition(prev, existed, dead, false)
+		return true
+	}
+	if due.Before(sp.deadline) {
+		sp.deadline = due
+		if due.Before(n.suspMin) {
+			n.suspMin = due
+		}
+	}
+	n.hold(rec, age)
+	return changed
 }

@@ -32,6 +32,8 @@ func sampleMessages() []*Message {
 		{Kind: KindSync, From: p, Members: []Member{rec, {ID: p.ID, Addr: p.Addr, Status: Dead}}, Ages: []uint32{0, 1500}, Flag: true},
 		{Kind: KindPing, From: p},
 		{Kind: KindPong, From: p},
+		{Kind: KindPing, From: p, Digest: 0x0123456789abcdef},             // an admission probe: the nonce
+		{Kind: KindPong, From: p, Digest: 0x0123456789abcdef, Flag: true}, // its answer from a leaving node
 	}
 }
 

@@ -1,0 +1,310 @@
+package core
+
+import (
+	"slices"
+	"time"
+)
+
+// Second-hand records. A record carried by a rumour (GOSSIP) or a table
+// exchange (SYNC) is a claim made by whoever sent it, and the sender is not
+// authenticated by the protocol. The table adopts such a claim only when a
+// probe of the member it names settles it (SPEC.md, Admission):
+//
+//   - ALIVE or SUSPECT for a member the table does not hold live at that
+//     address (unknown, a tombstone, or another address or role) is held
+//     until the member answers a PING carrying a fresh random nonce with a
+//     PONG echoing it, from that id, address and role; then it is adopted
+//     (EventJoined). No answer, a refused dial or a "leaving" answer drops
+//     it. A forger off the path between the two cannot answer for the
+//     member: it never sees the nonce.
+//   - LEFT for a member the table holds live is held the same way, with the
+//     outcomes reversed: a live answer refutes it (dropped); a "leaving"
+//     answer, a refused dial or silence through every attempt adopts it. A
+//     member that really left answers "leaving" while it lingers and
+//     refuses dials after, so a graceful leave costs one round trip.
+//   - DEAD for a member the table holds live is adopted only once this
+//     node held the suspicion SuspicionTimeout/2 (deadHeard, suspicion.go);
+//     until then it counts as a SUSPECT at the DEAD's incarnation,
+//     broadcast so the member hears it and refutes, and it is probed like
+//     a LEFT: DEAD is adopted when the probe fails (this node cannot reach
+//     the member either); a live answer leaves the suspicion to the
+//     member's refutation.
+//
+// Claims and table records together stay within Config.MaxTableSize: a claim
+// about an id the table does not hold (or a tombstone of one) is dropped when
+// the table is full. Probes of ALIVE/SUSPECT claims run at most maxProbing at
+// a time; a claim that could not be probed within NeighborTimeout of its
+// arrival is dropped (anti-entropy brings an honest record back), so every
+// claim is settled or gone within (1 + probeAttempts) × NeighborTimeout.
+
+// maxProbing bounds the admission probes in flight (LEFT and DEAD probes,
+// about members the table holds and so bounded by it, are not held back).
+const maxProbing = 64
+
+// probeAttempts is how many PINGs a claim gets, NeighborTimeout apart.
+const probeAttempts = 2
+
+// DefaultMaxTableSize is the member table bound when Config.MaxTableSize is 0.
+const DefaultMaxTableSize = 4096
+
+// claim is a second-hand record waiting for its probe.
+type claim struct {
+	rec     Member
+	age     time.Duration // tombstone age at the sender (LEFT)
+	fresh   bool          // the table held no record of the id: counts against the bound
+	created time.Time
+	nonce   uint64    // of the PING in flight; 0 while none is
+	sent    time.Time // when that PING went out
+	tries   int
+}
+
+// answer is how a probe ended.
+type answer uint8
+
+const (
+	noAnswer answer = iota // dial refused, or silence through every attempt
+	answeredAlive
+	answeredLeaving
+)
+
+// String names the outcome for logs.
+func (a answer) String() string {
+	switch a {
+	case answeredAlive:
+		return "alive"
+	case answeredLeaving:
+		return "leaving"
+	}
+	return "no answer"
+}
+
+func (n *Node) tableLimit() int {
+	if n.cfg.MaxTableSize > 0 {
+		return n.cfg.MaxTableSize
+	}
+	return DefaultMaxTableSize
+}
+
+// full reports whether the table has no room for a record of a new id.
+func (n *Node) full() bool { return n.table.Len()+n.fresh >= n.tableLimit() }
+
+// Unverified returns how many second-hand records wait for a probe.
+func (n *Node) Unverified() int { return len(n.claims) }
+
+// Refused returns how many second-hand records about new ids were dropped
+// because the table was full.
+func (n *Node) Refused() uint64 { return n.refused }
+
+// hold keeps rec (age: its tombstone age at the sender) as a claim until a
+// probe settles it, merging it into the claim already held for the id.
+func (n *Node) hold(rec Member, age time.Duration) {
+	if c, ok := n.claims[rec.ID]; ok {
+		if !Supersedes(rec, c.rec) {
+			return
+		}
+		moved := rec.Addr != c.rec.Addr || rec.Role != c.rec.Role
+		c.rec, c.age = rec, age
+		if moved { // the probe in flight asks the wrong address
+			if c.nonce != 0 {
+				n.probing--
+			}
+			c.nonce, c.tries, c.created = 0, 0, n.now
+			n.claimMin = n.now // stale-early is harmless: one extra tick
+			n.queueClaim(c)
+		}
+		return
+	}
+	_, known := n.table.Get(rec.ID)
+	if !known && n.full() {
+		n.refused++
+		n.log.Debug("gossip: member table full, dropping an unverified record", "record", rec.String())
+		return
+	}
+	c := &claim{rec: rec, age: age, fresh: !known, created: n.now}
+	if n.claims == nil {
+		n.claims = make(map[NodeID]*claim)
+	}
+	n.claims[rec.ID] = c
+	if !known {
+		n.fresh++
+	}
+	if d := n.claimDeadline(c); len(n.claims) == 1 || d.Before(n.claimMin) {
+		n.claimMin = d
+	}
+	n.queueClaim(c)
+}
+
+// queueClaim probes c now if it may, else queues it.
+func (n *Node) queueClaim(c *claim) {
+	if c.rec.Status.Gone() || n.probing < maxProbing {
+		n.probe(c)
+		return
+	}
+	n.claimQ = append(n.claimQ, c.rec.ID)
+}
+
+// probe sends c's member a PING with a fresh nonce.
+func (n *Node) probe(c *claim) {
+	if c.nonce == 0 {
+		n.probing++
+	}
+	c.nonce = n.nonce()
+	c.sent = n.now
+	c.tries++
+	n.send(c.rec.Peer(), &Message{Kind: KindPing, Digest: c.nonce})
+}
+
+// nonce returns a non-zero random 64-bit value (zero is "no digest" on the wire).
+func (n *Node) nonce() uint64 {
+	for {
+		var v uint64
+		if n.nonces != nil {
+			v = n.nonces.Uint64()
+		} else {
+			v = n.rng.Uint64()
+		}
+		if v != 0 {
+			return v
+		}
+	}
+}
+
+// pumpClaims probes queued claims while there is room.
+func (n *Node) pumpClaims() {
+	for len(n.claimQ) > 0 && n.probing < maxProbing {
+		id := n.claimQ[0]
+		n.claimQ = n.claimQ[1:]
+		if c, ok := n.claims[id]; ok && c.nonce == 0 {
+			n.probe(c)
+		}
+	}
+	if len(n.claimQ) > 2*len(n.claims)+64 { // drop ids of claims gone meanwhile
+		n.claimQ = slices.DeleteFunc(n.claimQ, func(id NodeID) bool {
+			c, ok := n.claims[id]
+			return !ok || c.nonce != 0
+		})
+	}
+}
+
+func (n *Node) dropClaim(id NodeID) *claim {
+	c, ok := n.claims[id]
+	if !ok {
+		return nil
+	}
+	if c.nonce != 0 {
+		n.probing--
+	}
+	if c.fresh {
+		n.fresh--
+	}
+	delete(n.claims, id)
+	return c
+}
+
+// settle ends c's probe with a: the claim is adopted or dropped.
+func (n *Node) settle(id NodeID, a answer) {
+	c := n.dropClaim(id)
+	if c == nil {
+		return
+	}
+	adopt := a == answeredAlive
+	if c.rec.Status.Gone() {
+		adopt = a != answeredAlive
+	}
+	if !adopt {
+		n.log.Info("gossip: probe refuted a second-hand record", "record", c.rec.String(), "answer", a.String())
+		return
+	}
+	n.adoptRecord(c.rec, c.age)
+}
+
+// adoptRecord merges a settled record into the table and emits the change.
+func (n *Node) adoptRecord(rec Member, age time.Duration) {
+	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)
+	if !changed {
+		return
+	}
+	n.transition(prev, existed, rec, false)
+	if rec.Status == Suspect {
+		n.broadcast(rec) // the suspect must hear it to refute
+	}
+}
+
+// onPong settles the claim whose probe it answers: same id, address, role
+// and nonce; Flag set means the member is leaving.
+func (n *Node) onPong(m *Message) {
+	c, ok := n.claims[m.From.ID]
+	if !ok || c.nonce == 0 || m.Digest != c.nonce || m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
+		return
+	}
+	if m.Flag {
+		n.settle(m.From.ID, answeredLeaving)
+		return
+	}
+	n.settle(m.From.ID, answeredAlive)
+}
+
+// claimLinkDown settles the probed claims at addr: the dial failed.
+func (n *Node) claimLinkDown(addr string) {
+	var ids []NodeID
+	for id, c := range n.claims {
+		if c.nonce != 0 && c.rec.Addr == addr {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, NodeID.Compare)
+	for _, id := range ids {
+		n.settle(id, noAnswer)
+	}
+}
+
+// tickClaims re-probes or settles unanswered claims, drops claims never
+// probed in time, and probes queued ones.
+func (n *Node) tickClaims() {
+	if len(n.claims) == 0 {
+		n.claims = nil
+		n.claimQ = nil
+		return
+	}
+	var due []NodeID
+	for id, c := range n.claims {
+		if !n.now.Before(n.claimDeadline(c)) {
+			due = append(due, id)
+		}
+	}
+	slices.SortFunc(due, NodeID.Compare)
+	for _, id := range due {
+		c := n.claims[id]
+		switch {
+		case c.nonce == 0:
+			n.log.Debug("gossip: unverified record not probed in time, dropped", "record", c.rec.String())
+			n.dropClaim(id)
+		case c.tries < probeAttempts:
+			n.probe(c)
+		default:
+			n.settle(id, noAnswer)
+		}
+	}
+	n.pumpClaims()
+	n.claimMin = n.nextClaim()
+}
+
+// claimDeadline is when c needs attention: its probe's answer window ends,
+// or (not probed yet) its wait for a probe slot does.
+func (n *Node) claimDeadline(c *claim) time.Time {
+	if c.nonce != 0 {
+		return c.sent.Add(n.cfg.NeighborTimeout)
+	}
+	return c.created.Add(n.cfg.NeighborTimeout)
+}
+
+// nextClaim returns the earliest claim deadline (zero if none).
+func (n *Node) nextClaim() time.Time {
+	var next time.Time
+	for _, c := range n.claims {
+		if d := n.claimDeadline(c); next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next
+}

@@ -1,0 +1,276 @@
+package core
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// forger is a peer that is no member: it only sends frames.
+var forger = Peer{ID: NodeID{0xee}, Addr: "forger:1"}
+
+// fakes returns k ALIVE records of members that do not exist.
+func fakes(k int) []Member {
+	out := make([]Member, k)
+	for i := range out {
+		var id NodeID
+		id[0] = 0xfa
+		binary.BigEndian.PutUint32(id[12:], uint32(i))
+		out[i] = Member{ID: id, Addr: fmt.Sprintf("fake%d:1", i), Status: Alive}
+	}
+	return out
+}
+
+func isFake(id NodeID) bool { return id[0] == 0xfa }
+
+// noFakes fails the test if n's table or events name a fake member.
+func noFakes(t *testing.T, tn *testNet, addr string) {
+	t.Helper()
+	for _, m := range tn.nodes[addr].Members() {
+		if isFake(m.ID) {
+			t.Fatalf("%s's table holds fake %v", addr, m)
+		}
+	}
+	for _, e := range tn.events[addr] {
+		if isFake(e.Member.ID) {
+			t.Fatalf("%s emitted %v for fake %v", addr, e.Kind, e.Member)
+		}
+	}
+}
+
+func countSends(ss []Send, k Kind) int {
+	c := 0
+	for _, s := range ss {
+		if s.Msg.Kind == k {
+			c++
+		}
+	}
+	return c
+}
+
+// A SYNC frame naming 1,000 members admits none of them: each is probed,
+// none answers, and the claims are gone within (1 + probeAttempts) ×
+// NeighborTimeout. The probes are bounded too (probeAttempts per fake).
+func TestForgedSyncAdmitsNoFakeMember(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("silent=%v", silent), func(t *testing.T) {
+			tn := cluster(t, 3)
+			fs := fakes(1000)
+			if silent { // no dial failure comes back: only timeouts settle the claims
+				for _, f := range fs {
+					tn.cut[f.Addr] = true
+				}
+			}
+			before := len(tn.sent)
+			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: KindSync, From: forger, Members: fs}))
+			tn.run()
+			noFakes(t, tn, "a0:1")
+			n := tn.nodes["a0:1"]
+			if u := n.Unverified(); u > len(fs) {
+				t.Fatalf("%d unverified records for %d fakes", u, len(fs))
+			}
+			tn.advance(time.Duration(1+probeAttempts) * DefaultConfig().NeighborTimeout)
+			for _, o := range tn.order {
+				noFakes(t, tn, o)
+				if u := tn.nodes[o].Unverified(); u != 0 {
+					t.Fatalf("%s still holds %d unverified records after the bound", o, u)
+				}
+				if got := len(tn.nodes[o].Members()); got != 3 {
+					t.Fatalf("%s holds %d records, want 3", o, got)
+				}
+			}
+			if pings := countSends(tn.sent[before:], KindPing); pings > probeAttempts*len(fs) {
+				t.Fatalf("%d probes for %d fakes, want at most %d", pings, len(fs), probeAttempts*len(fs))
+			}
+		})
+	}
+}
+
+// The table bound holds against a SYNC larger than it: the excess is
+// refused, and nothing already held is evicted.
+func TestTableBoundRefusesNewUnverifiedRecords(t *testing.T) {
+	tn := newTestNet(t)
+	c := testCfg()
+	c.MaxTableSize = 100
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.nodes["a0:1"], tn.order = n, []string{"a0:1"}
+	tn.out("a0:1", n.Start(tn.now))
+	fs := fakes(1000)
+	for _, f := range fs {
+		tn.cut[f.Addr] = true
+	}
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: fs}))
+	tn.run()
+	if got := n.table.Len() + n.Unverified(); got > 100 {
+		t.Fatalf("table + unverified = %d, over the bound 100", got)
+	}
+	if n.Refused() < 900 {
+		t.Fatalf("refused %d records, want at least 900", n.Refused())
+	}
+	if _, ok := n.Member(n.self.ID); !ok {
+		t.Fatal("the node's own record was evicted")
+	}
+	// tombstones of unknown ids count against the bound as well
+	tombs := fakes(1000)
+	for i := range tombs {
+		tombs[i].ID[0] = 0xfb
+		tombs[i].Status = Dead
+	}
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: tombs}))
+	if got := n.table.Len() + n.Unverified(); got > 100 {
+		t.Fatalf("table + unverified = %d after tombstones, over the bound 100", got)
+	}
+}
+
+// An honest record learned second-hand is adopted once its member answers
+// the probe: a join costs one more round trip, not a rumour's word.
+func TestSecondHandRecordIsAdoptedAfterAProbeAnswer(t *testing.T) {
+	tn := cluster(t, 3)
+	n := tn.nodes["a0:1"]
+	j := tn.add("a09:1", 10) // started, but known to nobody yet
+	rec := j.Self()
+	out := n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: []Member{rec}})
+	if _, ok := n.Member(rec.ID); ok || len(out.Events) != 0 {
+		t.Fatal("a second-hand record was adopted before any probe")
+	}
+	if countSends(out.Sends, KindPing) != 1 {
+		t.Fatalf("want one probe, got sends %v", out.Sends)
+	}
+	tn.out("a0:1", out)
+	tn.run()
+	if tn.status("a0:1", "a09:1") != Alive || tn.count("a0:1", EventJoined, "a09:1") != 1 {
+		t.Fatal("the probed member was not adopted ALIVE with one joined event")
+	}
+}
+
+// A PONG that does not echo the probe's nonce, or comes from another
+// address, admits nothing: a forger that did not see the PING cannot answer it.
+func TestPongWithoutTheNonceAdmitsNothing(t *testing.T) {
+	tn := cluster(t, 3)
+	n := tn.nodes["a0:1"]
+	f := fakes(1)[0]
+	out := n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: []Member{f}})
+	nonce := out.Sends[0].Msg.Digest
+	for _, m := range []*Message{
+		{Kind: KindPong, From: f.Peer(), Digest: nonce + 1},
+		{Kind: KindPong, From: f.Peer()},
+		{Kind: KindPong, From: Peer{ID: f.ID, Addr: "forger:1"}, Digest: nonce},
+		{Kind: KindPong, From: Peer{ID: f.ID, Addr: f.Addr, Role: RoleClient}, Digest: nonce},
+	} {
+		if out := n.Step(tn.now, m); len(out.Events) != 0 {
+			t.Fatalf("pong %+v emitted %v", m, out.Events)
+		}
+		if _, ok := n.Member(f.ID); ok {
+			t.Fatalf("pong %+v admitted the fake", m)
+		}
+	}
+	if out := n.Step(tn.now, &Message{Kind: KindPong, From: f.Peer(), Digest: nonce}); len(out.Events) != 1 {
+		t.Fatal("the right answer did not admit the member") // sanity: the test's pongs are well formed
+	}
+}
+
+// A forged LEFT for a live member, by rumour or by table exchange, is
+// refuted by the member's answer to the probe: no LEFT event anywhere.
+func TestForgedLeftForALiveMemberIsRefuted(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		addr string // the address the forged record names ("": the victim's)
+	}{{KindGossip, ""}, {KindSync, ""}, {KindGossip, "nowhere:1"}, {KindSync, "nowhere:1"}} {
+		t.Run(fmt.Sprintf("%v addr=%q", c.kind, c.addr), func(t *testing.T) {
+			kind := c.kind
+			tn := cluster(t, 4)
+			victim := tn.nodes["a02:1"].Self()
+			left := victim
+			left.Status = Left
+			left.Incarnation++ // outranks the live record
+			if c.addr != "" {  // the probe must still go to the victim
+				left.Addr = c.addr
+			}
+			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: kind, From: forger, Members: []Member{left}}))
+			tn.run()
+			tn.advance(3 * DefaultConfig().NeighborTimeout)
+			for _, o := range tn.order {
+				if tn.count(o, EventLeft, "a02:1") != 0 || tn.count(o, EventDead, "a02:1") != 0 {
+					t.Fatalf("%s removed the live victim", o)
+				}
+				if got := tn.status(o, "a02:1"); got != Alive {
+					t.Fatalf("%s sees the victim %v, want alive", o, got)
+				}
+			}
+		})
+	}
+}
+
+// A forged DEAD for a live member becomes a suspicion it refutes: never a
+// DEAD event, and ALIVE again everywhere within the same run of messages.
+func TestForgedDeadBecomesARefutableSuspicion(t *testing.T) {
+	for _, kind := range []Kind{KindGossip, KindSync} {
+		t.Run(kind.String(), func(t *testing.T) {
+			tn := cluster(t, 4)
+			victim := tn.nodes["a02:1"].Self()
+			dead := victim
+			dead.Status = Dead
+			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: kind, From: forger, Members: []Member{dead}}))
+			tn.run() // instant network: the suspicion, the refutation
+			for _, o := range tn.order {
+				if o != "a02:1" && tn.status(o, "a02:1") != Alive {
+					t.Fatalf("%s sees the victim %v after the refutation", o, tn.status(o, "a02:1"))
+				}
+			}
+			tn.advance(DefaultConfig().SuspicionTimeout + time.Second)
+			for _, o := range tn.order {
+				if tn.count(o, EventDead, "a02:1") != 0 {
+					t.Fatalf("%s declared the live victim dead", o)
+				}
+			}
+		})
+	}
+}
+
+// A LEFT relayed for a member that really left is adopted: the leaver
+// answers the probe "leaving" while it lingers, or refuses it once gone.
+func TestRelayedLeftOfADepartedMemberIsAdopted(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
+			tn := cluster(t, 4)
+			leaver := tn.nodes["a02:1"]
+			leaver.Leave(tn.now) // its goodbyes are dropped: only a relay tells a0
+			left := leaver.Self()
+			tn.down["a02:1"] = gone
+			tn.out("a0:1", tn.nodes["a0:1"].Step(tn.now, &Message{Kind: KindGossip, From: tn.nodes["a01:1"].Self().Peer(), Members: []Member{left}}))
+			tn.run()
+			if got := tn.status("a0:1", "a02:1"); got != Left {
+				t.Fatalf("a0 sees the leaver %v, want left", got)
+			}
+		})
+	}
+}
+
+// A forged SUSPECT followed at once by a forged DEAD leaves the suspect
+// SuspicionTimeout/2 to refute: a silent victim is not declared DEAD
+// sooner, and is once that window passed (its probes go unanswered).
+func TestForgedDeadLeavesTheSuspectHalfTheTimeoutToRefute(t *testing.T) {
+	tn := cluster(t, 4)
+	tn.cut["a02:1"] = true // the victim hears nothing and answers nothing
+	n := tn.nodes["a0:1"]
+	victim := tn.nodes["a02:1"].Self()
+	sus, dead := victim, victim
+	sus.Status, dead.Status = Suspect, Dead
+	t0 := tn.now
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindGossip, From: forger, Members: []Member{sus}}))
+	tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindGossip, From: forger, Members: []Member{dead}}))
+	tn.run()
+	half := DefaultConfig().SuspicionTimeout / 2
+	tn.advance(half - 200*time.Millisecond)
+	if got := tn.status("a0:1", "a02:1"); got != Suspect {
+		t.Fatalf("a0 sees the victim %v %v after the forged DEAD, want suspect", got, tn.now.Sub(t0))
+	}
+	tn.advance(400 * time.Millisecond)
+	if got := tn.status("a0:1", "a02:1"); got != Dead {
+		t.Fatalf("a0 sees the silent victim %v %v after the forged DEAD, want dead", got, tn.now.Sub(t0))
+	}
+}

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/core"
+)
+
+// The forged-record scenarios of issue 18: a forger that can deliver frames
+// to members but holds no member session (it writes any sender it likes
+// and answers nothing) tries to add members to the table or to remove a
+// live one (gossip/SPEC.md, Admission).
+
+// Forger is the sender the forged frames claim; no node has its address.
+var Forger = gossip.Peer{ID: gossip.NodeID{0xee}, Addr: "forger:7000"}
+
+// FakeMembers returns k ALIVE records of members that do not exist: ids
+// whose first byte is 0xfa, at addresses no node has.
+func FakeMembers(k int) []gossip.Member {
+	out := make([]gossip.Member, k)
+	for i := range out {
+		var id gossip.NodeID
+		id[0] = 0xfa
+		binary.BigEndian.PutUint32(id[12:], uint32(i))
+		out[i] = gossip.Member{ID: id, Addr: fmt.Sprintf("fake%d:7000", i), Status: gossip.Alive}
+	}
+	return out
+}
+
+// ForgedSyncResult is what ForgedSync measures.
+type ForgedSyncResult struct {
+	FakeEvents    int           // member events about a fake, at any node (0 when admission holds)
+	FakeRecords   int           // fake records in any table at the end
+	MaxUnverified int           // most second-hand records one node held at once
+	Probes        uint64        // PINGs sent from the first forged frame until Cleared
+	Cleared       time.Duration // last forged frame -> no node holds an unverified record
+	Join          time.Duration // then: a real joiner ALIVE everywhere
+}
+
+// ForgedSync settles an n-node cluster, then sends one member a SYNC
+// naming fakes fake members every second, frames times (the attack of
+// issue 18 was one 32 KB frame of 1,000). It fails if the second-hand
+// records are not all gone 3 × NeighborTimeout after the last frame or a
+// real joiner is not ALIVE everywhere within 10 s after that.
+func ForgedSync(cfg Config, n, fakes, frames int) (ForgedSyncResult, error) {
+	var r ForgedSyncResult
+	user := cfg.OnEvent
+	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
+		if ev.Member.ID[0] == 0xfa {
+			r.FakeEvents++
+		}
+		if user != nil {
+			user(at, o, ev)
+		}
+	}
+	s, err := Build(cfg, n)
+	if err != nil {
+		return r, err
+	}
+	fs := FakeMembers(fakes)
+	target := s.Running()[0]
+	s.ResetStats()
+	watch := func() bool {
+		for _, i := range s.Running() {
+			r.MaxUnverified = max(r.MaxUnverified, s.Node(i).Unverified())
+		}
+		return false
+	}
+	for range frames {
+		s.Inject(target, &core.Message{Kind: core.KindSync, From: Forger, Members: fs})
+		s.RunUntil(s.Now()+time.Second, watch)
+	}
+	last := s.Now() - time.Second + s.cfg.LatencyMin
+	nt := s.cfg.Gossip.NeighborTimeout
+	gone := func() bool {
+		watch()
+		for _, i := range s.Running() {
+			if s.Node(i).Unverified() != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if !s.RunUntil(last+3*nt, gone) {
+		return r, fmt.Errorf("sim: seed %d: unverified records remain %v after the last forged frame", cfg.Seed, 3*nt)
+	}
+	r.Cleared = s.Now() - last
+	r.Probes = s.Stats().ByKind[core.KindPing]
+	for _, i := range s.Running() {
+		for _, m := range s.Node(i).Members() {
+			if m.ID[0] == 0xfa {
+				r.FakeRecords++
+			}
+		}
+	}
+	t0 := s.Now()
+	j := s.AddNode()
+	if !s.RunUntil(t0+10*time.Second, func() bool { return s.AllSee(j, IsAlive) }) {
+		return r, fmt.Errorf("sim: seed %d: a joiner after the attack is not ALIVE everywhere after 10 s", cfg.Seed)
+	}
+	r.Join = s.Now() - t0
+	return r, nil
+}
+
+// ForgedDepartureResult is what ForgedDeparture measures.
+type ForgedDepartureResult struct {
+	Removals int           // LEFT or DEAD events about the live victim, at any node
+	Longest  time.Duration // longest spell the victim was not ALIVE at one node
+	Ended    bool          // the victim ALIVE everywhere and the cluster converged at the end
+}
+
+// ForgedDeparture settles an n-node cluster and sends one member a record
+// claiming another, live, member has status (Left or Dead), in a frame of
+// kind (KindGossip or KindSync); a LEFT carries the victim's incarnation
+// plus one, so that it outranks the live record. It then runs
+// SuspicionTimeout + 5 s.
+func ForgedDeparture(cfg Config, n int, status gossip.Status, kind core.Kind) (ForgedDepartureResult, error) {
+	var r ForgedDepartureResult
+	var victimID gossip.NodeID
+	down := map[int]time.Duration{} // observer -> when it stopped seeing the victim ALIVE
+	user := cfg.OnEvent
+	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
+		if user != nil {
+			user(at, o, ev)
+		}
+		if ev.Member.ID != victimID {
+			return
+		}
+		switch ev.Kind {
+		case gossip.EventLeft, gossip.EventDead:
+			r.Removals++
+		case gossip.EventSuspect:
+			down[o] = at
+		case gossip.EventAlive, gossip.EventJoined:
+			if t0, ok := down[o]; ok {
+				r.Longest = max(r.Longest, at-t0)
+				delete(down, o)
+			}
+		}
+	}
+	s, err := Build(cfg, n)
+	if err != nil {
+		return r, err
+	}
+	run := s.Running()
+	victim, target := run[len(run)/2], run[0]
+	victimID = s.ID(victim)
+	rec, _ := s.Node(target).Member(victimID)
+	forged := rec
+	forged.Status = status
+	if status == gossip.Left {
+		forged.Incarnation++
+	}
+	s.Inject(target, &core.Message{Kind: kind, From: Forger, Members: []gossip.Member{forged}})
+	s.Run(s.cfg.Gossip.SuspicionTimeout + 5*time.Second)
+	for _, t0 := range down { // still suspected at the end
+		r.Longest = max(r.Longest, s.Now()-t0)
+	}
+	r.Ended = s.AllSee(victim, IsAlive) && s.Converged()
+	return r, nil
+}
