@@ -89,9 +89,10 @@ const (
 	StatusBehind                 // refused: the request's placement Version is older than the replica's
 	StatusUnsynced               // sync refused: the replica has not synced that range itself
 	StatusFull                   // refused: the replica is at its limit and holds nothing of this actor
+	StatusLagging                // sync refused for now: the replica has not adopted the request's newer placement; ask again
 )
 
-var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full"}
+var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full", "lagging"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -183,7 +184,7 @@ func (m *Msg) validate() error {
 	if m.Op < OpPrepare || m.Op > OpSynced {
 		return fmt.Errorf("%w: unknown op %d", ErrCorrupt, m.Op)
 	}
-	if m.Status > StatusFull {
+	if m.Status > StatusLagging {
 		return fmt.Errorf("%w: unknown status %d", ErrCorrupt, m.Status)
 	}
 	if len(m.Ranges) > maxRanges {

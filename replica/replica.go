@@ -466,9 +466,17 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 	for _, rng := range m.Ranges {
 		synced = synced && r.syncedRange(m.Kind, rng)
 	}
-	if m.Version > r.version || !synced {
-		// Not synced there, or not yet on the placement the requester is
-		// on (it has not marked what it enters there).
+	switch {
+	case m.Version > r.version:
+		// Not yet on the placement the requester is on: it may enter
+		// ranges there it has not marked, or hold acknowledged writes of
+		// ranges it stays in. Neither "unsynced" (the requester would
+		// skip it, and the writes it holds) nor its copies (they may be
+		// incomplete) is a sound answer until it has adopted that
+		// placement: the requester asks again.
+		out.Status = StatusLagging
+		return
+	case !synced:
 		out.Status = StatusUnsynced
 		return
 	}

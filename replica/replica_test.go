@@ -281,3 +281,40 @@ func TestSessionReportsFullReplicas(t *testing.T) {
 		t.Fatalf("two full replicas of three: %+v", res)
 	}
 }
+
+// A replica asked to sync under a placement newer than the one it adopted
+// answers "lagging", which neither counts nor lets the requester skip it:
+// it may be a member that stays in the range holding acknowledged writes
+// (a leaver answering before it adopted its own removal was skipped as
+// "unsynced", and a Write(One) range synced without its only copy).
+func TestSyncUnderANewerPlacementIsAskedAgain(t *testing.T) {
+	point := func(_, key string) uint64 { return uint64(len(key)) }
+	holder := NewReplica(point)
+	holder.Observe(1)
+	w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(4, 3), Pages: []pager.Page{{Key: "V", Data: []byte{7}}}})
+	w.Key, w.Version = "xx", 1
+	holder.Handle(w, 0)
+
+	rng := Range{Start: 1, End: 2}
+	local := NewReplica(point)
+	local.Observe(2)
+	local.Unsync("k", rng)
+	y := NewSync("k", []Range{rng}, 2, 0, []NodeID{{1}}, SyncNeed(1, 1), local, 0)
+	out := y.Start()
+	got := holder.Handle(out[0].Msg, 0)
+	if got.Status != StatusLagging {
+		t.Fatalf("a sync under a placement the replica has not adopted: %v, want lagging", got.Status)
+	}
+	y.Step(out[0].To, got)
+	if y.Done() || len(y.Unsynced()) != 0 {
+		t.Fatalf("a lagging answer counted (done %v) or marked the member unsynced (%v)", y.Done(), y.Unsynced())
+	}
+	holder.Observe(2)
+	y.Step(out[0].To, holder.Handle(y.Retry()[0].Msg, 0))
+	if !y.Done() {
+		t.Fatal("the sync did not finish once the holder adopted the placement")
+	}
+	if _, ok := local.Get("k", "xx"); !ok {
+		t.Fatal("the holder's copy was not adopted")
+	}
+}
