@@ -54,6 +54,13 @@ type Config struct {
 	// Durability, when set, keeps activations' state beyond their life
 	// (casty's replication): see Durability.
 	Durability Durability
+	// Lifecycle, when set, is told when an activation starts (its Activate
+	// hook succeeded: started true, reason ReasonNone) and when a started
+	// activation ends (started false, with the reason). It runs on the
+	// activation's goroutine, whether or not anyone observes events: it
+	// must return fast and never block. Casty counts activations with it
+	// for its metrics.
+	Lifecycle func(k *Kind, started bool, reason Reason)
 }
 
 // DefaultConfig returns the defaults, every field set.

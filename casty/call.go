@@ -74,12 +74,14 @@ func (e *doQ[T, Q]) Result() any       { return nil }
 // handler's error arrives as *ActorFailedError; infrastructure failures as
 // the sentinels of this package.
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
+	ctx, obs := startCall(ctx, ref, m)
 	r, err := callOnce[T, Q, R](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
 		// The owner was fenced before any replica took the commit: safe
 		// to run the call once more, on the rightful owner.
 		r, err = callOnce[T, Q, R](ctx, ref, m, q)
 	}
+	obs.end(err)
 	return r, err
 }
 
@@ -116,12 +118,14 @@ func (e *callR[T, R]) Invoke(ctx context.Context, state any) (err error) {
 
 // Call0 is Call for handlers without an argument: M(ctx) (R, error).
 func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
+	ctx, obs := startCall(ctx, ref, m)
 	r, err := call0Once[T, R](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
 		// The owner was fenced before any replica took the commit: safe
 		// to run the call once more, on the rightful owner.
 		r, err = call0Once[T, R](ctx, ref, m)
 	}
+	obs.end(err)
 	return r, err
 }
 
@@ -157,12 +161,14 @@ func (e *doQ[T, Q]) Invoke(ctx context.Context, state any) error {
 
 // Do is Call for handlers without a result: M(ctx, Q) error.
 func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
+	ctx, obs := startCall(ctx, ref, m)
 	err := doOnce[T, Q](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
 		// The owner was fenced before any replica took the commit: safe
 		// to run the call once more, on the rightful owner.
 		err = doOnce[T, Q](ctx, ref, m, q)
 	}
+	obs.end(err)
 	return err
 }
 
@@ -191,12 +197,14 @@ func (e *do0[T]) Invoke(ctx context.Context, state any) error { return e.m(state
 
 // Do0 is Call for handlers with neither argument nor result: M(ctx) error.
 func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
+	ctx, obs := startCall(ctx, ref, m)
 	err := do0Once[T](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
 		// The owner was fenced before any replica took the commit: safe
 		// to run the call once more, on the rightful owner.
 		err = do0Once[T](ctx, ref, m)
 	}
+	obs.end(err)
 	return err
 }
 

@@ -68,6 +68,7 @@ type cluster struct {
 	done   chan struct{}
 	serve  chan struct{}
 	logger *slog.Logger
+	netLim *limiter // rate-limits network warnings (netlog.go)
 
 	closeOnce sync.Once
 
@@ -149,6 +150,11 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 		return nil, err
 	}
 	sys.cl = cl
+	if err := sys.tel.observe(sys); err != nil {
+		cl.crash()
+		sys.discard()
+		return nil, err
+	}
 	return sys, nil
 }
 
@@ -198,6 +204,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
 	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
 	mcfg.Logger = sys.logger
+	cl.netHooks(&mcfg)
 	if o.tls != nil {
 		if mcfg.ServerTLS, mcfg.ClientTLS, err = loadTLS(*o.tls); err != nil {
 			ln.Close()
@@ -345,14 +352,16 @@ func (cl *cluster) awaitJoin(ctx context.Context, seeds []string, timeout time.D
 // watch rebuilds the view on every membership event.
 func (cl *cluster) watch(events <-chan gossip.Event) {
 	defer close(cl.done)
-	for range events {
+	for ev := range events {
+		cl.sys.tel.member(ev)
 		// Coalesce bursts: one rebuild for whatever is queued.
 		for more := true; more; {
 			select {
-			case _, ok := <-events:
+			case ev, ok := <-events:
 				if !ok {
 					return
 				}
+				cl.sys.tel.member(ev)
 			default:
 				more = false
 			}

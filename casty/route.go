@@ -103,6 +103,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	local, err = cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
+			req.trace = cl.sys.tel.outgoing(ctx)
 			req.Deadline = deadline.UnixNano()
 			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
@@ -123,6 +124,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		remoteWaits.Add(1)
 		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
 		remoteWaits.Add(-1)
+		if t := cl.sys.tel; t != nil {
+			t.bytes(len(payload), true)
+			t.bytes(len(b), false)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, k, key, req.Method)
@@ -178,6 +183,7 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 				return false, ctxError(ctx, k, key, method)
 			}
 			// Nothing was sent: safe to retry once the view moves.
+			cl.warnNet("casty: dialing a key's owner failed", d.addr, err)
 			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
 			cl.awaitChange(ctx, changed)
 			continue

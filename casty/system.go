@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/casty-go/casty/actor"
 )
 
@@ -19,6 +22,8 @@ type System struct {
 	cl     *cluster // nil in local mode
 
 	closing, closed atomic.Bool // Close began, Close returned (health.go)
+
+	tel *telemetry // nil without a meter or tracer provider (telemetry.go)
 }
 
 // Member is a full cluster member.
@@ -43,6 +48,8 @@ type systemOptions struct {
 	tls         *TLS
 	durability  actor.Durability // keeps the actors' state (replication)
 	replicator  *replicator      // the member's replication runtime, when it is the durability
+	meters      metric.MeterProvider
+	tracers     trace.TracerProvider
 }
 
 // withDurability sets the host's Durability: the seam replication plugs
@@ -96,6 +103,10 @@ func newSystem(opts []Option) (*System, error) {
 		sys.discard()
 		return nil, fmt.Errorf("casty: Seeds, Advertise and WithTLS are cluster options: use Start or Connect")
 	}
+	if err := sys.tel.observe(sys); err != nil {
+		sys.discard()
+		return nil, err
+	}
 	return sys, nil
 }
 
@@ -118,17 +129,25 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	}
 	ec.Interceptor = o.interceptor
 	ec.Durability = o.durability
+	tel, err := newTelemetry(o.meters, o.tracers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tel != nil && tel.meter != nil {
+		ec.Lifecycle = tel.lifecycle
+	}
 	host, err := actor.NewHost(ec, o.injectors)
 	if err != nil {
 		return nil, nil, err
 	}
-	sys := &System{host: host, cfg: cfg, logger: o.logger}
+	sys := &System{host: host, cfg: cfg, logger: o.logger, tel: tel}
 	systems.Store(host, sys)
 	return sys, o, nil
 }
 
 // discard closes the host of a system that failed to start.
 func (s *System) discard() {
+	s.tel.close()
 	s.host.Close(context.Background())
 	systems.Delete(s.host)
 }
@@ -183,6 +202,7 @@ func (s *System) Close(ctx context.Context) error {
 		err = s.host.Close(ctx)
 	}
 	systems.Delete(s.host)
+	s.tel.close()
 	return err
 }
 
