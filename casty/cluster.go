@@ -180,7 +180,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		adv = advertiseFor(ln.Addr().(*net.TCPAddr), o.seeds)
 	}
 	cl := &cluster{
-		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger,
+		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger.With(logNode, ring.NodeID(rawID).String()),
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
 	}
@@ -236,7 +236,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	gcfg.ShuffleInterval, gcfg.ShuffleActive, gcfg.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
 	gcfg.SuspicionTimeout, gcfg.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
 	gcfg.TombstoneTTL, gcfg.GraftTimeout, gcfg.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
-	gcfg.Logger = sys.logger
+	gcfg.Logger = cl.logger
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {
 			gcfg.Seeds = append(gcfg.Seeds, s)
@@ -452,7 +452,7 @@ func (cl *cluster) rebuild(extra placementFacts) {
 	}
 	if pl != oldPl && cl.rp != nil {
 		for _, id := range gone {
-			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", "node", cl.self.String(), "peer", id.String())
+			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", logPeer, id.String())
 		}
 		cl.rp.adopt(pl)
 	}

@@ -14,12 +14,11 @@ import (
 // call at the default level, and the network errors that repeat while a
 // peer is unreachable are rate limited (netWarnEvery).
 const (
-	logNode   = "node"   // this member's id
-	logPeer   = "peer"   // the other member's id or address
-	logKind   = "kind"   // an actor kind's wire name
-	logKey    = "key"    // an actor's key
-	logMethod = "method" // a handler's name
-	logErr    = "err"    // the error
+	logNode = "node" // this member's id
+	logPeer = "peer" // the other member's id or address
+	logErr  = "err"  // the error
+	// "kind" (an actor kind's wire name), "key" (an actor's key) and
+	// "method" (a handler's name) are written by the actor layer.
 )
 
 // netWarnEvery is how often one repeated network warning (same message,
@@ -124,12 +123,12 @@ func (h *limitedHandler) WithGroup(name string) slog.Handler {
 	return &limitedHandler{inner: h.inner.WithGroup(name), lim: h.lim}
 }
 
-// netHooks gives mux the member's rate-limited logger (every line naming
-// this node) and the session callbacks the metrics count.
+// netHooks gives mux the member's rate-limited logger (cl.logger: every
+// line names this node) and the session callbacks the metrics count.
 func (cl *cluster) netHooks(mcfg *mux.Config) {
 	lim := newLimiter(netWarnEvery, nil)
 	cl.netLim = lim
-	mcfg.Logger = slog.New(&limitedHandler{inner: cl.logger.Handler(), lim: lim}).With(logNode, cl.self.String())
+	mcfg.Logger = slog.New(&limitedHandler{inner: cl.logger.Handler(), lim: lim})
 	if t := cl.sys.tel; t != nil && t.meter != nil {
 		mcfg.OnSession = t.sessionUp
 		mcfg.OnPeerLost = func(mux.NodeID, error) { t.sessionLost() }
@@ -147,7 +146,7 @@ func (cl *cluster) warnNet(msg, peer string, err error) {
 	if !ok {
 		return
 	}
-	args := []any{logNode, cl.self.String(), logPeer, peer, logErr, err}
+	args := []any{logPeer, peer, logErr, err}
 	if n > 0 {
 		args = append(args, "suppressed", n)
 	}
