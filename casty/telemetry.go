@@ -10,7 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/gossip"
@@ -27,8 +29,8 @@ const instrumentation = "github.com/casty-go/casty/casty"
 
 // WithMeterProvider makes the system record its metrics (calls, mailboxes,
 // activations, replication, transport, membership: TELEMETRY.md) through
-// mp's meter. Without it nothing is recorded and the call path does no
-// extra work.
+// mp's meter. Without it (or with OpenTelemetry's no-op provider) nothing
+// is recorded and the call path does no extra work.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *systemOptions) { o.meters = mp }
 }
@@ -36,8 +38,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithTracerProvider makes the system trace calls and streams through tp's
 // tracer: a client span on the caller, a server span around the handler on
 // the member that runs it, joined by the W3C trace context each request
-// carries (SPEC.md), so one trace crosses members. Without it no span is
-// started and nothing is added to requests.
+// carries (SPEC.md), so one trace crosses members. Without it (or with
+// OpenTelemetry's no-op provider) no span is started and nothing is added
+// to requests.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *systemOptions) { o.tracers = tp }
 }
@@ -92,7 +95,6 @@ type telemetry struct {
 	tracer trace.Tracer // nil without a TracerProvider
 	meter  metric.Meter // nil without a MeterProvider
 
-	calls       metric.Int64Counter
 	callDur     metric.Float64Histogram
 	callBytes   metric.Int64Counter
 	activated   metric.Int64Counter
@@ -123,10 +125,17 @@ type telemetry struct {
 type methodTel struct {
 	span     string
 	spanAttr trace.SpanStartOption
-	byOut    [len(outcomes)]metric.MeasurementOption
+	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
 }
 
 func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry, error) {
+	// OpenTelemetry's no-op providers are no providers: nothing to pay for.
+	if _, ok := mp.(metricnoop.MeterProvider); ok {
+		mp = nil
+	}
+	if _, ok := tp.(tracenoop.TracerProvider); ok {
+		tp = nil
+	}
 	if mp == nil && tp == nil {
 		return nil, nil
 	}
@@ -145,7 +154,9 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 		errs = append(errs, err)
 		return c
 	}
-	t.calls = counter("casty.calls", "{call}", "Calls made by this system, by kind, method and outcome.")
+	// One instrument per call: the histogram's count is the number of
+	// calls (casty_call_duration_seconds_count in Prometheus), so no
+	// counter is kept beside it.
 	var err error
 	t.callDur, err = m.Float64Histogram("casty.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of calls made by this system, by kind, method and outcome."),
@@ -240,7 +251,8 @@ func (t *telemetry) method(k *actor.Kind, m *actor.Method) *methodTel {
 	mt := &methodTel{span: k.Name + "." + m.Name,
 		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name))}
 	for i, o := range outcomes {
-		mt.byOut[i] = metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
+		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
+		mt.record[i] = []metric.RecordOption{set}
 	}
 	v, _ := t.methods.LoadOrStore(m, mt)
 	return v.(*methodTel)
@@ -296,9 +308,7 @@ func (o callObs) finish(err error) {
 		for i < len(outcomes) && outcomes[i] != out {
 			i++
 		}
-		attrs := o.mt.byOut[i]
-		o.t.calls.Add(context.Background(), 1, attrs)
-		o.t.callDur.Record(context.Background(), time.Since(o.start).Seconds(), attrs)
+		o.t.callDur.Record(context.Background(), time.Since(o.start).Seconds(), o.mt.record[i]...)
 	}
 	if o.span != nil {
 		endSpan(o.span, err, out)
