@@ -266,16 +266,19 @@ type callObs struct {
 	start time.Time
 }
 
-// startCall begins observing a call of fn on ref's actor: it returns the
-// context the call runs with (carrying the client span) and the
-// observation, to end with its outcome.
-func startCall[T any](ctx context.Context, ref Ref[T], fn any) (context.Context, callObs) {
-	if ref.sys == nil || ref.sys.tel == nil || ref.kind == nil {
-		return ctx, callObs{}
+// telemetry returns s's telemetry: nil without providers, or for a zero
+// Ref's nil system.
+func (s *System) telemetry() *telemetry {
+	if s == nil {
+		return nil
 	}
-	return ref.sys.tel.startCall(ctx, ref.kind, ref.key, fn)
+	return s.tel
 }
 
+// startCall begins observing a call of fn on k's actor key: it returns
+// the context the call runs with (carrying the client span) and the
+// observation, to end with the call's outcome.
+//
 //go:noinline
 func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn any) (context.Context, callObs) {
 	m := k.MethodFor(reflect.ValueOf(fn).Pointer())

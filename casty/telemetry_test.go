@@ -257,3 +257,36 @@ func TestTelemetryStreamsCarryTheTrace(t *testing.T) {
 		t.Fatalf("stream spans not joined: client %v, server parent %v", client.SpanContext(), server.Parent())
 	}
 }
+
+func TestTelemetryReplicationMetricsCountCommitsAcksAndQuorumFailures(t *testing.T) {
+	opt, collect := meters(t)
+	nodes := startReplicated(t, 3, opt)
+	key := keyOn(t, nodes[0], nodes[0], Ledgers.Name())
+	ref := Ledgers.Ref(nodes[0], key)
+	for i := range 3 {
+		callUntil(t, 10*time.Second, "a replicated write", func(ctx context.Context) (int, error) {
+			return casty.Call(ctx, ref, (*Ledger).Add, i+1)
+		})
+	}
+	rm := collect()
+	commits, _ := sum(rm, "casty.replication.commits", attribute.String("casty.node", nodes[0].ID()))
+	size, _ := sum(rm, "casty.replication.commit.size", attribute.String("casty.node", nodes[0].ID()))
+	acks, _ := sum(rm, "casty.replication.acks")
+	if commits < 3 || size <= 0 || acks < 3 {
+		t.Fatalf("after 3 replicated writes: commits %d, commit bytes %d, acks %d", commits, size, acks)
+	}
+	// Both other replicas gone: the owner's next commit cannot reach a
+	// majority.
+	casty.Crash(nodes[1])
+	casty.Crash(nodes[2])
+	if _, err := casty.Call(context.Background(), ref, (*Ledger).Add, 1); !errors.Is(err, casty.ErrQuorumUnavailable) {
+		t.Fatalf("a write with no replica alive: %v", err)
+	}
+	rm = collect()
+	if n, _ := sum(rm, "casty.replication.quorum.failures"); n < 1 {
+		t.Fatalf("quorum failures: %d", n)
+	}
+	if n, _ := sum(rm, "casty.call.duration", attribute.String("casty.call.outcome", "quorum")); n != 1 {
+		t.Fatalf("calls with outcome quorum: %d", n)
+	}
+}
