@@ -204,6 +204,7 @@ func (t *telemetry) observe(sys *System) error {
 	depth := gauge("casty.mailbox.depth", "{message}", "Messages waiting in this node's mailboxes, not counting those running.")
 	members := gauge("casty.membership.members", "{member}", "Members in this node's membership table, by state.")
 	live := gauge("casty.transport.sessions", "{session}", "Live sessions to peers.")
+	traffic := ocounter("casty.transport.bytes", "By", "Bytes this node's sessions read and wrote, by direction.")
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
@@ -219,6 +220,9 @@ func (t *telemetry) observe(sys *System) error {
 			return nil
 		}
 		o.ObserveInt64(live, int64(len(cl.node.Sessions())), node)
+		tr := cl.node.Traffic()
+		o.ObserveInt64(traffic, int64(tr.BytesOut), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("sent")))
+		o.ObserveInt64(traffic, int64(tr.BytesIn), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("received")))
 		byState := map[gossip.Status]int64{}
 		for _, mb := range cl.agent.Members() {
 			byState[mb.Status]++
@@ -232,7 +236,7 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 		}
 		return nil
-	}, active, depth, members, live, commits, commitBytes, repairs)
+	}, active, depth, members, live, traffic, commits, commitBytes, repairs)
 	t.reg = reg
 	return err
 }

@@ -143,6 +143,9 @@ func TestTelemetryMembershipAndTransportMetricsFollowTheCluster(t *testing.T) {
 		if n, _ := sum(rm, "casty.call.envelope.size", attribute.String("casty.direction", dir)); n <= 0 {
 			t.Errorf("call envelope bytes %s: %d", dir, n)
 		}
+		if n, _ := sum(rm, "casty.transport.bytes", node, attribute.String("casty.direction", dir)); n <= 0 {
+			t.Errorf("transport bytes %s: %d", dir, n)
+		}
 	}
 	// A member killed: suspected, then dead, on the others' tables.
 	casty.Crash(third)

@@ -80,6 +80,7 @@ type Node struct {
 	handshaking   map[net.Conn]struct{}
 	adm           admission // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
+	traffic       trafficCounters // bytes through sessions' connections (stats.go)
 }
 
 // New builds a Node from cfg (validated).
