@@ -3,6 +3,9 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,5 +294,61 @@ func TestTelemetryReplicationMetricsCountCommitsAcksAndQuorumFailures(t *testing
 	}
 	if n, _ := sum(rm, "casty.call.duration", attribute.String("casty.call.outcome", "quorum")); n != 1 {
 		t.Fatalf("calls with outcome quorum: %d", n)
+	}
+}
+
+// logLines records the messages of the log lines written.
+type logLines struct {
+	mu  sync.Mutex
+	msg []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelInfo {
+		l.mu.Lock()
+		l.msg = append(l.msg, r.Message)
+		l.mu.Unlock()
+	}
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+func (l *logLines) casty() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.msg {
+		if strings.HasPrefix(m, "casty:") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Calls write no log line at the default level, whether they succeed or
+// fail, locally or across members.
+func TestTelemetryNoLogLinePerCall(t *testing.T) {
+	rec := &logLines{}
+	logger := casty.WithLogger(slog.New(rec))
+	a := startNode(t, nil, logger)
+	b := startNode(t, []string{a.Addr()}, logger)
+	waitConverged(t, []*casty.System{a, b}, 2)
+	before := len(rec.casty())
+	ctx := context.Background()
+	remote, local := keyOn(t, b, a, Flakies.Name()), keyOn(t, a, a, Flakies.Name())
+	for range 20 {
+		for _, key := range []string{remote, local} {
+			if _, err := casty.Call(ctx, Flakies.Ref(a, key), (*Flaky).Add, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := casty.Do0(ctx, Flakies.Ref(a, key), (*Flaky).Fail); err == nil {
+				t.Fatal("Fail succeeded")
+			}
+		}
+	}
+	if got := rec.casty(); len(got) != before {
+		t.Fatalf("80 calls wrote %d casty lines: %q", len(got)-before, got[before:])
 	}
 }
