@@ -195,6 +195,7 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	s.closing.Store(true)
 	defer s.closed.Store(true)
+	s.tel.close() // no collection reads a system being taken apart
 	var err error
 	if s.cl != nil {
 		s.cl.closeOnce.Do(func() { err = s.cl.shutdown(ctx, true) })
@@ -202,7 +203,6 @@ func (s *System) Close(ctx context.Context) error {
 		err = s.host.Close(ctx)
 	}
 	systems.Delete(s.host)
-	s.tel.close()
 	return err
 }
 
