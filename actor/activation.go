@@ -345,6 +345,9 @@ func (a *Activation) activate() error {
 		if o := a.observers(); o.any {
 			a.host.hub.publish(o, Activated{EventInfo: a.info()})
 		}
+		if f := a.host.cfg.Lifecycle; f != nil {
+			f(a.kind, true, ReasonNone)
+		}
 	}
 	return err
 }
@@ -481,6 +484,9 @@ func (a *Activation) deactivate(reason Reason) {
 	}
 	if o := a.observers(); a.started && o.any {
 		a.host.hub.publish(o, Deactivated{EventInfo: a.info(), Reason: reason})
+	}
+	if f := a.host.cfg.Lifecycle; f != nil && a.started {
+		f(a.kind, false, reason)
 	}
 	a.release()
 	var failWith error

@@ -61,6 +61,13 @@ type Config struct {
 	// Durability's Release), and waits for it to be gone; when none is
 	// idle it fails with ErrOverloaded. Default 1,000,000.
 	MaxActivations int
+	// Lifecycle, when set, is told when an activation starts (its Activate
+	// hook succeeded: started true, reason ReasonNone) and when a started
+	// activation ends (started false, with the reason). It runs on the
+	// activation's goroutine, whether or not anyone observes events: it
+	// must return fast and never block. Casty counts activations with it
+	// for its metrics.
+	Lifecycle func(k *Kind, started bool, reason Reason)
 }
 
 // DefaultConfig returns the defaults, every field set.

@@ -48,6 +48,9 @@
 //     hands the connection's reader on), and ExternalWaits reports the
 //     callers waiting on other nodes, which count toward the spin rule.
 //   - Interceptor receives every lifecycle event inline.
+//   - Lifecycle is told of every activation that starts and ends (with
+//     its reason), observed or not; Host.Queued counts the messages
+//     waiting in the mailboxes (casty's metrics use both).
 //
 // What the layer above needs per kind, per handler or per host (typed
 // invokers, replication options, the System a host belongs to) it keeps in

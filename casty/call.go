@@ -102,10 +102,15 @@ const notAppliedTries = 6
 // handler's error arrives as *ActorFailedError; infrastructure failures as
 // the sentinels of this package.
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
+	var obs callObs
+	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	}
 	r, err := callOnce[T, Q, R](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
 		r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce[T, Q, R](ctx, ref, m, q) })
 	}
+	obs.end(err)
 	return r, err
 }
 
@@ -142,10 +147,15 @@ func (e *callR[T, R]) Invoke(ctx context.Context, state any) (err error) {
 
 // Call0 is Call for handlers without an argument: M(ctx) (R, error).
 func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
+	var obs callObs
+	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	}
 	r, err := call0Once[T, R](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
 		r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once[T, R](ctx, ref, m) })
 	}
+	obs.end(err)
 	return r, err
 }
 
@@ -181,10 +191,15 @@ func (e *doQ[T, Q]) Invoke(ctx context.Context, state any) error {
 
 // Do is Call for handlers without a result: M(ctx, Q) error.
 func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
+	var obs callObs
+	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	}
 	err := doOnce[T, Q](ctx, ref, m, q)
 	if errors.Is(err, errNotApplied) {
 		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce[T, Q](ctx, ref, m, q) })
 	}
+	obs.end(err)
 	return err
 }
 
@@ -213,10 +228,15 @@ func (e *do0[T]) Invoke(ctx context.Context, state any) error { return e.m(state
 
 // Do0 is Call for handlers with neither argument nor result: M(ctx) error.
 func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
+	var obs callObs
+	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	}
 	err := do0Once[T](ctx, ref, m)
 	if errors.Is(err, errNotApplied) {
 		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once[T](ctx, ref, m) })
 	}
+	obs.end(err)
 	return err
 }
 

@@ -77,6 +77,7 @@ type cluster struct {
 	done   chan struct{}
 	serve  chan struct{}
 	logger *slog.Logger
+	netLim *limiter // rate-limits network warnings (netlog.go)
 
 	closeOnce sync.Once
 
@@ -163,6 +164,11 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 		return nil, err
 	}
 	sys.cl = cl
+	if err := sys.tel.observe(sys); err != nil {
+		cl.crash()
+		sys.discard()
+		return nil, err
+	}
 	return sys, nil
 }
 
@@ -188,7 +194,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		adv = advertiseFor(ln.Addr().(*net.TCPAddr), o.seeds)
 	}
 	cl := &cluster{
-		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger,
+		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger.With(logNode, ring.NodeID(rawID).String()),
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
 	}
@@ -212,6 +218,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
 	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
 	mcfg.Logger = sys.logger
+	cl.netHooks(&mcfg)
 	if o.tls != nil {
 		if mcfg.ServerTLS, mcfg.ClientTLS, err = loadTLS(*o.tls); err != nil {
 			ln.Close()
@@ -249,7 +256,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	gcfg.ShuffleInterval, gcfg.ShuffleActive, gcfg.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
 	gcfg.SuspicionTimeout, gcfg.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
 	gcfg.TombstoneTTL, gcfg.GraftTimeout, gcfg.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
-	gcfg.Logger = sys.logger
+	gcfg.Logger = cl.logger
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {
 			gcfg.Seeds = append(gcfg.Seeds, s)
@@ -368,14 +375,16 @@ func (cl *cluster) awaitJoin(ctx context.Context, seeds []string, timeout time.D
 // watch rebuilds the view on every membership event.
 func (cl *cluster) watch(events <-chan gossip.Event) {
 	defer close(cl.done)
-	for range events {
+	for ev := range events {
+		cl.sys.tel.member(ev)
 		// Coalesce bursts: one rebuild for whatever is queued.
 		for more := true; more; {
 			select {
-			case _, ok := <-events:
+			case ev, ok := <-events:
 				if !ok {
 					return
 				}
+				cl.sys.tel.member(ev)
 			default:
 				more = false
 			}
@@ -470,7 +479,7 @@ func (cl *cluster) rebuild(extra placementFacts) {
 	}
 	if pl != oldPl && cl.rp != nil {
 		for _, id := range gone {
-			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", "node", cl.self.String(), "peer", id.String())
+			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", logPeer, id.String())
 		}
 		cl.rp.adopt(pl)
 	}

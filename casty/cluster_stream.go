@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/wire"
@@ -149,6 +151,11 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	}
 	ctx, cancelCtx := context.WithCancel(actor.WithChain(context.Background(), req.Chain))
 	defer cancelCtx()
+	if t := cl.sys.tel; t != nil && t.tracer != nil {
+		var span trace.Span
+		ctx, span = t.serverSpan(ctx, &req)
+		defer func() { endSpan(span, err, outcomeOf(err)) }()
+	}
 	// The caller gone: cancel the handler and unblock a write waiting for
 	// window credit that will never come.
 	cancel := func() {
@@ -294,11 +301,18 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 
 // openStream opens a stream to the key's owner, retrying once if the ring
 // moved (nothing has run yet). It returns nil when this node owns the key.
-func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte) (*frameConn, error) {
+func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte) (_ *frameConn, err error) {
+	if t := cl.sys.tel; t != nil && t.tracer != nil {
+		var span trace.Span
+		ctx, span = t.tracer.Start(ctx, k.Name+"."+method, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(method), attrKey.String(key)))
+		defer func() { endSpan(span, err, outcomeOf(err)) }()
+	}
 	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx)}
+	req.trace = cl.sys.tel.outgoing(ctx)
 	header := appendCallReq(nil, &req)
 	var fc *frameConn
-	_, err := cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
+	_, err = cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)

@@ -237,6 +237,22 @@
 // kind and message, which `castyctl schema check` compares across
 // releases).
 //
+// # Telemetry and logs
+//
+// WithMeterProvider and WithTracerProvider turn on OpenTelemetry; without
+// them (or with OpenTelemetry's no-op providers) a system records nothing
+// and a call pays one nil check. Metrics cover calls (a duration histogram
+// by kind, method and outcome, whose count is the number of calls; never
+// by key), mailbox depth, activations, replication, transport and
+// membership. Traces: a client span per call and stream open on the
+// caller, a server span around the handler on the member that runs it,
+// joined by the W3C trace context each request carries, errors recorded
+// on both. Log lines use the keys node, peer, kind, key, method and err;
+// none is written per call at the default level, and a network warning
+// that repeats (same message, same peer) is written at most once per
+// 10 s with the count of those held back. TELEMETRY.md lists every
+// instrument, attribute, span and log key.
+//
 // # Modules
 //
 // go get github.com/casty-go/casty/casty brings the runtime: actor, gossip,

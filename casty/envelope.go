@@ -34,6 +34,7 @@ type callReq struct {
 	Chain    []string  // the call chain, "kind/key" innermost first (reentrancy)
 	Deadline int64     // unix ns; 0 for none
 	at       placement // the key's ring point, when the caller knows it (points.go)
+	trace    traceCtx  // the caller's span, when it traces (telemetry.go)
 
 	// What decoding resolved the names to: set for declared kinds.
 	kind *actor.Kind
@@ -56,6 +57,8 @@ type callResp struct {
 //	request:  op u8 | flags u8 (1: ring point present) | kind str | key str
 //	          | [point u64, big endian] | method str | deadline varint
 //	          | chain uvarint n (at most MaxCallChain), n × str
+//	          | [trace id 16 bytes | span id 8 bytes | trace flags u8
+//	          |  | tracestate str]  (when flags bit 1 is set)
 //	          | arg (the rest of the envelope)
 //	response: flags u8 (1 ok, 2 error) | [error] | result (the rest)
 //	error:    code str | message str | kind str | key str | method str
@@ -173,7 +176,22 @@ func (d *decoder) rest() []byte {
 	return p
 }
 
-const reqPlaced byte = 1
+const (
+	reqPlaced byte = 1 // a ring point follows the key
+	reqTraced byte = 2 // a trace context follows the chain
+)
+
+// traceCtx is a W3C trace context (traceparent's ids and flags, and the
+// tracestate header's value) as a request carries it; the zero value is
+// none, and costs nothing on the wire.
+type traceCtx struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   byte
+	State   string
+}
+
+func (t *traceCtx) present() bool { return t.TraceID != [16]byte{} }
 
 // appendCallReqHead appends everything of r but its argument, which
 // follows as the rest of the envelope.
@@ -182,6 +200,9 @@ func appendCallReqHead(dst []byte, r *callReq) []byte {
 	var flags byte
 	if r.at.known {
 		flags |= reqPlaced
+	}
+	if r.trace.present() {
+		flags |= reqTraced
 	}
 	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
@@ -195,6 +216,12 @@ func appendCallReqHead(dst []byte, r *callReq) []byte {
 	for _, c := range r.Chain {
 		e.str(c)
 	}
+	if r.trace.present() {
+		e.b = append(e.b, r.trace.TraceID[:]...)
+		e.b = append(e.b, r.trace.SpanID[:]...)
+		e.b = append(e.b, r.trace.Flags)
+		e.str(r.trace.State)
+	}
 	return e.b
 }
 
@@ -204,6 +231,9 @@ func callReqSize(r *callReq, argSize int) int {
 	n := 40 + len(r.Kind) + len(r.Key) + len(r.Method) + argSize
 	for _, c := range r.Chain {
 		n += 4 + len(c)
+	}
+	if r.trace.present() {
+		n += 28 + len(r.trace.State)
 	}
 	return n
 }
@@ -261,11 +291,31 @@ func decodeCallReq(b []byte, r *callReq) error {
 			r.Chain[i] = d.str()
 		}
 	}
-	if d.err == nil && flags&^reqPlaced != 0 {
+	if d.err == nil && flags&reqTraced != 0 {
+		d.traceCtx(&r.trace)
+	}
+	if d.err == nil && flags&^(reqPlaced|reqTraced) != 0 {
 		d.fail("unknown flags")
 	}
 	r.Arg = d.rest()
 	return d.err
+}
+
+// traceCtx reads a request's trace context; an all-zero trace id is
+// refused (it would re-encode as no context at all).
+func (d *decoder) traceCtx(t *traceCtx) {
+	if d.err != nil || len(d.b) < 25 {
+		d.fail("truncated")
+		return
+	}
+	copy(t.TraceID[:], d.b[:16])
+	copy(t.SpanID[:], d.b[16:24])
+	t.Flags = d.b[24]
+	d.b = d.b[25:]
+	t.State = d.str()
+	if !t.present() {
+		d.fail("empty trace id")
+	}
 }
 
 const (

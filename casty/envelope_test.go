@@ -16,6 +16,8 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		{Op: opStateOf, Kind: "k", Key: ""},
 		{Op: opCall, Kind: "ünï", Key: string(make([]byte, 300)), Deadline: -5},
 		{Op: opCall, Kind: "k", Key: "x", Method: "M", at: placement{point: 1<<64 - 1, known: true}, Arg: []byte{0xc0}},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", Chain: []string{"a/b"}, trace: sampleTrace, Arg: []byte{0xc0}},
+		{Op: opStream, Kind: "k", Key: "x", Method: "T", at: placement{point: 7, known: true}, trace: traceCtx{TraceID: [16]byte{15: 1}, SpanID: [8]byte{1}}},
 	}
 	for _, in := range reqs {
 		var out callReq
@@ -43,6 +45,29 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
+var sampleTrace = traceCtx{
+	TraceID: [16]byte{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+	SpanID:  [8]byte{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+	Flags:   1,
+	State:   "congo=t61rcWkgMzE",
+}
+
+// An empty trace context costs nothing on the wire: the envelope is the
+// one a node without tracing sends. A present one adds its fixed 25 bytes
+// and the tracestate.
+func TestCallEnvelopeTraceContextIsFreeWhenEmpty(t *testing.T) {
+	plain := callReq{Op: opCall, Kind: "k", Key: "x", Method: "M", Chain: []string{"a/b"}, Deadline: 99, Arg: []byte{1}}
+	traced := plain
+	traced.trace = sampleTrace
+	a, b := appendCallReq(nil, &plain), appendCallReq(nil, &traced)
+	if a[1] != 0 {
+		t.Fatalf("flags of an untraced request: %#x", a[1])
+	}
+	if got, want := len(b)-len(a), 25+1+len(sampleTrace.State); got != want {
+		t.Fatalf("the trace context adds %d bytes, want %d", got, want)
+	}
+}
+
 // A stream's error frame carries a wire error alone, in the same encoding
 // as inside a response; trailing bytes are refused.
 func TestWireErrorFrameRoundTrip(t *testing.T) {
@@ -67,7 +92,17 @@ func TestCallEnvelopeRefusesBadInput(t *testing.T) {
 		"truncated": good[:len(good)-1],
 		"flags":     append([]byte{opCall, 0x80}, good[2:]...),
 		"point":     append([]byte{opCall, reqPlaced}, good[2:5]...),
-		"huge str":  {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"trace truncated": func() []byte {
+			b := appendCallReqHead(nil, &callReq{Op: opCall, Kind: "k", trace: sampleTrace})
+			return b[:len(b)-10]
+		}(),
+		"trace id zero": func() []byte {
+			b := appendCallReqHead(nil, &callReq{Op: opCall, Kind: "k", trace: sampleTrace})
+			n := len(b) - (25 + 1 + len(sampleTrace.State))
+			copy(b[n:n+16], make([]byte, 16))
+			return b
+		}(),
+		"huge str": {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"huge chain": func() []byte {
 			b := appendCallReq(nil, &callReq{Op: opCall})
 			b = b[:len(b)-2]
@@ -140,6 +175,8 @@ func FuzzCallEnvelope(f *testing.F) {
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(hostileChain(4_000_000)) // 4 MiB naming 4 million entries: refused from the count
 	f.Add(hostileChain(MaxCallChain + 1))
+	f.Add(appendCallReq(nil, &callReq{Op: opCall, Kind: "shop.Order", Key: "o", Method: "Add", Arg: []byte{1}, trace: sampleTrace}))
+	f.Add(appendCallReq(nil, &callReq{Op: opStream, Kind: "k", Key: "x", Method: "T", at: placement{point: 9, known: true}, trace: traceCtx{TraceID: [16]byte{1}, SpanID: [8]byte{2}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r callReq
 		if decodeCallReq(b, &r) == nil {

@@ -327,6 +327,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			if m == nil {
 				continue // unreachable: the round waits for the others
 			}
+			if m.Op == replica.OpAck {
+				r.cl.sys.tel.acked(1)
+			}
 			r.mu.Lock()
 			more := s.Step(rp.from, m)
 			res := s.Results()
@@ -595,6 +598,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		outs := s.sess.Confirm()
 		r.mu.Unlock()
 		if res := r.run(ctx, s.sess, outs); res.Err != nil {
+			r.cl.sys.tel.quorumFailed()
 			return fmt.Errorf("%w: %s/%s: confirming the read: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
 		}
 		return nil
@@ -604,6 +608,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	r.mu.Unlock()
 	res := r.run(ctx, s.sess, outs)
 	if res.Err != nil {
+		r.cl.sys.tel.quorumFailed()
 		if !res.Applied {
 			return fmt.Errorf("%w: %s/%s: %w: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied, res.Err)
 		}

@@ -109,6 +109,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			if !k.Service && len(req.Chain) >= actor.MaxCallChain {
 				return nil, fmt.Errorf("%w: calling %s/%s with %d activations already waiting up the chain (at most %d); nothing was sent", ErrCallChainTooLong, k.Name, key, len(req.Chain), actor.MaxCallChain)
 			}
+			req.trace = cl.sys.tel.outgoing(ctx)
 			req.Deadline = deadline.UnixNano()
 			req.at = at
 			payload = appendCallReqHead((*buf)[:0], &req)
@@ -129,6 +130,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		remoteWaits.Add(1)
 		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
 		remoteWaits.Add(-1)
+		if t := cl.sys.tel; t != nil {
+			t.bytes(len(payload), true)
+			t.bytes(len(b), false)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, k, key, req.Method)
@@ -188,6 +193,7 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 				return false, ctxError(ctx, k, key, method)
 			}
 			// Nothing was sent: safe to retry once the view moves.
+			cl.warnNet("casty: dialing a key's owner failed", d.addr, err)
 			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
 			cl.awaitChange(ctx, changed)
 			continue

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
@@ -75,7 +77,14 @@ func (cl *cluster) handle(ctx context.Context, from *mux.Session, payload []byte
 		refusal := forbidden("reading an actor's state")
 		return refusal.envelope(), nil
 	}
+	var span trace.Span
+	if t := cl.sys.tel; t != nil && t.tracer != nil && req.Op == opCall {
+		ctx, span = t.serverSpan(ctx, &req)
+	}
 	resp := cl.serveReq(ctx, &req)
+	if span != nil {
+		endServerSpan(span, resp.Err)
+	}
 	b := resp.envelope()
 	if max := cl.sys.cfg.MaxMessage; len(b) > max {
 		// mux would refuse it, and the caller could not tell that the

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 )
@@ -21,6 +24,8 @@ type System struct {
 
 	closing, closed atomic.Bool  // Close began, Close returned (health.go)
 	spies           atomic.Int64 // spy subscriptions served (Config.MaxSpies)
+
+	tel *telemetry // nil without a meter or tracer provider (telemetry.go)
 }
 
 // Member is a full cluster member.
@@ -47,6 +52,8 @@ type systemOptions struct {
 	editMux     func(*mux.Config) // tests: a hostile node's transport
 	durability  actor.Durability  // keeps the actors' state (replication)
 	replicator  *replicator       // the member's replication runtime, when it is the durability
+	meters      metric.MeterProvider
+	tracers     trace.TracerProvider
 }
 
 // withDurability sets the host's Durability: the seam replication plugs
@@ -100,6 +107,10 @@ func newSystem(opts []Option) (*System, error) {
 		sys.discard()
 		return nil, fmt.Errorf("casty: Seeds, Advertise, WithTLS and the secrets are cluster options: use Start or Connect")
 	}
+	if err := sys.tel.observe(sys); err != nil {
+		sys.discard()
+		return nil, err
+	}
 	return sys, nil
 }
 
@@ -122,17 +133,25 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	}
 	ec.Interceptor = o.interceptor
 	ec.Durability = o.durability
+	tel, err := newTelemetry(o.meters, o.tracers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tel != nil && tel.meter != nil {
+		ec.Lifecycle = tel.lifecycle
+	}
 	host, err := actor.NewHost(ec, o.injectors)
 	if err != nil {
 		return nil, nil, err
 	}
-	sys := &System{host: host, cfg: cfg, logger: o.logger}
+	sys := &System{host: host, cfg: cfg, logger: o.logger, tel: tel}
 	systems.Store(host, sys)
 	return sys, o, nil
 }
 
 // discard closes the host of a system that failed to start.
 func (s *System) discard() {
+	s.tel.close()
 	s.host.Close(context.Background())
 	systems.Delete(s.host)
 }
@@ -180,6 +199,7 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	s.closing.Store(true)
 	defer s.closed.Store(true)
+	s.tel.close() // no collection reads a system being taken apart
 	var err error
 	if s.cl != nil {
 		s.cl.closeOnce.Do(func() { err = s.cl.shutdown(ctx, true) })

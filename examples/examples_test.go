@@ -87,6 +87,15 @@ func TestExamples(t *testing.T) {
 			"order-1 active=true items=[sku-1 sku-2] total=2200 paid=true",
 			"order-99 active=false",
 		}},
+		{"12_observability", []string{
+			"2 members, metrics on http://127.0.0.1:",
+			"one trace spans both members: true",
+			"member-b  server   shop.Order.Pay",
+			"member-a  client   shop.Order.Pay",
+			`casty_call_duration_seconds_count{casty_actor_kind="shop.Order",casty_actor_method="Pay",casty_call_outcome="ok"} 1`,
+			`casty_call_duration_seconds_count{casty_actor_kind="shop.Order",casty_actor_method="Cancel",casty_call_outcome="failed"} 1`,
+			`casty_membership_members{casty_member_state="alive",casty_node=`,
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {

@@ -110,6 +110,9 @@
 //     with CodeOverloaded, handler not run); how long a message may stay
 //     partly received (beyond: a violation). Serve outlives temporary Accept
 //     errors such as running out of file descriptors.
+//   - Node.Traffic counts the bytes every session read and wrote (records
+//     with their headers, above TLS), for metrics: two atomic adds per
+//     socket read or write.
 //
 // # Goroutines
 //

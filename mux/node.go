@@ -82,6 +82,7 @@ type Node struct {
 	names         map[NodeID]string // CertIdentity: node id → certificate member name
 	adm           admission         // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
+	traffic       trafficCounters // bytes through sessions' connections (stats.go)
 }
 
 // New builds a Node from cfg (validated).

@@ -73,6 +73,7 @@ type result struct {
 // and starts yamux on it (not yet the goroutines: see register).
 func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string,
 	role Role, version uint16, codecName string, initiator NodeID, nonce uint64) *Session {
+	conn = countedConn{Conn: conn, c: &n.traffic}
 	s := &Session{
 		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
 		peerRole: role, version: version, initiator: initiator, nonce: nonce, created: time.Now(),

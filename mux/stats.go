@@ -1,0 +1,39 @@
+package mux
+
+import (
+	"net"
+	"sync/atomic"
+)
+
+// Traffic is what a node's sessions carried since the node started: the
+// bytes read from and written to their connections, every record counted
+// with its header (above TLS: what TLS encrypts, not its overhead).
+type Traffic struct {
+	BytesIn, BytesOut uint64
+}
+
+// Traffic reports the bytes this node's sessions have read and written.
+// It costs two atomic loads: metrics may poll it.
+func (n *Node) Traffic() Traffic {
+	return Traffic{BytesIn: n.traffic.in.Load(), BytesOut: n.traffic.out.Load()}
+}
+
+type trafficCounters struct{ in, out atomic.Uint64 }
+
+// countedConn counts what passes through a session's connection.
+type countedConn struct {
+	net.Conn
+	c *trafficCounters
+}
+
+func (c countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.c.in.Add(uint64(n))
+	return n, err
+}
+
+func (c countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.c.out.Add(uint64(n))
+	return n, err
+}
