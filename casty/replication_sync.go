@@ -179,21 +179,8 @@ func (r *replicator) runSync(run *syncRun) {
 		start := time.Now()
 		type group struct {
 			prev []replica.NodeID
+			need int
 			rngs []replica.Range
-		}
-		var groups []*group
-		prevRing := previousRing(run.base, skip)
-		for _, rng := range run.rngs {
-			var prev []replica.NodeID
-			for _, id := range prevRing.Replicas(rng.End, run.n) {
-				prev = append(prev, replica.NodeID(id))
-			}
-			i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.prev, prev) })
-			if i < 0 {
-				groups = append(groups, &group{prev: prev})
-				i = len(groups) - 1
-			}
-			groups[i].rngs = append(groups[i].rngs, rng)
 		}
 		// The requests carry the newest placement this member adopted,
 		// not the one the run began on: members that adopted a newer
@@ -203,9 +190,24 @@ func (r *replicator) runSync(run *syncRun) {
 		r.mu.Lock()
 		cur := r.pl
 		r.mu.Unlock()
+		v := r.cl.view.Load()
+		var groups []*group
+		prevRing := previousRing(run.base, skip)
+		for _, rng := range run.rngs {
+			full := prevRing.Replicas(rng.End, run.n)
+			prev, need := answerable(full, replica.SyncNeed(len(full), run.w), func(id ring.NodeID) bool {
+				return !cur.placed(id) && v.left[id] == ""
+			})
+			i := slices.IndexFunc(groups, func(g *group) bool { return g.need == need && slices.Equal(g.prev, prev) })
+			if i < 0 {
+				groups = append(groups, &group{prev: prev, need: need})
+				i = len(groups) - 1
+			}
+			groups[i].rngs = append(groups[i].rngs, rng)
+		}
 		var remaining []replica.Range
 		for _, g := range groups {
-			y := replica.NewSync(run.kind, g.rngs, cur.version, cur.digest, g.prev, replica.SyncNeed(len(g.prev), run.w), r.rep, r.batch)
+			y := replica.NewSync(run.kind, g.rngs, cur.version, cur.digest, g.prev, g.need, r.rep, r.batch)
 			if !r.syncRound(y) {
 				remaining = append(remaining, g.rngs...)
 			}
@@ -226,6 +228,24 @@ func (r *replicator) runSync(run *syncRun) {
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// answerable returns the members of a previous set that can still answer
+// a sync, and how many of them it must hear: need, or all of them when
+// fewer remain. Members removed from the placement as dead (gone, and not
+// a leaver still handing off) never will; with one of a Replicas(3) set
+// gone the other two must both answer, as before, and with two gone the
+// one left is enough — a write acknowledged by the dead alone is lost
+// with them, beyond what the replica count tolerates (replica/SPEC.md,
+// "Membership changes").
+func answerable(full []ring.NodeID, need int, dead func(ring.NodeID) bool) ([]replica.NodeID, int) {
+	prev := make([]replica.NodeID, 0, len(full))
+	for _, id := range full {
+		if !dead(id) {
+			prev = append(prev, replica.NodeID(id))
+		}
+	}
+	return prev, min(need, len(prev))
 }
 
 // previousRing returns base without the members in skip: a range's
