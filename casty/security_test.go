@@ -3,17 +3,8 @@ package casty_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
-	"math/big"
-	"net"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,33 +214,11 @@ func TestOpenClusterWarnsWhenReachable(t *testing.T) {
 	}
 }
 
-// issueWith issues a certificate carrying uris (subject alternative names).
+// issueWith issues a certificate carrying uris (subject alternative
+// names), for a system with TLS.Identity.
 func (ca *testCA) issueWith(t *testing.T, name string, uris ...string) casty.TLS {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	for _, u := range uris {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, pu)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	out := casty.TLS{Cert: filepath.Join(ca.dir, name+".pem"), Key: filepath.Join(ca.dir, name+".key"), CA: ca.path, Identity: true}
-	writePEM(t, out.Cert, "CERTIFICATE", der)
-	writePEM(t, out.Key, "EC PRIVATE KEY", kb)
-	return out
+	cert, key := ca.Issue(t, name, uris...)
+	return casty.TLS{Cert: cert, Key: key, CA: ca.Path, Identity: true}
 }
 
 // With TLS.Identity the certificate decides the role: a client
