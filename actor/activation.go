@@ -437,6 +437,9 @@ func (a *Activation) failed(e *Envelope, err error, o *observers, took time.Dura
 	case Reset:
 		a.requestStop(ReasonReset)
 	case Stop:
+		if a.sess != nil {
+			a.stopped(e)
+		}
 		a.requestStop(ReasonStop)
 	}
 	if dir == Keep && a.sess != nil && !a.commit(e, true) {

@@ -91,6 +91,25 @@ type restoreError struct{ err error }
 func (e *restoreError) Error() string { return e.err.Error() }
 func (e *restoreError) Unwrap() error { return e.err }
 
+// Stopper is implemented by a Session that must record its activation's
+// end when its supervisor says Stop: nothing of the failed handler is
+// committed, but a session may still mark the actor ended on top of its
+// last commit (casty's durable actors stay down). Stopped runs on the
+// activation's goroutine with the failed handler's ctx, before the
+// activation stops; its error is only logged by the caller's supervisor
+// path, never returned to the caller.
+type Stopper interface {
+	Stopped(ctx context.Context) error
+}
+
+// stopped tells a Stopper session that the supervisor stopped e's
+// activation.
+func (a *Activation) stopped(e *Envelope) {
+	if st, ok := a.sess.(Stopper); ok {
+		_ = a.host.guard(func() error { return st.Stopped(&e.hctx) })
+	}
+}
+
 // commit commits the handler e just ran. On a Commit error it finishes e
 // with that error, drops the handler's emits and marks the activation
 // lost; it reports false then, and the caller must not finish e.

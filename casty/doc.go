@@ -182,7 +182,8 @@
 // unprompted by its new owner after its owner dies, leaves or loses the
 // key, so schedules re-armed from state in Activate keep running;
 // Self(ctx).Deactivate() ends it for good (until a call activates it
-// again). Self(ctx).DeleteState() replaces a replicated actor's state with
+// again), and so does a supervisor's Stop, which commits the end mark but
+// nothing of the failed handler. Self(ctx).DeleteState() replaces a replicated actor's state with
 // the empty one on every replica: its next call starts from zero, also
 // after a failover. System.Replication reports what a member holds.
 //

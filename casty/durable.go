@@ -2,6 +2,7 @@ package casty
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // Self(ctx).Deactivate() on a durable actor ends it for good: its next
 // commit carries an "ended" page (endedPage), and members do not reactivate
 // an ended actor; a later call to it activates it again and clears the
-// mark. A supervisor's Stop discards the activation without a commit, so it
-// does not end a durable actor: the next view change brings it back.
+// mark. A supervisor's Stop ends it for good too: nothing of the failed
+// handler is committed, but the ended mark is, on top of the last commit
+// (replSession.Stopped).
 
 // endedPage marks a durable actor's state as ended for good. It is not a
 // field of any state (a state's pages are named after its fields), so the
@@ -182,3 +184,22 @@ func (s *replSession) amend(d *pager.Delta) bool {
 // reactivateEvery bounds how long a durable actor may stay down when no
 // view change prompts its new owner (a sync that finished late).
 const reactivateEvery = 5 * time.Second
+
+// Stopped marks a durable actor ended when its supervisor stops it
+// (actor.Stopper): a commit of the ended mark alone over the last
+// committed state, so the failed handler's changes stay out and no member
+// reactivates the actor. Other kinds commit nothing.
+func (s *replSession) Stopped(ctx context.Context) error {
+	if !s.durable || s.over != nil {
+		return nil
+	}
+	r := s.r
+	d := pager.Delta{Stamp: pager.Stamp(r.clock.Now()), Basis: s.tracker.Stamp(), Pages: []pager.Page{{Key: endedPage, Data: []byte{1}}}}
+	r.mu.Lock()
+	outs := s.sess.Commit(d)
+	r.mu.Unlock()
+	if res := r.run(ctx, s.sess, outs); res.Err != nil {
+		return fmt.Errorf("%w: %s/%s: marking the stopped actor ended: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
+	}
+	return nil
+}

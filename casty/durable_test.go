@@ -2,6 +2,7 @@ package casty_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -26,6 +27,64 @@ func (s *Sentinel) Retire(ctx context.Context) error {
 
 var Sentinels = casty.Actor[Sentinel](casty.Name("test.Sentinel"), casty.Replicas(3), casty.Write(casty.Majority),
 	casty.IdleTimeout(casty.Forever))
+
+// Break changes the state, then fails.
+func (s *Sentinel) Break(context.Context) error {
+	s.Beats = 1000
+	return errors.New("broken")
+}
+
+// StrictSentinels are durable sentinels whose supervisor stops them on any
+// failure.
+var StrictSentinels = casty.Actor[Sentinel](casty.Name("test.StrictSentinel"), casty.Replicas(3), casty.Write(casty.Majority),
+	casty.IdleTimeout(casty.Forever), casty.Supervise(func(string, string, error, casty.Failure) casty.Directive { return casty.Stop }))
+
+// TestSupervisorStopEndsADurableActorForGood: a durable actor stopped by
+// its supervisor stays down — no member reactivates it, neither on the
+// periodic pass nor on a view change — and the failed handler's change is
+// not kept; a later call brings it back with its last committed state.
+func TestSupervisorStopEndsADurableActorForGood(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	via := nodes[0]
+	for i := 1; i <= 3; i++ {
+		if n, err := casty.Call0(ctx, StrictSentinels.Ref(via, "z"), (*Sentinel).Beat); err != nil || n != i {
+			t.Fatalf("beat %d: %d, %v", i, n, err)
+		}
+	}
+	var failed *casty.ActorFailedError
+	if err := casty.Do0(ctx, StrictSentinels.Ref(via, "z"), (*Sentinel).Break); !errors.As(err, &failed) || failed.Directive != casty.Stop {
+		t.Fatalf("Break: %v, want a failure stopped by the supervisor", err)
+	}
+	active := func() bool {
+		for _, n := range nodes {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, ok, err := StrictSentinels.StateOf(cctx, n, "z")
+			cancel()
+			if err == nil && ok {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 10*time.Second, "z stopped", func() bool { return !active() })
+	// Two periodic reactivation passes, and a view change (a member joins):
+	// a stopped durable actor must not come back by itself.
+	startNode(t, []string{nodes[0].Addr()}, casty.WithConfig(replicationConfig()))
+	deadline := time.Now().Add(12 * time.Second)
+	for time.Now().Before(deadline) {
+		if active() {
+			t.Fatal("a durable actor stopped by its supervisor came back without a call")
+		}
+		time.Sleep(200 * time.Millisecond) // observing that nothing happens, not waiting for it
+	}
+	n := callUntil(t, 20*time.Second, "calling the stopped actor", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, StrictSentinels.Ref(via, "z"), (*Sentinel).Beat)
+	})
+	if n != 4 {
+		t.Fatalf("a call after the stop: beat %d, want 4 (the failed handler's change is not kept)", n)
+	}
+}
 
 // activeAnywhere reports whether some member runs key's activation.
 func activeAnywhere(nodes []*casty.System, key string) (Sentinel, bool) {
