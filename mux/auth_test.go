@@ -410,17 +410,7 @@ var (
 
 func getIDPKI(t testing.TB) *idPKI {
 	idOnce.Do(func() {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "casty identity test CA"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		ca, _ := x509.ParseCertificate(der)
+		ca, key := selfSignedCA("casty identity test CA")
 		idCA = &idPKI{pool: x509.NewCertPool(), ca: ca, key: key, certs: map[string]tls.Certificate{}}
 		idCA.pool.AddCert(ca)
 	})

@@ -70,17 +70,7 @@ var (
 
 func getPKI(t testing.TB) testPKI {
 	pkiOnce.Do(func() {
-		caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		caTmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "casty test CA"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		}
-		caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-		if err != nil {
-			panic(err)
-		}
-		ca, _ := x509.ParseCertificate(caDER)
+		ca, caKey := selfSignedCA("casty test CA")
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "node"},
@@ -98,6 +88,25 @@ func getPKI(t testing.TB) testPKI {
 		pki.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	})
 	return pki
+}
+
+// selfSignedCA creates a certificate authority valid for a day around now.
+func selfSignedCA(name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		panic(err)
+	}
+	return ca, key
 }
 
 // withTLS adds mutual TLS (CA given, so peers are verified both ways).
