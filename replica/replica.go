@@ -393,6 +393,15 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 }
 
 func (r *Replica) commit(rec *record, m *Msg, out *Msg) {
+	if m.Ballot.Compare(rec.accepted) == 0 && m.Delta.Stamp.Compare(rec.store.Stamp()) < 0 {
+		// A late or duplicated part of an earlier commit of the owner
+		// whose later commit this copy holds: that commit was built on
+		// it, so the copy already includes it. Applying it — a full page
+		// set replaces whatever is held — would take the copy back to an
+		// older state under the same ballot and lose acknowledged writes.
+		out.Status = StatusOK
+		return
+	}
 	published, err := rec.store.Apply(*m.Delta)
 	switch {
 	case errors.Is(err, pager.ErrNeedFull), errors.Is(err, pager.ErrStaleOwner):

@@ -318,3 +318,69 @@ func TestSyncUnderANewerPlacementIsAskedAgain(t *testing.T) {
 		t.Fatal("the holder's copy was not adopted")
 	}
 }
+
+// A duplicated or late full page set of an owner's earlier commit arrives
+// after its later commit: the copy must not go back (a full set replaces
+// whatever is held, so applying it would lose the later, acknowledged,
+// write). replica/sim found it (TestLinearizableWithWholeSetWrites, seed
+// 1019): an install duplicated past the next commit.
+func TestLateFullSetOfAnEarlierCommitDoesNotTakeTheCopyBack(t *testing.T) {
+	r := NewReplica(nil)
+	b := ballot(7, 2)
+	install := commitMsg(b, pager.Delta{Stamp: stamp(8, 1), Full: true, Pages: []pager.Page{{Key: "V", Data: []byte{1}}}})
+	if got := r.Handle(install, 0); got.Status != StatusOK {
+		t.Fatalf("install: %v", got.Status)
+	}
+	if got := r.Handle(commitMsg(b, pager.Delta{Basis: stamp(8, 1), Stamp: stamp(9, 2), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}), 0); got.Status != StatusOK {
+		t.Fatalf("commit: %v", got.Status)
+	}
+	if got := r.Handle(install, 0); got.Status != StatusOK || got.Stamp != stamp(8, 1) {
+		t.Fatalf("the late install: %v (ack names %v)", got.Status, got.Stamp)
+	}
+	st, _ := r.Get("k", "x")
+	if p := r.Pages("k", "x"); st.Stamp != stamp(9, 2) || len(p) != 1 || p[0].Data[0] != 2 {
+		t.Fatalf("the copy went back: stamp %v, pages %+v", st.Stamp, p)
+	}
+	// A newer owner's full set still replaces it (it may heal an orphan).
+	if got := r.Handle(commitMsg(ballot(10, 3), pager.Delta{Stamp: stamp(8, 1), Full: true, Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0); got.Status != StatusOK {
+		t.Fatalf("a newer owner's install: %v", got.Status)
+	}
+	if st, _ := r.Get("k", "x"); st.Stamp != stamp(8, 1) || st.Accepted != ballot(10, 3) {
+		t.Fatalf("a newer owner's install did not replace the copy: %+v", st)
+	}
+}
+
+// An owner whose own copy is not a voter's (it entered the range and has
+// not synced it) holds an orphan of its own failed commit; its read quorum
+// holds nothing. It must serve what the quorum holds, not the orphan: the
+// next owner asks the same voters and would not see it, so a read of it
+// followed by a read of nothing is not linearizable (replica/sim,
+// TestLinearizableWithWholeSetWrites, seed 205).
+func TestOwnerServesTheQuorumsStateNotItsUnvotedOrphan(t *testing.T) {
+	point := func(_, key string) uint64 { return 2 }
+	members := ids(2)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(point)
+		c[id].Observe(1)
+	}
+	self := c[members[0]]
+	self.Joined()
+	self.Unsync("k", Range{Start: 1, End: 3})
+	// The orphan: a failed commit of this owner's earlier activation,
+	// taken by its own copy only.
+	w := commitMsg(ballot(5, 1), pager.Delta{Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{9}}}})
+	w.Version = 1
+	if got := self.Handle(w, 0); got.Status != StatusOK || got.Voter {
+		t.Fatalf("the orphan commit: %v voter=%v", got.Status, got.Voter)
+	}
+	s := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2, Version: 1}, self, ballot(7, 1))
+	c.run(s, s.Open())
+	res := s.Results()
+	if len(res) != 1 || res[0].Err != nil || !res[0].State.Stamp.IsZero() {
+		t.Fatalf("activation: %+v", res)
+	}
+	if p := self.Pages("k", "x"); len(p) != 0 {
+		t.Fatalf("the owner serves its unvoted orphan: %+v", p)
+	}
+}

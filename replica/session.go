@@ -341,8 +341,19 @@ func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
 	}
 	s.round = RoundNone
 	own, _ := s.local.Get(s.kind, s.key)
-	if !own.Same(s.best) && !s.best.Stamp.IsZero() {
-		return s.startFetch()
+	if !own.Same(s.best) {
+		if !s.best.Stamp.IsZero() {
+			return s.startFetch()
+		}
+		// The quorum holds nothing, and the owner's own copy is not among
+		// its answers: it is a copy the owner made while it had not
+		// synced the range (an orphan of a failed commit, not a voter's),
+		// so no acknowledged write needs it. Serving it would show a
+		// write the next owner, asking the same voters, does not see.
+		if err := s.local.Install(s.kind, s.key, s.best, nil); err != nil {
+			s.finish(err)
+			return nil
+		}
 	}
 	return s.afterFetch()
 }

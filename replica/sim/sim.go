@@ -444,6 +444,9 @@ func (s *Sim) deliver(e *event) {
 	if m.Delta != nil {
 		observe(n, replica.Ballot(m.Delta.Stamp))
 	}
+	if s.cfg.Trace != nil && m.Key != "" {
+		s.tracef("msg n%d->n%d %s %v op=%d status=%d ballot=%v promised=%v accepted=%v stamp=%v voter=%v", e.from, e.to, m.Kind, m.Key, m.Op, m.Status, m.Ballot, m.Promised, m.Accepted, m.Stamp, m.Voter)
+	}
 	switch m.Op {
 	case replica.OpPrepare, replica.OpCommit, replica.OpFetch, replica.OpConfirm, replica.OpSync:
 		r := n.rep.Handle(m, 0)
