@@ -384,3 +384,40 @@ func TestOwnerServesTheQuorumsStateNotItsUnvotedOrphan(t *testing.T) {
 		t.Fatalf("the owner serves its unvoted orphan: %+v", p)
 	}
 }
+
+// The owner's own copy answers its prepare at once, then — before the
+// other answers are in — promises a newer owner and takes its commit. The
+// quorum holds nothing older than that commit's absence; installing the
+// adopted state over the copy would lose the newer owner's write (seed
+// 4277 of TestLinearizableUnderLossDuplicationAndReordering, when dropping
+// an unvoted orphan did not look at the promise). The session is fenced
+// instead, and the copy kept.
+func TestOwnerNeverInstallsOverANewerOwnersCommit(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+	}
+	self := c[members[0]]
+	a := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, self, ballot(5, 1))
+	var toThird *Msg
+	for _, o := range a.Open() {
+		if o.To == members[2] {
+			toThird = o.Msg
+		}
+	}
+	newer := commitMsg(ballot(6, 2), pager.Delta{Stamp: stamp(7, 2), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}})
+	for _, id := range members[:2] {
+		if got := c[id].Handle(newer, 0); got.Status != StatusOK {
+			t.Fatalf("the newer owner's commit on %v: %v", id, got.Status)
+		}
+	}
+	a.Step(members[2], c[members[2]].Handle(toThird, 0))
+	res := a.Results()
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrFenced) || !a.Over() {
+		t.Fatalf("activation whose own copy took a newer owner's commit: %+v", res)
+	}
+	if st, _ := self.Get("k", "x"); st.Stamp != stamp(7, 2) || st.Accepted != ballot(6, 2) {
+		t.Fatalf("the newer owner's write was overwritten: %+v", st)
+	}
+}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/casty-go/casty/pager"
@@ -350,12 +351,29 @@ func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
 		// synced the range (an orphan of a failed commit, not a voter's),
 		// so no acknowledged write needs it. Serving it would show a
 		// write the next owner, asking the same voters, does not see.
-		if err := s.local.Install(s.kind, s.key, s.best, nil); err != nil {
+		if err := s.installOwn(nil); err != nil {
 			s.finish(err)
 			return nil
 		}
 	}
 	return s.afterFetch()
+}
+
+// installOwn makes the owner's own copy the adopted state (pages: its
+// complete page set). The copy answered the owner's prepare at the start
+// of the round; since then it may have promised a higher ballot and taken
+// that owner's commit, which installing an older state over it would lose.
+// So the install is refused, and the session fenced, when the copy's
+// promise is above the session's ballot.
+func (s *Session) installOwn(pages []pager.Page) error {
+	if st, ok := s.local.Get(s.kind, s.key); ok && st.Promised.Compare(s.ballot) > 0 {
+		s.fenced = true
+		if st.Promised.Compare(s.highest) > 0 {
+			s.highest = st.Promised
+		}
+		return fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, st.Promised, s.ballot)
+	}
+	return s.local.Install(s.kind, s.key, s.best, pages)
 }
 
 func (s *Session) startFetch() []Out {
@@ -421,7 +439,11 @@ func (s *Session) stepFetch(from NodeID, m *Msg) []Out {
 	for _, p := range s.have {
 		pages = append(pages, p)
 	}
-	if err := s.local.Install(s.kind, s.key, s.best, pages); err != nil {
+	if err := s.installOwn(pages); err != nil {
+		if errors.Is(err, ErrFenced) {
+			s.finish(err)
+			return nil
+		}
 		s.src, s.part = s.src+1, 0
 		return s.fetchNext()
 	}
