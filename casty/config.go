@@ -102,9 +102,17 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ConnectTimeout bounds a dial. Default 5 s.
 	ConnectTimeout time.Duration
-	// KeepAliveInterval is the ping period on idle connections. Default 15 s.
+	// KeepAliveInterval is the ping period on every connection. Default
+	// 1 s. A member whose process is stopped or whose host vanished keeps
+	// its connections open and answers nothing; the failed keepalive is
+	// what makes its neighbours suspect it, and a suspected member's keys
+	// move at once (the ring holds only live members). So a stopped owner's
+	// keys are served again about KeepAliveInterval + KeepAliveTimeout
+	// after it stopped (BENCHMARKS.md, failover after SIGSTOP).
 	KeepAliveInterval time.Duration
-	// KeepAliveTimeout is how long a ping may go unanswered. Default 5 s.
+	// KeepAliveTimeout is how long a ping may go unanswered, and how long
+	// a write may wait for the socket, before the connection is declared
+	// dead. Default 2 s.
 	KeepAliveTimeout time.Duration
 	// ReconnectMin is the first redial delay, doubling up to ReconnectMax
 	// with ±25 % jitter. Defaults 100 ms and 15 s.
@@ -169,8 +177,8 @@ func DefaultConfig() Config {
 		MaxStreams:          1024,
 		HandshakeTimeout:    5 * time.Second,
 		ConnectTimeout:      5 * time.Second,
-		KeepAliveInterval:   15 * time.Second,
-		KeepAliveTimeout:    5 * time.Second,
+		KeepAliveInterval:   time.Second,
+		KeepAliveTimeout:    2 * time.Second,
 		ReconnectMin:        100 * time.Millisecond,
 		ReconnectMax:        15 * time.Second,
 		CompressThreshold:   4096,

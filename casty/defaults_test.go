@@ -31,8 +31,10 @@ func TestDefaultsAreTheDesignOnes(t *testing.T) {
 		{"MaxStreams", c.MaxStreams, 1024},
 		{"HandshakeTimeout", c.HandshakeTimeout, 5 * time.Second},
 		{"ConnectTimeout", c.ConnectTimeout, 5 * time.Second},
-		{"KeepAliveInterval", c.KeepAliveInterval, 15 * time.Second},
-		{"KeepAliveTimeout", c.KeepAliveTimeout, 5 * time.Second},
+		// 1 s / 2 s, not 15 s / 5 s: a stopped member is suspected
+		// within 3 s (Config.KeepAliveInterval).
+		{"KeepAliveInterval", c.KeepAliveInterval, time.Second},
+		{"KeepAliveTimeout", c.KeepAliveTimeout, 2 * time.Second},
 		{"ReconnectMin", c.ReconnectMin, 100 * time.Millisecond},
 		{"ReconnectMax", c.ReconnectMax, 15 * time.Second},
 		{"CompressThreshold", c.CompressThreshold, 4096},

@@ -187,7 +187,10 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 		if d.local {
 			return true, nil
 		}
-		sess, err := cl.node.Connect(ctx, mux.NodeID(d.id), d.addr)
+		sess, ok := cl.node.Session(mux.NodeID(d.id))
+		if !ok {
+			sess, err = cl.dialOwner(ctx, k, key, at, d, changed)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctxError(ctx, k, key, method)
@@ -219,6 +222,35 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 		return false, last.decode()
 	}
 	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+}
+
+// dialOwner connects to d, the key's owner on the view whose change
+// channel is changed. The dial is abandoned as soon as the view moves the
+// key to another member: a member whose process is stopped, or whose host
+// vanished, still completes TCP connects in its kernel (or times out on
+// them) but never the handshake, and its neighbours suspecting it — the
+// view moving — is the first sign. The caller then retries on the new
+// owner, as after any failed dial (nothing was sent).
+func (cl *cluster) dialOwner(ctx context.Context, k *actor.Kind, key string, at placement, d dest, changed <-chan struct{}) (*mux.Session, error) {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-changed:
+				if nd, err := cl.target(k, key, at); err != nil || nd.local || nd.id != d.id {
+					cancel()
+					return
+				}
+				changed = cl.changes()
+			}
+		}
+	}()
+	return cl.node.Connect(dctx, mux.NodeID(d.id), d.addr)
 }
 
 // awaitChange waits a little for the membership view to move.
