@@ -226,3 +226,6 @@ func RawCall(ctx context.Context, from, to *System, payload []byte) error {
 	}
 	return resp.Err.decode()
 }
+
+// Placed is how many members the placement this member adopted holds.
+func Placed(s *System) int { return len(s.cl.view.Load().pl.ring.Members()) }

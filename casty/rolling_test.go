@@ -37,51 +37,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { closeSys(t, lite) })
 
-	var (
-		acked     [keys]atomic.Int64 // acknowledged adds per key
-		maybe     [keys]atomic.Int64 // adds that timed out (may or may not count)
-		attempted atomic.Int64
-		timedOut  atomic.Int64
-		quorum    atomic.Int64
-		failedMu  sync.Mutex
-		failed    []error
-		stop      = make(chan struct{})
-		wg        sync.WaitGroup
-	)
-	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := c; ; i += callers {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := i % keys
-				attempted.Add(1)
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err := casty.Call(cctx, Ledgers.Ref(lite, fmt.Sprintf("roll%d", k)), (*Ledger).Add, 1)
-				cancel()
-				switch {
-				case err == nil:
-					acked[k].Add(1)
-				case errors.Is(err, casty.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
-					timedOut.Add(1)
-					maybe[k].Add(1)
-				case errors.Is(err, casty.ErrQuorumUnavailable):
-					// Indeterminate by contract: counted, like a timeout.
-					quorum.Add(1)
-					maybe[k].Add(1)
-				default:
-					maybe[k].Add(1)
-					failedMu.Lock()
-					failed = append(failed, err)
-					failedMu.Unlock()
-				}
-			}
-		}()
-	}
+	load := startAddLoad(lite, callers, keys)
 
 	start := time.Now()
 	live := members
@@ -114,28 +70,94 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 		}
 	}
 	took := time.Since(start)
-	close(stop)
-	wg.Wait()
+	load.stop()
+	lost := load.verify(t, lite)
+	t.Logf("rolling restart of 5 members in %v under %d callers: %s, %d acknowledged adds lost",
+		took.Round(time.Millisecond), callers, load, lost)
+}
 
-	lost := 0
-	for k := range keys {
+// addLoad is callers adding 1 to Ledger counters roll0..roll<keys-1>
+// through one member, counting what each call's outcome proves.
+type addLoad struct {
+	keys      int
+	acked     []atomic.Int64 // acknowledged adds per key
+	maybe     []atomic.Int64 // adds that failed indeterminately (may or may not count)
+	attempted atomic.Int64
+	timedOut  atomic.Int64
+	quorum    atomic.Int64
+	failedMu  sync.Mutex
+	failed    []error
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+func startAddLoad(via *casty.System, callers, keys int) *addLoad {
+	l := &addLoad{keys: keys, acked: make([]atomic.Int64, keys), maybe: make([]atomic.Int64, keys), done: make(chan struct{})}
+	for c := range callers {
+		l.wg.Go(func() {
+			for i := c; ; i += callers {
+				select {
+				case <-l.done:
+					return
+				default:
+				}
+				k := i % keys
+				l.attempted.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := casty.Call(ctx, Ledgers.Ref(via, fmt.Sprintf("roll%d", k)), (*Ledger).Add, 1)
+				cancel()
+				switch {
+				case err == nil:
+					l.acked[k].Add(1)
+				case errors.Is(err, casty.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+					l.timedOut.Add(1)
+					l.maybe[k].Add(1)
+				case errors.Is(err, casty.ErrQuorumUnavailable):
+					// Indeterminate by contract: counted, like a timeout.
+					l.quorum.Add(1)
+					l.maybe[k].Add(1)
+				default:
+					l.maybe[k].Add(1)
+					l.failedMu.Lock()
+					l.failed = append(l.failed, err)
+					l.failedMu.Unlock()
+				}
+			}
+		})
+	}
+	return l
+}
+
+// stop ends the load and waits for every caller.
+func (l *addLoad) stop() { close(l.done); l.wg.Wait() }
+
+// verify reads every counter through via, fails the test for each one
+// outside [acknowledged, acknowledged + indeterminate] and for calls that
+// failed otherwise, and returns the acknowledged adds lost.
+func (l *addLoad) verify(t *testing.T, via *casty.System) (lost int) {
+	t.Helper()
+	for k := range l.keys {
 		key := fmt.Sprintf("roll%d", k)
 		got := callUntil(t, 20*time.Second, "reading "+key, func(ctx context.Context) (int, error) {
-			return casty.Call0(ctx, Ledgers.Ref(lite, key), (*Ledger).Get)
+			return casty.Call0(ctx, Ledgers.Ref(via, key), (*Ledger).Get)
 		})
-		if lo, hi := acked[k].Load(), acked[k].Load()+maybe[k].Load(); int64(got) < lo || int64(got) > hi {
+		if lo, hi := l.acked[k].Load(), l.acked[k].Load()+l.maybe[k].Load(); int64(got) < lo || int64(got) > hi {
 			t.Errorf("%s = %d, want between %d acknowledged and %d with every failed add", key, got, lo, hi)
 			if int64(got) < lo {
 				lost += int(lo - int64(got))
 			}
 		}
 	}
-	t.Logf("rolling restart of 5 members in %v under %d callers: %d calls, %d timed out, %d indeterminate (ErrQuorumUnavailable), %d failed otherwise, %d acknowledged adds lost",
-		took.Round(time.Millisecond), callers, attempted.Load(), timedOut.Load(), quorum.Load(), len(failed), lost)
-	for i, err := range failed {
+	for i, err := range l.failed {
 		if i == 5 {
 			break
 		}
-		t.Errorf("a call failed during the rolling restart: %v", err)
+		t.Errorf("a call failed: %v", err)
 	}
+	return lost
+}
+
+func (l *addLoad) String() string {
+	return fmt.Sprintf("%d calls, %d timed out, %d indeterminate (ErrQuorumUnavailable), %d failed otherwise",
+		l.attempted.Load(), l.timedOut.Load(), l.quorum.Load(), len(l.failed))
 }
