@@ -63,7 +63,7 @@
 //
 // Give every node a unique, non-zero NodeID and an address the others can
 // dial. Use one Config for the whole cluster (DefaultConfig holds the
-// DESIGN.md §3 defaults). With Agent: pick a Transport, call Start, read
+// defaults, each documented on its Config field). With Agent: pick a Transport, call Start, read
 // Members or Subscribe, and end with Leave (graceful) or Close. A Transport
 // of your own must keep the links it is asked to Monitor and report their
 // failures, and only real ones: that report is the only source of

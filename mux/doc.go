@@ -71,19 +71,21 @@
 // frames of at most Config.MaxFrame so a bulk stream delays other traffic
 // by at most one frame.
 //
-// # Deviation from DESIGN.md
+// # Why lanes are not yamux streams
 //
-// DESIGN.md describes every channel of a pair as a yamux stream with its
-// own credit window. Since protocol version 2 only the ephemeral streams
-// are: the three lanes travel in mux's own records on the connection, so a
-// lane envelope costs one write by the sender and one read by the
-// connection's reader, with no hop through yamux's send and receive loops
-// (BENCHMARKS.md has the figures). What the lanes' credit windows gave is
-// kept by other means: a sender queues at most MaxMessage bytes per lane
-// before it waits, a write takes at most 64 KiB from each busy channel so
-// replication cannot hold calls back, and TCP's window bounds what is in
-// flight. The price: a MessageHandler that blocks stalls the whole
-// connection to that peer, not only its lane.
+// Protocol version 1 carried every channel of a pair as a yamux stream
+// with its own credit window. Since protocol version 2 only the ephemeral
+// streams are: the three lanes travel in mux's own records on the
+// connection, so a lane envelope costs one write by the sender and one
+// read by the connection's reader, with no hop through yamux's send and
+// receive loops (BENCHMARKS.md has the figures). What the lanes' credit
+// windows gave is kept by other means: a sender queues at most MaxMessage
+// bytes per lane before it waits, a write takes at most 64 KiB from each
+// busy channel so replication cannot hold calls back, and TCP's window
+// bounds what is in flight. The price: a MessageHandler that falls behind
+// holds up only its own lane until 4 × MaxMessage bytes wait for it
+// (MessageHandler states it); beyond that the reader waits too, and the
+// whole connection to that peer with it.
 //
 // # Guarantees and limits
 //
