@@ -11,8 +11,9 @@ import (
 // Config holds every timeout, size and interval Casty uses. A zero field
 // means its default; DefaultConfig lists them all. Local mode uses the
 // actor knobs; the transport and membership knobs take effect in cluster
-// mode, the replication ones once replication exists (package doc); all
-// are validated everywhere so one Config serves both.
+// mode, the replication ones on members serving kinds with Replicas > 1
+// (package doc, "Replication"); all are validated everywhere so one Config
+// serves both.
 type Config struct {
 	// Actors.
 
@@ -102,7 +103,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ConnectTimeout bounds a dial. Default 5 s.
 	ConnectTimeout time.Duration
-	// KeepAliveInterval is the ping period on idle connections. Default 15 s.
+	// KeepAliveInterval is the keepalive ping period on every connection,
+	// idle or busy. Default 15 s.
 	KeepAliveInterval time.Duration
 	// KeepAliveTimeout is how long a ping may go unanswered. Default 5 s.
 	KeepAliveTimeout time.Duration
