@@ -257,9 +257,10 @@
 // # Modules
 //
 // go get github.com/casty-go/casty/casty brings the runtime: actor, gossip,
-// mux, ring, wire and pager, each its own module at the version this one
-// requires. The columnar pager (github.com/casty-go/casty/arrowpager) is an
-// optional module of its own. ring, mux, hlc, wire and pager can also be used
-// without casty; RELEASING.md at the repository root says how each is
-// versioned.
+// replica, mux, ring, hlc, wire, pager and internal, each its own module at
+// the version this one requires. The columnar pager
+// (github.com/casty-go/casty/arrowpager) is an optional module of its own.
+// ring, mux, hlc, wire and pager can also be used without casty;
+// RELEASING.md at the repository root says how each is versioned, and
+// ARCHITECTURE.md how they fit together.
 package casty

@@ -149,10 +149,12 @@
 //
 // # On its own
 //
-// The module depends on no other Casty module (only yamux and a compression
-// library): any Go program that wants one handshaken, optionally TLS,
-// multiplexed connection per pair of nodes, with request/response lanes and
-// byte streams, can take it alone with go get github.com/casty-go/casty/mux.
+// The module depends on no other Casty module but internal (the
+// coarse-timeout sweeper it shares with actor), and otherwise only on yamux
+// and a compression library: any Go program that wants one handshaken,
+// optionally TLS, multiplexed connection per pair of nodes, with
+// request/response lanes and byte streams, can take it alone with go get
+// github.com/casty-go/casty/mux.
 // The package Example connects two nodes and makes a request. The protocol
 // version (ProtocolVersion) is negotiated per connection and is independent
 // of the module's version; see RELEASING.md at the repository root.
