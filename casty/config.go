@@ -148,7 +148,9 @@ type Config struct {
 
 	// Collections.
 
-	// Shards is the default shard (and stripe) count. Default 32.
+	// Shards is reserved for the shard count of sharded collections, which
+	// Casty does not offer yet: it is validated (and reported by
+	// DefaultConfig) but nothing uses it. Default 32.
 	Shards int
 }
 
