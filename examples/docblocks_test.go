@@ -102,12 +102,7 @@ type docBlock struct {
 func (b docBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
 func TestDocBlocksCompile(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go command to compile the documentation's code blocks with")
-		}
-	}
+	goBin := goCommand(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +114,31 @@ func TestDocBlocksCompile(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("found no code blocks: the repository layout changed?")
 	}
+	checked, out, err := vetBlocks(t, goBin, root, blocks)
+	if err != nil {
+		t.Fatalf("the documentation's code blocks do not compile (go vet):\n%s", out)
+	}
+	t.Logf("%d code blocks compile and vet clean", checked)
+}
 
+// goCommand returns the go command of the toolchain running the test,
+// skipping the test when there is none.
+func goCommand(t *testing.T) string {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go command to compile the documentation's code blocks with")
+		}
+	}
+	return goBin
+}
+
+// vetBlocks writes each block into a package of its own and runs go vet
+// on them all; it returns how many blocks it checked and, on failure, go
+// vet's output with paths relative to root. A block that cannot be made
+// into a file fails the test (or, optional, is logged and skipped).
+func vetBlocks(t *testing.T, goBin, root string, blocks []docBlock) (int, []byte, error) {
+	t.Helper()
 	// The packages live in this module (so its go.mod resolves casty), in
 	// a directory whose leading underscore keeps ./... patterns out of it.
 	dir, err := os.MkdirTemp(".", "_docblocks")
@@ -148,9 +167,8 @@ func TestDocBlocksCompile(t *testing.T) {
 		checked++
 	}
 	if t.Failed() {
-		return
+		t.FailNow()
 	}
-
 	cmd := exec.Command(goBin, "vet", "./...")
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
@@ -160,11 +178,8 @@ func TestDocBlocksCompile(t *testing.T) {
 		cmd.Env = append(cmd.Env, "GOWORK="+work)
 	}
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		// Positions are relative to dir, two levels below the root.
-		t.Fatalf("the documentation's code blocks do not compile (go vet):\n%s", bytes.ReplaceAll(out, []byte("../../"), nil))
-	}
-	t.Logf("%d code blocks compile and vet clean", checked)
+	// Positions are relative to dir, two levels below the root.
+	return checked, bytes.ReplaceAll(out, []byte("../../"), nil), err
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -486,4 +501,73 @@ func withImports(src string) ([]byte, error) {
 	imp.WriteString(")\n")
 	rest, _ := strings.CutPrefix(src, "package doc\n")
 	return []byte("package doc\n\n" + imp.String() + rest), nil
+}
+
+// TestDocBlocksCheckerCatchesBrokenBlocks proves the checker fails where
+// it must: a Markdown block or a package-doc block that does not compile
+// fails, named by its file and line; a skipped block and a block with its
+// prelude do not; a directive not followed by a ```go block is an error.
+func TestDocBlocksCheckerCatchesBrokenBlocks(t *testing.T) {
+	goBin := goCommand(t)
+	root := t.TempDir()
+	md := strings.Join([]string{
+		"# sample", // 1
+		"",
+		"```go",
+		`var x int = "not an int"`, // 4
+		"```",
+		"",
+		"<!-- compile: skip illustrative -->",
+		"```go",
+		"this is not Go",
+		"```",
+		"",
+		"<!-- compile: prelude",
+		`var greeting = "hi"`,
+		"-->",
+		"```go",
+		"fmt.Println(greeting, ctx)", // 16
+		"n := 3",
+		"...",
+		"```",
+	}, "\n") + "\n"
+	mdPath := filepath.Join(root, "sample.md")
+	if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := markdownBlocks(mdPath, "sample.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[0].line != 4 || blocks[1].line != 16 || blocks[1].prelude == "" {
+		t.Fatalf("blocks = %+v, want the broken one at line 4 and the one with a prelude at 16 (the skipped one left out)", blocks)
+	}
+	if _, out, err := vetBlocks(t, goBin, root, blocks[1:]); err != nil {
+		t.Fatalf("a valid fragment with its prelude fails:\n%s", out)
+	}
+	_, out, err := vetBlocks(t, goBin, root, blocks)
+	if err == nil || !bytes.Contains(out, []byte("sample.md:4")) || bytes.Contains(out, []byte("sample.md:16")) {
+		t.Fatalf("err = %v, output:\n%s\nwant a failure naming sample.md:4 and only it", err, out)
+	}
+
+	stray := filepath.Join(root, "stray.md")
+	if err := os.WriteFile(stray, []byte("<!-- compile: skip why -->\nsome text\n```go\nx\n```\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := markdownBlocks(stray, "stray.md"); err == nil {
+		t.Error("a directive followed by text instead of a ```go block was accepted")
+	}
+
+	src := "// Package p shows code.\n//\n//\tvar n int = \"x\"\n//\n// Text.\npackage p\n"
+	goPath := filepath.Join(root, "doc.go")
+	if err := os.WriteFile(goPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docBlocks, err := packageDocBlocks(goPath, "doc.go")
+	if err != nil || len(docBlocks) != 1 || docBlocks[0].line != 3 {
+		t.Fatalf("package doc blocks = %+v, %v; want one at line 3", docBlocks, err)
+	}
+	if _, out, err := vetBlocks(t, goBin, root, docBlocks); err == nil || !bytes.Contains(out, []byte("doc.go:3")) {
+		t.Fatalf("err = %v, output:\n%s\nwant a failure naming doc.go:3", err, out)
+	}
 }
