@@ -46,8 +46,8 @@
 // # Channels
 //
 // Each session carries three lanes — LaneControl (membership gossip),
-// LaneMessage (actor calls) and LaneReplication (state fan-out) — each an
-// ordered stream of envelopes cut into records; a write takes at most
+// LaneMessage (actor calls) and LaneReplication (replicated state) — each
+// an ordered stream of envelopes cut into records; a write takes at most
 // 64 KiB from each busy channel, so replication never holds calls back by
 // more than that. On a lane:
 //
@@ -60,8 +60,9 @@
 //     back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
 //     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
-//     so a slow handler (state fan-out) holds up only its own lane, within
-//     a bounded backlog.
+//     so a slow handler holds up only its own lane, within a bounded
+//     backlog. (Casty sends one-way messages only for gossip, on
+//     LaneControl; its calls and replication rounds are requests.)
 //
 // Small envelopes queued together leave in one write (write combining).
 // Session.OpenStream opens an ephemeral stream (a net.Conn) for bulk data
