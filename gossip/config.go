@@ -54,7 +54,7 @@ type Config struct {
 	// admission probe (a PING checking a second-hand record, SPEC.md,
 	// Admission) waits for its answer; such a record is settled or dropped
 	// within 3 × NeighborTimeout. Default 2 s (a knob of this
-	// implementation; HyParView's paper leaves it unnamed). Zero is invalid.
+	// implementation). Zero is invalid.
 	NeighborTimeout time.Duration
 	// SeenTTL is how long a delivered broadcast id is remembered (to detect
 	// duplicates and answer grafts). Zero means TombstoneTTL.
