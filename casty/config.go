@@ -11,8 +11,9 @@ import (
 // Config holds every timeout, size and interval Casty uses. A zero field
 // means its default; DefaultConfig lists them all. Local mode uses the
 // actor knobs; the transport and membership knobs take effect in cluster
-// mode, the replication ones once replication exists (package doc); all
-// are validated everywhere so one Config serves both.
+// mode, the replication ones on members serving kinds with Replicas > 1
+// (package doc, "Replication"); all are validated everywhere so one Config
+// serves both.
 type Config struct {
 	// Actors.
 
@@ -154,7 +155,9 @@ type Config struct {
 
 	// Collections.
 
-	// Shards is the default shard (and stripe) count. Default 32.
+	// Shards is reserved for the shard count of sharded collections, which
+	// Casty does not offer yet: it is validated (and reported by
+	// DefaultConfig) but nothing uses it. Default 32.
 	Shards int
 }
 

@@ -9,10 +9,11 @@ import (
 	"github.com/casty-go/casty/mux"
 )
 
-// The defaults are the design's (DESIGN.md, "Defaults"): changing one is a
-// decision to make here, not an accident. The layers below have defaults of
-// their own, which must agree with the system's.
-func TestDefaultsAreTheDesignOnes(t *testing.T) {
+// The defaults are the documented ones (each Config field's comment, and
+// README.md's "Limits"): changing one is a decision to make here, not an
+// accident. The layers below have defaults of their own, which must agree
+// with the system's.
+func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 	c := casty.DefaultConfig()
 	for _, d := range []struct {
 		name      string

@@ -37,8 +37,8 @@
 // Declarations are validated when the package initialises: Actor and
 // Message panic, naming the offending field path, if any state field,
 // argument or result could not cross the wire. Nothing a caller passes at
-// run time panics the process: a function that is not a handler, a zero
-// Ref or a nil ctx is an error.
+// run time panics the process: a function that is not a handler or a zero
+// Ref is an error, and a nil ctx is taken as context.Background().
 //
 // # Errors
 //
@@ -194,12 +194,12 @@
 // ErrQuorumUnavailable (with Write(One) it works); local mode runs every
 // kind as a single copy.
 //
-// # Where this differs from DESIGN.md
+// # Large state and large messages
 //
-//   - Explain[T]() returns (Explanation, error), not the explanation alone:
-//     a state type the pager cannot page (a TrackedMap of a mutable value,
-//     or of a key that does not encode one to one) is an error to report,
-//     not a panic, since Explain is also a tool for inspecting types.
+//   - Explain[T]() reports how each state field is paged for replication,
+//     and returns an error, not a panic, for a state type the pager cannot
+//     page (a TrackedMap of a mutable value, or of a key that does not
+//     encode one to one): it is also a tool for inspecting types.
 //   - A message over Config.MaxMessage does not switch to a bulk stream of
 //     its own: a call to another node whose argument or result encodes
 //     larger fails with an error saying so (before sending the argument;
@@ -257,9 +257,10 @@
 // # Modules
 //
 // go get github.com/casty-go/casty/casty brings the runtime: actor, gossip,
-// mux, ring, wire and pager, each its own module at the version this one
-// requires. The columnar pager (github.com/casty-go/casty/arrowpager) is an
-// optional module of its own. ring, mux, hlc, wire and pager can also be used
-// without casty; RELEASING.md at the repository root says how each is
-// versioned.
+// replica, mux, ring, hlc, wire, pager and internal, each its own module at
+// the version this one requires. The columnar pager
+// (github.com/casty-go/casty/arrowpager) is an optional module of its own.
+// ring, mux, hlc, wire and pager can also be used without casty;
+// RELEASING.md at the repository root says how each is versioned, and
+// ARCHITECTURE.md how they fit together.
 package casty

@@ -56,7 +56,7 @@ func (s *System) MemberTable() []MemberStatus {
 type KeyPlacement struct {
 	Kind  string `json:"kind"`
 	Key   string `json:"key"`
-	Point uint64 `json:"point"` // the key's ring point (DESIGN: blake2b of "kind/key")
+	Point uint64 `json:"point"` // the key's ring point (ring/SPEC.md §3: H("kind/key"))
 	// Owner is the member that serves the actor now; zero when no member
 	// can (no full member, or no replica alive).
 	Owner Member `json:"owner"`

@@ -17,12 +17,12 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
-// The original's three paged shapes, each committed once through a real
+// The three paged shapes of BENCHMARKS.md ("Paged state"), each committed once through a real
 // 3-member cluster (Replicas(3), Write(Majority)). The figure is the
 // CommitBytes every member reports, summed, across the one commit of the
 // edit: the encoded commit messages the owner sent to its two replicas
 // (the "to 2 replicas" the pager-level figures count), replication
-// envelope included. The goals are the original's: 514 B, 258 KiB, 504 B.
+// envelope included. The goals are those of BENCHMARKS.md: 514 B, 258 KiB, 504 B.
 //
 // The owner answers after a majority (itself and one replica); its message
 // to the other replica is counted when that request starts, which is
@@ -236,7 +236,7 @@ func TestPagedCommitTrackedMap100k(t *testing.T) {
 	}
 }
 
-// figureRows is the original's table: 2.5 M rows x 5 float64 columns
+// figureRows is the figure's table: 2.5 M rows x 5 float64 columns
 // (100 MB). A one-cell edit ships one block whatever the row count, so the
 // default run uses a tenth of it; CASTY_FIGURES=1 runs it full size (as
 // arrowpager's own figure does).

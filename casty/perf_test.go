@@ -11,7 +11,7 @@ import (
 )
 
 // A call costs its envelope and, when the mailbox was idle, its goroutine
-// start: at most two allocations (DESIGN goal), one in the common case.
+// start: at most two allocations (the goal in BENCHMARKS.md), one in the common case.
 func TestCallAllocations(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)

@@ -14,7 +14,8 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
-// Log is the streaming actor of the design.
+// Log is a streaming actor: an append-only log that can be uploaded to,
+// tailed and streamed both ways.
 type Log struct {
 	Entries []string
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/casty-go/casty/gossip/internal/core"
 )
 
-// Config holds every membership knob. The defaults are DESIGN.md §3's
-// (taken from the original design). A nil *Config means DefaultConfig().
+// Config holds every membership knob; each field's comment gives its
+// default. A nil *Config means DefaultConfig().
 type Config struct {
 	// ActiveViewSize is the HyParView active view: the overlay neighbours a
 	// node keeps links to and monitors. Default 5. Zero is invalid.
@@ -53,8 +53,8 @@ type Config struct {
 	// unanswered before the next candidate is tried. It is also how long an
 	// admission probe (a PING checking a second-hand record, SPEC.md,
 	// Admission) waits for its answer; such a record is settled or dropped
-	// within 3 × NeighborTimeout. Default 2 s (a casty knob; the original
-	// has no name for it). Zero is invalid.
+	// within 3 × NeighborTimeout. Default 2 s (a knob of this
+	// implementation). Zero is invalid.
 	NeighborTimeout time.Duration
 	// SeenTTL is how long a delivered broadcast id is remembered (to detect
 	// duplicates and answer grafts). Zero means TombstoneTTL.
@@ -87,7 +87,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns the DESIGN.md §3 membership defaults.
+// DefaultConfig returns the membership defaults given on each Config field.
 func DefaultConfig() *Config { return (*Config)(core.DefaultConfig()) }
 
 // Validate reports the first invalid field, wrapping ErrInvalidConfig.

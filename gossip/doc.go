@@ -63,8 +63,9 @@
 //
 // Give every node a unique, non-zero NodeID and an address the others can
 // dial. Use one Config for the whole cluster (DefaultConfig holds the
-// DESIGN.md §3 defaults). With Agent: pick a Transport, call Start, read
-// Members or Subscribe, and end with Leave (graceful) or Close. A Transport
+// defaults, each documented on its Config field). With Agent: pick a
+// Transport, call Start, read Members or Subscribe, and end with Leave
+// (graceful) or Close. A Transport
 // of your own must keep the links it is asked to Monitor and report their
 // failures, and only real ones: that report is the only source of
 // suspicion.
@@ -73,6 +74,7 @@
 //
 // An Agent over any Transport is a leaderless membership service for
 // programs other than Casty; gossip/muxtransport carries it over mux. The
-// module is released together with the Casty runtime (actor, casty), at the
-// same version; see RELEASING.md at the repository root.
+// module is released together with the Casty runtime (actor, replica,
+// casty, cmd), at the same version; see RELEASING.md at the repository
+// root.
 package gossip

@@ -11,7 +11,7 @@ import "github.com/casty-go/casty/gossip/internal/core"
 type NodeID = core.NodeID
 
 // Role says whether a member hosts actors (RoleMember) or only routes calls
-// (RoleClient, the "lite member" of the design). String returns "member" or
+// (RoleClient, the lite member casty.Connect makes). String returns "member" or
 // "client".
 type Role = core.Role
 

@@ -46,8 +46,8 @@
 // # Channels
 //
 // Each session carries three lanes — LaneControl (membership gossip),
-// LaneMessage (actor calls) and LaneReplication (state fan-out) — each an
-// ordered stream of envelopes cut into records; a write takes at most
+// LaneMessage (actor calls) and LaneReplication (replicated state) — each
+// an ordered stream of envelopes cut into records; a write takes at most
 // 64 KiB from each busy channel, so replication never holds calls back by
 // more than that. On a lane:
 //
@@ -60,8 +60,9 @@
 //     back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
 //     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
-//     so a slow handler (state fan-out) holds up only its own lane, within
-//     a bounded backlog.
+//     so a slow handler holds up only its own lane, within a bounded
+//     backlog. (Casty sends one-way messages only for gossip, on
+//     LaneControl; its calls and replication rounds are requests.)
 //
 // Small envelopes queued together leave in one write (write combining).
 // Session.OpenStream opens an ephemeral stream (a net.Conn) for bulk data
@@ -71,19 +72,21 @@
 // frames of at most Config.MaxFrame so a bulk stream delays other traffic
 // by at most one frame.
 //
-// # Deviation from DESIGN.md
+// # Why lanes are not yamux streams
 //
-// DESIGN.md describes every channel of a pair as a yamux stream with its
-// own credit window. Since protocol version 2 only the ephemeral streams
-// are: the three lanes travel in mux's own records on the connection, so a
-// lane envelope costs one write by the sender and one read by the
-// connection's reader, with no hop through yamux's send and receive loops
-// (BENCHMARKS.md has the figures). What the lanes' credit windows gave is
-// kept by other means: a sender queues at most MaxMessage bytes per lane
-// before it waits, a write takes at most 64 KiB from each busy channel so
-// replication cannot hold calls back, and TCP's window bounds what is in
-// flight. The price: a MessageHandler that blocks stalls the whole
-// connection to that peer, not only its lane.
+// Protocol version 1 carried every channel of a pair as a yamux stream
+// with its own credit window. Since protocol version 2 only the ephemeral
+// streams are: the three lanes travel in mux's own records on the
+// connection, so a lane envelope costs one write by the sender and one
+// read by the connection's reader, with no hop through yamux's send and
+// receive loops (BENCHMARKS.md has the figures). What the lanes' credit
+// windows gave is kept by other means: a sender queues at most MaxMessage
+// bytes per lane before it waits, a write takes at most 64 KiB from each
+// busy channel so replication cannot hold calls back, and TCP's window
+// bounds what is in flight. The price: a MessageHandler that falls behind
+// holds up only its own lane until 4 × MaxMessage bytes wait for it
+// (MessageHandler states it); beyond that the reader waits too, and the
+// whole connection to that peer with it.
 //
 // # Guarantees and limits
 //
@@ -147,10 +150,12 @@
 //
 // # On its own
 //
-// The module depends on no other Casty module (only yamux and a compression
-// library): any Go program that wants one handshaken, optionally TLS,
-// multiplexed connection per pair of nodes, with request/response lanes and
-// byte streams, can take it alone with go get github.com/casty-go/casty/mux.
+// The module depends on no other Casty module but internal (the
+// coarse-timeout sweeper it shares with actor), and otherwise only on yamux
+// and a compression library: any Go program that wants one handshaken,
+// optionally TLS, multiplexed connection per pair of nodes, with
+// request/response lanes and byte streams, can take it alone with go get
+// github.com/casty-go/casty/mux.
 // The package Example connects two nodes and makes a request. The protocol
 // version (ProtocolVersion) is negotiated per connection and is independent
 // of the module's version; see RELEASING.md at the repository root.

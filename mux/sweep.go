@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// Request timeouts of sweep.Threshold or more (RequestTimeout; casty's
-// default CallTimeout is one second) are enforced by the node's
-// sweep.Sweeper instead of a timer per request (package sweep says why).
-// While such requests are pending, every sweep.Every it fails those past
-// their deadline exactly as the requester would have: the request leaves
-// the pending table, its requester gets context.DeadlineExceeded, and the
-// peer is told to cancel the handler.
+// Request timeouts of sweep.Threshold (one second) or more
+// (RequestTimeout; casty's default CallTimeout is 10 s) are enforced by
+// the node's sweep.Sweeper instead of a timer per request (package sweep
+// says why). While such requests are pending, every sweep.Every it fails
+// those past their deadline exactly as the requester would have: the
+// request leaves the pending table, its requester gets
+// context.DeadlineExceeded, and the peer is told to cancel the handler.
 
 // pendingReq is a request waiting for its answer.
 type pendingReq struct {

@@ -15,7 +15,8 @@ type Config struct {
 	BatchSize int
 }
 
-// Default limits, from the design's protocol constants.
+// Default limits, matching casty's: mux's message cap (mux.Config.MaxMessage)
+// and casty's replication batch (casty.Config.ReplicationBatch).
 const (
 	DefaultMaxPageSize = 4 << 20   // bytes: the transport's message cap
 	DefaultBatchSize   = 256 << 10 // bytes: the replication batch

@@ -97,7 +97,8 @@ func newThreeFields() *threeFields {
 	return st
 }
 
-// TestFigureBytes checks the byte figures against the original's bars.
+// TestFigureBytes checks the byte figures against their goals (the bars
+// in BENCHMARKS.md, "Paged state").
 func TestFigureBytes(t *testing.T) {
 	type row struct {
 		name           string

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Scenarios of the original design's "Paged replication" section, step by
-// step, with an owner (a Tracker) and replicas (Stores).
+// Scenarios of paged replication (replica/SPEC.md has the protocol), step
+// by step, with an owner (a Tracker) and replicas (Stores).
 
 // TestDeposedOwnerIsFenced: after a partition two owners activated the same
 // actor from the same commit; the first to write wins, the other's delta is

@@ -35,9 +35,9 @@
 // Build a new Ring with New whenever the set of full members changes; lite
 // members and the nil NodeID are never placed. Handoff and replication deal
 // in ranges: OwnedRanges and ReplicaRanges say what a member holds, Diff says
-// what moves between two rings, Arcs lists the whole partition. Collections
-// pick an item's shard with Shard (Hash of the encoded item mod the shard
-// count).
+// what moves between two rings, Arcs lists the whole partition. A sharded
+// collection can pick an item's shard with Shard (Hash of the encoded item
+// mod the shard count); casty has none yet.
 //
 // # On its own
 //

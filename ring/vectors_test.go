@@ -2,9 +2,9 @@ package ring
 
 import "testing"
 
-// TestDesignVectors reproduces the four vectors of DESIGN.md §3, which every
-// implementation of the ring must match.
-func TestDesignVectors(t *testing.T) {
+// TestSpecVectors reproduces the vectors of SPEC.md §2 (and Point of §3),
+// which every implementation of the ring must match.
+func TestSpecVectors(t *testing.T) {
 	id, err := ParseNodeID("00000000-0000-0000-0000-000000000001")
 	if err != nil {
 		t.Fatal(err)

@@ -59,8 +59,8 @@ func (c *Counter) Get(ctx context.Context) (int64, error) { return c.Value, nil 
 
 // Ledger is the ledger workload's actor: accounts whose total never
 // changes, since every transfer moves money inside the one actor. A
-// transfer touches two entries of a TrackedMap, so once replication
-// ships pages, a commit is two pages that must land together.
+// transfer touches two entries of a TrackedMap, and replication ships
+// pages, so a commit is two pages that must land together.
 type Ledger struct {
 	Balances casty.TrackedMap[string, int64]
 	// Opened is set by the first call; Transfers counts applied transfers.

@@ -68,8 +68,8 @@ type Config struct {
 	// placement. Default 200.
 	ViewLag int64
 	// Amnesia is how many times a node restarts with its id but an empty
-	// memory — what the design forbids (a restarted process takes a new
-	// id): runs with it lose acknowledged writes, which proves the check
+	// memory — what SPEC.md ("A member restarting") forbids (a restarted
+	// process takes a new id): runs with it lose acknowledged writes, which proves the check
 	// finds loss.
 	Amnesia int
 	// Trace, when set, receives a line per protocol step (debugging).

@@ -118,7 +118,7 @@ func TestLinearizableWithAllReplicasAndWriteOne(t *testing.T) {
 }
 
 // TestCheckFindsLostWrites: members that come back empty under their old
-// id (which the design forbids) lose acknowledged writes, and the check
+// id (which SPEC.md, "A member restarting", forbids) lose acknowledged writes, and the check
 // must say so for some seed — a check that passes either way proves
 // nothing.
 func TestCheckFindsLostWrites(t *testing.T) {

@@ -34,8 +34,8 @@ type Config struct {
 	Logger                  *slog.Logger
 }
 
-// DefaultConfig returns the DESIGN.md §3 membership defaults (gossip.Config
-// documents each).
+// DefaultConfig returns the membership defaults (gossip.Config documents
+// each).
 func DefaultConfig() *Config {
 	return &Config{
 		ActiveViewSize:          5,

@@ -22,7 +22,7 @@ func (id NodeID) IsZero() bool { return id == NodeID{} }
 func (id NodeID) Compare(o NodeID) int { return bytes.Compare(id[:], o[:]) }
 
 // Role says whether a member hosts actors (RoleMember) or only routes calls
-// (RoleClient, the "lite member" of the design).
+// (RoleClient, the lite member casty.Connect makes).
 type Role uint8
 
 // The roles a member can have.
