@@ -2,6 +2,7 @@ package castytest_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -77,10 +78,15 @@ func addUntil(t *testing.T, sys *casty.System, key string) (n, failed int) {
 		if err == nil {
 			return n, failed
 		}
-		if !castytest.Indeterminate(err) {
+		switch {
+		case errors.Is(err, casty.ErrRangeMoving):
+			// Refused while the key changes hands: it did not run.
+		case !castytest.Indeterminate(err):
 			t.Fatalf("add to %s: %v, which says it did not run", key, err)
+		default:
+			failed++
 		}
-		if failed++; time.Now().After(deadline) {
+		if time.Now().After(deadline) {
 			t.Fatalf("add to %s still failing after 20 s: %v", key, err)
 		}
 	}
@@ -234,4 +240,52 @@ func TestClusterRestartRejoinsWithANewIdentity(t *testing.T) {
 	if n < acked+1 || n > acked+1+failed {
 		t.Fatalf("through the restarted member, add returned %d, want %d plus at most %d indeterminate adds", n, acked+1, failed)
 	}
+}
+
+// A call across a delayed link waits for the delay both ways; healed, it
+// does not.
+func TestClusterDelay(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "slow"
+	owner := ownerIndex(t, c, key)
+	via := (owner + 1) % c.N()
+	addN(t, c.Member(via), key, 1)
+	const d = 150 * time.Millisecond
+	c.Delay(via, owner, d)
+	start := time.Now()
+	addN(t, c.Member(via), key, 1)
+	if took := time.Since(start); took < 2*d {
+		t.Fatalf("a call across a link delayed %v took %v, less than the round trip", d, took)
+	}
+	c.Heal(via, owner)
+	start = time.Now()
+	addN(t, c.Member(via), key, 1)
+	if took := time.Since(start); took >= 2*d {
+		t.Fatalf("after Heal a call took %v, still the delayed round trip", took)
+	}
+}
+
+// Over a lossy link calls fail now and then (the connection resets and is
+// redialled) but no acknowledged write is lost and none is applied that
+// was not attempted.
+func TestClusterLossyLinkKeepsCounts(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "lossy"
+	owner := ownerIndex(t, c, key)
+	via := (owner + 1) % c.N()
+	c.Lossy(via, owner, 0.05)
+	acked, failed := 0, 0
+	for range 20 {
+		n, f := addUntil(t, c.Member(via), key)
+		if n < acked+1 || n > acked+1+failed+f {
+			t.Fatalf("add returned %d, want %d plus at most %d indeterminate adds", n, acked+1, failed+f)
+		}
+		acked, failed = n, failed+f
+	}
+	c.HealAll()
+	got, err := casty.Call0(context.Background(), Tallies.Ref(c.Lite(), key), (*Tally).Get)
+	if err != nil || got != acked {
+		t.Fatalf("after healing, get = %d, %v; want the last acknowledged %d", got, err, acked)
+	}
+	t.Logf("20 adds over a link losing 5%% of writes: %d attempts failed", failed)
 }
