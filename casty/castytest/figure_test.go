@@ -14,7 +14,8 @@ import (
 // under a second, so every test can have its own). It runs 3 trials, 30
 // with CASTY_FIGURES=1 (the figure in BENCHMARKS.md: CASTY_FIGURES=1 go
 // test -run TestClusterStartStopTime -count 1 -v ./casty/castytest/,
-// without -race), and fails if the median misses the goal.
+// without -race), and fails if the median misses the goal (not under
+// -race, which slows it tenfold).
 func TestClusterStartStopTime(t *testing.T) {
 	trials := 3
 	if os.Getenv("CASTY_FIGURES") != "" {
@@ -38,7 +39,7 @@ func TestClusterStartStopTime(t *testing.T) {
 	}
 	t.Logf("5-member cluster, %d trials: start+stop p50 %v, p90 %v, max %v (start alone p50 %v)",
 		trials, pct(took, 0.5), pct(took, 0.9), took[len(took)-1].Round(100*time.Microsecond), pct(started, 0.5))
-	if pct(took, 0.5) >= time.Second {
+	if pct(took, 0.5) >= time.Second && !raceDetector {
 		t.Errorf("median start+stop of 5 members %v, over the 1 s goal", pct(took, 0.5))
 	}
 }
