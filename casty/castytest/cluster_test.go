@@ -289,3 +289,37 @@ func TestClusterLossyLinkKeepsCounts(t *testing.T) {
 	}
 	t.Logf("20 adds over a link losing 5%% of writes: %d attempts failed", failed)
 }
+
+// A duplicating link delivers a request and loses its answer: the caller
+// sees the call fail as indeterminate, yet the actor ran it (so a retry
+// would run it twice).
+func TestClusterDuplicateRunsARequestItsCallerSawFail(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "dup"
+	owner := ownerIndex(t, c, key)
+	via := (owner + 1) % c.N()
+	value := addN(t, c.Member(via), key, 1)
+	for attempt := 1; attempt <= 50; attempt++ {
+		c.Duplicate(via, owner, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := casty.Call(ctx, Tallies.Ref(c.Member(via), key), (*Tally).Add, 1)
+		cancel()
+		c.Heal(via, owner)
+		if err != nil && !castytest.Indeterminate(err) {
+			t.Fatalf("attempt %d: %v, a definite error from a request that may have run", attempt, err)
+		}
+		now, err2 := casty.Call0(context.Background(), Tallies.Ref(c.Member(owner), key), (*Tally).Get)
+		if err2 != nil {
+			t.Fatalf("get on the owner itself: %v", err2)
+		}
+		if now < value || now > value+1 {
+			t.Fatalf("attempt %d: the count went from %d to %d on one add", attempt, value, now)
+		}
+		if err != nil && now == value+1 {
+			t.Logf("attempt %d: the add ran, and its caller saw %v", attempt, err)
+			return
+		}
+		value = now
+	}
+	t.Fatal("in 50 attempts over a duplicating link, no request ran whose caller saw it fail")
+}
