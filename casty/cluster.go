@@ -19,6 +19,7 @@ import (
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/gossip/muxtransport"
+	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
 )
@@ -82,6 +83,7 @@ type cluster struct {
 	closeOnce sync.Once
 
 	rp        *replicator   // nil for a lite member
+	physical  func() int64  // the replication HLC's physical clock
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors
 
@@ -179,24 +181,36 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	if err != nil {
 		return nil, err
 	}
-	if lite {
+	netw := seamNetwork(o)
+	if lite && netw == nil {
 		addr, err = liteListenAddr(o.seeds)
 		if err != nil {
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	if netw != nil {
+		ln, err = netw.Listen(addr) // castytest's network (internal/seam)
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("casty: listen %s: %w", addr, err)
 	}
 	adv := o.advertise
-	if adv == "" {
+	if adv == "" && netw != nil {
+		adv = ln.Addr().String()
+	} else if adv == "" {
 		adv = advertiseFor(ln.Addr().(*net.TCPAddr), o.seeds)
 	}
 	cl := &cluster{
 		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger.With(logNode, ring.NodeID(rawID).String()),
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
+	}
+	cl.physical = hlc.SystemMillis
+	if o.seam != nil && o.seam.Physical != nil {
+		cl.physical = o.seam.Physical // castytest's skewed clock
 	}
 	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}, changed: make(chan struct{})})
 	cl.known = newLayout(placementFacts{})
@@ -218,6 +232,9 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
 	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
 	mcfg.Logger = sys.logger
+	if netw != nil {
+		mcfg.Dial = netw.Dial
+	}
 	cl.netHooks(&mcfg)
 	if o.tls != nil {
 		if mcfg.ServerTLS, mcfg.ClientTLS, err = loadTLS(*o.tls); err != nil {

@@ -92,7 +92,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	// A page travels alone in a commit part at worst: it and the
 	// replication envelope around it must fit one mux message.
 	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
-	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: hlc.SystemMillis})
+	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: cl.physical})
 	r.rep.SetLimit(cfg.MaxReplicatedBytes)
 	r.tombstoneTTL = cfg.StateTombstoneTTL
 	if joiner {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/casty/internal/seam"
 	"github.com/casty-go/casty/mux"
 )
 
@@ -54,6 +55,7 @@ type systemOptions struct {
 	replicator  *replicator       // the member's replication runtime, when it is the durability
 	meters      metric.MeterProvider
 	tracers     trace.TracerProvider
+	seam        *seam.Member // castytest's network and clock (seam.go)
 }
 
 // withDurability sets the host's Durability: the seam replication plugs

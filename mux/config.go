@@ -1,10 +1,12 @@
 package mux
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"time"
 )
 
@@ -196,6 +198,12 @@ type Config struct {
 	// Logger receives connection-level events (handshake failures,
 	// protocol violations, keepalive failures). Nil means slog.Default().
 	Logger *slog.Logger
+
+	// Dial, if set, opens the connections Node.Dial makes instead of a
+	// TCP dial: an in-process test network (casty/castytest), a proxy.
+	// It must honour ctx, which carries ConnectTimeout. Nil means
+	// net.Dialer over "tcp".
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	// OnSession, if set, is called (in its own goroutine) whenever a
 	// session becomes the live session for its peer.

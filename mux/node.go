@@ -266,8 +266,9 @@ func (n *Node) goTracked(f func()) bool {
 	return true
 }
 
-// Dial connects to addr over TCP (TLS when Config.ClientTLS is set), runs
-// the handshake and returns the live session to the node found there. If
+// Dial connects to addr over TCP, or through Config.Dial when set (TLS
+// when Config.ClientTLS is set), runs the handshake and returns the live
+// session to the node found there. If
 // a live session to that node already exists and wins the tie-break (see
 // the package docs), that one is returned and the new connection drains.
 func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
@@ -276,8 +277,14 @@ func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if n.cfg.Dial != nil {
+		conn, err = n.cfg.Dial(dctx, addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(dctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
 	}

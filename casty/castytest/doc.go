@@ -1,7 +1,9 @@
 // Package castytest checks that what your actors did under concurrency —
 // and under failures — is linearizable: that some one-at-a-time order of
 // the operations, consistent with when each was called and returned,
-// explains every result the callers saw.
+// explains every result the callers saw. It also starts the failures: an
+// in-process cluster of real members whose network a test can cut, slow,
+// make lossy and whose members it can crash, pause and restart.
 //
 // # Recording a history
 //
@@ -48,9 +50,76 @@
 // Checking linearizability is NP-complete; porcupine's search is fast for
 // histories of thousands of operations per key with a few concurrent
 // clients, and Check gives up after CheckTimeout, failing as unknown.
-// Partition by key to keep each search small. The package starts no
+// Partition by key to keep each search small. The checker starts no
 // goroutine that outlives a call: porcupine checks partitions in parallel
-// and Verify waits for all of them.
+// and Verify waits for all of them. The cluster's network starts none at
+// all (every wait happens in the goroutine that reads, writes or dials);
+// its members' goroutines end with the test's cleanup.
+//
+// # An in-process cluster
+//
+// NewCluster(t, n) starts n full members of a Casty cluster in the test's
+// process and returns once each sees all n and has settled the placement
+// of replicated kinds (about 90 ms for five; BENCHMARKS.md). They run the
+// real casty, mux and gossip code; only the network is the package's own:
+// connections are in-memory byte streams between fixed loopback addresses
+// (member i at 127.77.0.i+1:7000), on which no socket is opened. Member(i)
+// is member i's *casty.System, Lite() a lite member (casty.Connect) on the
+// same network, started on first use, whose index in the link methods is
+// N(). t.Cleanup stops every node as Crash does; the package's tests run
+// under goleak.
+//
+//	c := castytest.NewCluster(t, 5)
+//	c.Partition([]int{0, 1}, []int{2, 3, 4})
+//	_, err := casty.Call(ctx, Ledgers.Ref(c.Member(0), "k"), (*Ledger).Add, 1)
+//	c.HealAll()
+//
+// Members run with TestConfig, which detects failures in about a second;
+// MemberOptions adds casty options to every member (a casty.WithConfig
+// replaces TestConfig whole).
+//
+// The fault model, per pair of nodes (both directions) or per member:
+//
+//   - Cut(i, j), Partition(groups...): a rejecting firewall. The link's
+//     connections reset at once and dials across it fail with
+//     ErrUnreachable until Heal or HealAll.
+//   - Delay(i, j, d): every write arrives d later, plus a jitter in
+//     [0, d/10]; bytes stay in order and throughput is not limited.
+//   - Lossy(i, j, p): mux runs over a reliable byte stream, which turns a
+//     lost packet into a retransmission; what a caller can observe is the
+//     stream giving up. So each write is, with probability p, the one at
+//     which the connection resets, the write lost (ErrReset); the nodes
+//     redial.
+//   - Duplicate(i, j, p): a byte stream never delivers a byte twice; a
+//     request arrives twice when its answer is lost and the caller sends
+//     it again. So each write is, with probability p, delivered — the peer
+//     acts on it — and the connection resets as it is read, before any
+//     reply: the call fails as indeterminate, and a retry (casty retries
+//     only where nothing ran, so your code's retry) runs it again.
+//   - Crash(i): a killed process. No drain, no goodbye, no Deactivate
+//     hooks; its connections reset and nothing listens at its address.
+//   - Pause(i), Resume(i): SIGSTOP and SIGCONT as the network sees them.
+//     Nothing it sends is delivered, nothing sent to it is read (writes
+//     buffer, then block), so its peers' keepalives time out and they
+//     declare it dead. Go cannot stop its goroutines, so its own timers
+//     run and it suspects its peers in turn; on Resume the two sides
+//     reconcile as after a partition.
+//   - Restart(i): a new process with a new identity and no state at the
+//     same address, started once the others have declared the old identity
+//     dead (gossip tells members apart by address: gossip/SPEC.md).
+//   - Skew(i, d): member i's replication clock (its HLC, hlc.Config.Physical)
+//     reads the wall clock plus d. casty's HLC bounds no drift
+//     (hlc.Config.MaxDrift 0), so the member is not refused; the HLC
+//     orders its stamps after every stamp it has seen. Timers and
+//     timeouts keep the real clock.
+//
+// Every random choice (which write a lossy or duplicating link hits, the
+// jitter of a delay) is drawn from a math/rand/v2 generator per direction
+// of each connection, seeded from the cluster's seed: Seed(n) sets it,
+// NewCluster logs it, and logs it again when the test fails. The same
+// seed makes the same choices for the same sequence of writes on a
+// connection; which writes the members make, and when, is up to the Go
+// scheduler, so a cluster run is reproducible only as far as that allows.
 //
 // # Finding a bug
 //

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The package starts no goroutine of its own; porcupine's checker starts
-// some and must have finished with each by the time Verify returns.
+// porcupine's checker starts goroutines and must have finished with each
+// by the time Verify returns; a cluster's members must have stopped every
+// goroutine of theirs by the end of the test's cleanup.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,478 @@
+package castytest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/internal/seam"
+)
+
+// StartTimeout bounds how long NewCluster, Lite and Restart wait for the
+// membership to converge before failing the test.
+const StartTimeout = 30 * time.Second
+
+// TestConfig is the casty.Config every member of a NewCluster runs with
+// unless MemberOptions passes a casty.WithConfig of its own (which then
+// replaces it whole; start from TestConfig to change a field). It makes
+// failures show in test time: a dead connection is noticed within a
+// second by keepalive (250 ms interval, 1 s timeout), a suspect is
+// declared dead after 1 s (SuspicionTimeout), reconnection backs off to at
+// most 1 s, and a replication round or a connect gives up after 2 s or
+// 1 s. RemoveDeadAfter keeps casty's default of 30 s, so a crashed or
+// partitioned member keeps its replica slots for the length of a test.
+func TestConfig() casty.Config {
+	return casty.Config{
+		SuspicionTimeout:    time.Second,
+		ShuffleInterval:     time.Second,
+		AntiEntropyInterval: time.Second,
+		JoinTimeout:         10 * time.Second,
+		KeepAliveInterval:   250 * time.Millisecond,
+		KeepAliveTimeout:    time.Second,
+		ConnectTimeout:      time.Second,
+		HandshakeTimeout:    2 * time.Second,
+		ReconnectMax:        time.Second,
+		DrainTimeout:        2 * time.Second,
+		HandoffTimeout:      2 * time.Second,
+		ReplicationTimeout:  2 * time.Second,
+		CallTimeout:         5 * time.Second,
+	}
+}
+
+// ClusterOption configures NewCluster.
+type ClusterOption func(*clusterOptions)
+
+type clusterOptions struct {
+	seed    int64
+	seedSet bool
+	member  []casty.Option
+}
+
+// Seed sets the seed of every random choice the test network makes
+// (which write a lossy link drops, the jitter of a delay). Without it
+// NewCluster takes one from the clock; either way it logs the seed, and
+// logs it again if the test fails, so Seed(n) replays the network's
+// choices.
+func Seed(seed int64) ClusterOption {
+	return func(o *clusterOptions) { o.seed, o.seedSet = seed, true }
+}
+
+// MemberOptions adds casty options to every member and to the lite
+// member, after the cluster's own (TestConfig, a logger that discards
+// unless CASTY_TEST_LOGS is set). Seeds and addresses are the cluster's
+// to choose.
+func MemberOptions(opts ...casty.Option) ClusterOption {
+	return func(o *clusterOptions) { o.member = append(o.member, opts...) }
+}
+
+// Cluster is an in-process Casty cluster whose network can fail on
+// demand. Its methods are safe for concurrent use; index i names member i
+// (0 to N()-1), and N() names the lite member in the link methods.
+type Cluster struct {
+	t    testing.TB
+	n    int
+	seed int64
+	nw   *network
+	opts []casty.Option
+
+	mu      sync.Mutex
+	members []*slot
+	lite    *slot
+	closed  bool
+}
+
+// slot is one node of the cluster, across restarts.
+type slot struct {
+	sys     *casty.System
+	crashed bool
+	skew    atomic.Int64 // time.Duration added to the HLC's physical clock
+}
+
+// NewCluster starts n full members of a Casty cluster in this process,
+// joined over a test network (no socket is opened), and waits until each
+// sees all n and has settled the placement of replicated kinds. It runs
+// the real casty, mux and gossip code; only the bytes travel through
+// memory. t.Cleanup stops every member as Crash does.
+func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
+	t.Helper()
+	if n < 1 || n > 1000 {
+		t.Fatalf("castytest: NewCluster of %d members: want 1 to 1000", n)
+	}
+	o := clusterOptions{seed: time.Now().UnixNano()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed)}
+	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
+	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's random choices)", n, c.seed, c.seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("castytest: the failed test ran its cluster with seed %d", c.seed)
+		}
+	})
+	t.Cleanup(c.close)
+	c.members = make([]*slot, n)
+	for i := range c.members {
+		c.members[i] = &slot{}
+	}
+	first, err := c.start(0, nil)
+	if err != nil {
+		t.Fatalf("castytest: start member 0: %v (seed %d)", err, c.seed)
+	}
+	c.members[0].sys = first
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() {
+			c.members[i].sys, errs[i] = c.start(i, []string{addrOf(0)})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("castytest: start member %d: %v (seed %d)", i, err, c.seed)
+		}
+	}
+	c.await(fmt.Sprintf("all %d members everywhere and the placement settled", n), func() bool {
+		for _, m := range c.members {
+			if len(m.sys.Members()) != n || !seam.Settled(m.sys, n) {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// quietLogs discards the members' logs unless CASTY_TEST_LOGS is set.
+func quietLogs() casty.Option {
+	if os.Getenv("CASTY_TEST_LOGS") != "" {
+		return casty.WithLogger(slog.Default())
+	}
+	return casty.WithLogger(slog.New(slog.DiscardHandler))
+}
+
+// member returns the options that put node i on the test network with its
+// (possibly skewed) clock.
+func (c *Cluster) member(i int, sl *slot) casty.Option {
+	m := &seam.Member{
+		Network:  endpoint{nw: c.nw, self: i},
+		Physical: func() int64 { return time.Now().Add(time.Duration(sl.skew.Load())).UnixMilli() },
+	}
+	return seam.Option(m).(casty.Option)
+}
+
+// start starts full member i at its address, joining through seeds.
+func (c *Cluster) start(i int, seeds []string) (*casty.System, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	opts := append(slices.Clone(c.opts), casty.Seeds(seeds...), c.member(i, c.members[i]))
+	return casty.Start(ctx, addrOf(i), opts...)
+}
+
+// await fails the test unless cond holds within StartTimeout.
+func (c *Cluster) await(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(StartTimeout)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("castytest: timed out after %v waiting for %s (seed %d)", StartTimeout, what, c.seed)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// close stops every node as Crash does, then releases it.
+func (c *Cluster) close() {
+	c.mu.Lock()
+	c.closed = true
+	all := slices.Clone(c.members)
+	if c.lite != nil {
+		all = append(all, c.lite)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sl := range all {
+		if sl.sys == nil {
+			continue
+		}
+		wg.Go(func() {
+			seam.Crash(sl.sys)
+			_ = sl.sys.Close(context.Background())
+		})
+	}
+	wg.Wait()
+}
+
+// N is the number of full members.
+func (c *Cluster) N() int { return c.n }
+
+// Seed is the seed of the network's random choices.
+func (c *Cluster) Seed() int64 { return c.seed }
+
+// Addr is member i's address (the same across restarts).
+func (c *Cluster) Addr(i int) string { return addrOf(i) }
+
+// Member returns member i's current System (after Crash, the crashed one;
+// after Restart, the new one).
+func (c *Cluster) Member(i int) *casty.System {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slot(i).sys
+}
+
+// Members returns every member's current System, by index.
+func (c *Cluster) Members() []*casty.System {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*casty.System, c.n)
+	for i, sl := range c.members {
+		out[i] = sl.sys
+	}
+	return out
+}
+
+func (c *Cluster) slot(i int) *slot {
+	if i < 0 || i >= c.n {
+		c.t.Fatalf("castytest: no member %d in a cluster of %d", i, c.n)
+	}
+	return c.members[i]
+}
+
+// node checks that i names a member or the lite member.
+func (c *Cluster) node(i int) int {
+	if i < 0 || i > c.n {
+		c.t.Fatalf("castytest: no node %d: members are 0 to %d, the lite member %d", i, c.n-1, c.n)
+	}
+	return i
+}
+
+// Lite returns a lite member (casty.Connect) on the same network, started
+// on first use: it routes calls to the members without owning keys, as
+// your clients would. Its node index is N().
+func (c *Cluster) Lite() *casty.System {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lite != nil {
+		return c.lite.sys
+	}
+	var seeds []string
+	live := 0
+	for i, sl := range c.members {
+		if !sl.crashed {
+			seeds = append(seeds, addrOf(i))
+			live++
+		}
+	}
+	if len(seeds) == 0 {
+		c.t.Fatalf("castytest: Lite: every member has crashed (seed %d)", c.seed)
+	}
+	sl := &slot{}
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	opts := append(slices.Clone(c.opts), c.member(c.n, sl))
+	sys, err := casty.Connect(ctx, seeds, opts...)
+	if err != nil {
+		c.t.Fatalf("castytest: start the lite member: %v (seed %d)", err, c.seed)
+	}
+	sl.sys = sys
+	c.lite = sl
+	c.await("the lite member to see every live member", func() bool { return len(sys.Members()) >= live })
+	return sys
+}
+
+// Crash stops member i as a killed process stops: no drain, no goodbye to
+// the membership, no Deactivate hooks; its connections drop at once, so
+// its peers see them reset (and nothing listens at its address until
+// Restart). Its System stays what Member(i) returns, failing every call.
+func (c *Cluster) Crash(i int) {
+	c.mu.Lock()
+	sl := c.slot(i)
+	if sl.crashed {
+		c.mu.Unlock()
+		return
+	}
+	sl.crashed = true
+	sys := sl.sys
+	c.mu.Unlock()
+	c.nw.resetWhere(func(a, b int) bool { return a == i || b == i })
+	seam.Crash(sys)
+	_ = sys.Close(context.Background())
+}
+
+// Restart starts a new member at member i's address (crashing the old one
+// first if it runs): a new process with a new identity and no state,
+// joining through the live members. It starts it once the live members
+// have declared the old identity dead (about TestConfig's
+// SuspicionTimeout after the crash), then waits until every live member
+// sees the new one and it sees them.
+func (c *Cluster) Restart(i int) *casty.System {
+	c.t.Helper()
+	c.Crash(i)
+	c.mu.Lock()
+	old := c.members[i].sys.ID()
+	var seeds []string
+	var live []*casty.System
+	for j, sl := range c.members {
+		if j != i && !sl.crashed {
+			seeds = append(seeds, addrOf(j))
+			live = append(live, sl.sys)
+		}
+	}
+	c.mu.Unlock()
+	// gossip suspects a member only when its address stops answering
+	// (gossip/SPEC.md, failure detection), and tells members apart on
+	// the wire by address: a new process answering at the address of a
+	// member not yet declared dead keeps that member alive. So the new
+	// one starts once the live members have dropped the old one.
+	c.await(fmt.Sprintf("the live members to declare crashed member %d (%s) dead", i, old), func() bool {
+		for _, s := range live {
+			for _, m := range s.MemberTable() {
+				if m.ID == old && (m.State == "alive" || m.State == "suspect") {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	sys, err := c.start(i, seeds)
+	if err != nil {
+		c.t.Fatalf("castytest: restart member %d: %v (seed %d)", i, err, c.seed)
+	}
+	c.mu.Lock()
+	c.members[i].sys, c.members[i].crashed = sys, false
+	c.mu.Unlock()
+	live = append(live, sys)
+	ids := make([]string, len(live))
+	for k, s := range live {
+		ids[k] = s.ID()
+	}
+	c.await(fmt.Sprintf("restarted member %d (%s) and the %d live members to see each other", i, sys.ID(), len(live)-1), func() bool {
+		for _, s := range live {
+			seen := map[string]bool{}
+			for _, m := range s.Members() {
+				seen[m.ID] = true
+			}
+			for _, id := range ids {
+				if !seen[id] {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return sys
+}
+
+// Pause freezes node i's network as SIGSTOP freezes a process: nothing it
+// sends is delivered and nothing sent to it is read, both ways, on every
+// link, until Resume (writes buffer, then block, as a full TCP window
+// would). Its peers' keepalives time out, so they suspect it and then
+// declare it dead. Its own goroutines do run (Go cannot stop them): its
+// timers fire and it suspects its peers in turn.
+func (c *Cluster) Pause(i int) { c.nw.node(c.node(i)).paused.Store(true) }
+
+// Resume lets node i's links deliver again what they hold.
+func (c *Cluster) Resume(i int) {
+	c.nw.node(c.node(i)).paused.Store(false)
+	c.nw.wakeWhere(func(a, b int) bool { return a == i || b == i })
+}
+
+// Cut severs the link between nodes i and j, both ways, as a firewall
+// that rejects: their connections reset at once and new dials between
+// them fail with ErrUnreachable until Heal. (For a link that goes silent
+// instead, see Pause.)
+func (c *Cluster) Cut(i, j int) {
+	c.nw.link(c.node(i), c.node(j)).cut.Store(true)
+	c.nw.resetWhere(func(a, b int) bool { return a == i && b == j || a == j && b == i })
+}
+
+// Heal clears every fault of the link between i and j: cut, delay, loss
+// and duplication.
+func (c *Cluster) Heal(i, j int) {
+	l := c.nw.link(c.node(i), c.node(j))
+	l.cut.Store(false)
+	l.delay.Store(0)
+	l.loss.Store(0)
+	l.dup.Store(0)
+	c.nw.wakeWhere(func(a, b int) bool { return a == i && b == j || a == j && b == i })
+}
+
+// Partition cuts every link between nodes of different groups; a node in
+// no group keeps its links. Partition([]int{0, 1}, []int{2, 3, 4}) splits
+// five members two against three.
+func (c *Cluster) Partition(groups ...[]int) {
+	group := map[int]int{}
+	for g, nodes := range groups {
+		for _, i := range nodes {
+			group[c.node(i)] = g
+		}
+	}
+	for i, gi := range group {
+		for j, gj := range group {
+			if i < j && gi != gj {
+				c.Cut(i, j)
+			}
+		}
+	}
+}
+
+// HealAll heals every link (it does not resume a paused node).
+func (c *Cluster) HealAll() {
+	for i := 0; i <= c.n; i++ {
+		for j := i + 1; j <= c.n; j++ {
+			c.Heal(i, j)
+		}
+	}
+}
+
+// Delay makes every write on the link between i and j, both ways, arrive
+// d later, plus a jitter drawn uniformly from [0, d/10] (from the seed);
+// bytes stay in order, and throughput is not limited. Zero removes the
+// delay. It applies to writes made from now on.
+func (c *Cluster) Delay(i, j int, d time.Duration) {
+	c.nw.link(c.node(i), c.node(j)).delay.Store(int64(max(d, 0)))
+}
+
+// Lossy makes the link between i and j lose packets with probability p,
+// as the connection sees it: mux runs over a reliable byte stream, which
+// hides a lost packet behind a retransmission, so what a caller can
+// observe is the stream giving up. Each write on the link, either way, is
+// with probability p (drawn from the seed) the one at which the
+// connection resets instead of carrying it: the write and everything
+// buffered is lost, both ends see ErrReset, and the nodes must redial
+// (which succeeds: it is not a cut). Zero makes it reliable again.
+func (c *Cluster) Lossy(i, j int, p float64) {
+	c.nw.link(c.node(i), c.node(j)).loss.Store(math.Float64bits(min(max(p, 0), 1)))
+}
+
+// Duplicate makes the link between i and j deliver writes whose answer
+// never returns, with probability p per write (drawn from the seed): the
+// write reaches the peer, which acts on it, and the connection resets as
+// it is read, before any reply can travel back. A byte stream never
+// delivers a byte twice, so this is how a request arrives twice: the
+// caller sees the call fail (indeterminate), and if it — or casty —
+// retries, the actor runs it again. Zero turns it off.
+func (c *Cluster) Duplicate(i, j int, p float64) {
+	c.nw.link(c.node(i), c.node(j)).dup.Store(math.Float64bits(min(max(p, 0), 1)))
+}
+
+// Skew sets member i's clock offset: its replication HLC reads the wall
+// clock plus d (d may be negative). casty's HLC sets no bound on drift
+// (hlc.Config.MaxDrift 0), so a skewed member is not refused; its
+// timestamps lead or lag and the HLC orders them anyway. The skew
+// survives Restart; it does not move timers or timeouts.
+func (c *Cluster) Skew(i int, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slot(i).skew.Store(int64(d))
+}

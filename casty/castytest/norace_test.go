@@ -1,0 +1,5 @@
+//go:build !race
+
+package castytest_test
+
+const raceDetector = false

@@ -1,0 +1,42 @@
+// Package seam is how casty/castytest reaches into a casty member without
+// widening casty's public API: casty fills the function variables below
+// when it is initialised, and castytest calls them. It imports nothing of
+// casty's, so both may import it.
+package seam
+
+import (
+	"context"
+	"net"
+)
+
+// Network replaces TCP for one member: the listener it serves on and the
+// dials it makes.
+type Network interface {
+	// Listen returns the listener for addr (the member's address).
+	Listen(addr string) (net.Listener, error)
+	// Dial opens a connection to addr, honouring ctx.
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// Member is what a castytest cluster injects into one member.
+type Member struct {
+	// Network, if set, carries every connection of the member; its
+	// listen address is then used as given (no UDP probe, no
+	// interface lookup).
+	Network Network
+	// Physical, if set, is the member's HLC physical clock in
+	// milliseconds since the Unix epoch (a skewed clock).
+	Physical func() int64
+}
+
+// Filled by casty's init.
+var (
+	// Option returns the casty.Option (as any) that applies m to a member.
+	Option func(m *Member) any
+	// Crash stops a *casty.System (as any) as a killed process stops: no
+	// drain, no LEFT, no hooks, connections dropped at once.
+	Crash func(sys any)
+	// Settled reports whether a *casty.System (as any) has adopted a
+	// placement of n members and has no range sync in flight.
+	Settled func(sys any, n int) bool
+)

@@ -1,0 +1,35 @@
+package casty
+
+import (
+	"github.com/casty-go/casty/casty/internal/seam"
+)
+
+// casty/castytest runs members over an in-process network, crashes them
+// and skews their clocks through internal/seam, outside casty's public
+// API.
+func init() {
+	seam.Option = func(m *seam.Member) any {
+		return Option(func(o *systemOptions) { o.seam = m })
+	}
+	seam.Crash = func(s any) {
+		if sys := s.(*System); sys.cl != nil {
+			sys.cl.crash()
+		}
+	}
+	seam.Settled = func(s any, n int) bool {
+		sys := s.(*System)
+		if sys.cl == nil || sys.cl.rp == nil {
+			return false
+		}
+		pl := sys.cl.view.Load().pl
+		return sys.cl.rp.settled() && pl != nil && len(pl.ring.Members()) == n
+	}
+}
+
+// seamNetwork is the injected network, nil for TCP.
+func seamNetwork(o *systemOptions) seam.Network {
+	if o.seam == nil {
+		return nil
+	}
+	return o.seam.Network
+}

@@ -1,0 +1,51 @@
+package casty_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
+)
+
+// castytest's Skew reaches the replication clock: a member an hour ahead
+// stamps its commits an hour ahead, and after it crashes the member that
+// takes its keys over stamps later still (the HLC observed the stamps).
+func TestCastytestSkewStampsCommits(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "skewed"
+	m, _ := c.Member(0).OwnerOf(Ledgers.Name(), key)
+	owner := 0
+	for i := range c.N() {
+		if c.Addr(i) == m.Addr {
+			owner = i
+		}
+	}
+	c.Skew(owner, time.Hour)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Ledgers.Ref(c.Member(owner), key), (*Ledger).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	wall, ok := casty.ReplicaWall(c.Member(owner), Ledgers.Name(), key)
+	if ahead := time.Duration(wall-time.Now().UnixMilli()) * time.Millisecond; !ok || ahead < 59*time.Minute {
+		t.Fatalf("the skewed owner's commit is stamped %v ahead of the wall clock (%v), want about an hour", ahead, ok)
+	}
+	c.Crash(owner)
+	via := c.Member((owner + 1) % c.N())
+	waitFor(t, 20*time.Second, "an add after the skewed owner's crash", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := casty.Call(cctx, Ledgers.Ref(via, key), (*Ledger).Add, 1)
+		return err == nil
+	})
+	nm, _ := via.OwnerOf(Ledgers.Name(), key)
+	for i := range c.N() {
+		if c.Addr(i) != nm.Addr {
+			continue
+		}
+		if later, ok := casty.ReplicaWall(c.Member(i), Ledgers.Name(), key); !ok || later < wall {
+			t.Fatalf("the new owner stamped its commit at %d, before the skewed one at %d (%v)", later, wall, ok)
+		}
+	}
+}
