@@ -113,7 +113,10 @@ type Config struct {
 	KeepAliveInterval time.Duration
 	// KeepAliveTimeout is how long a ping may go unanswered, and how long
 	// a write may wait for the socket, before the connection is declared
-	// dead. Default 2 s.
+	// dead. Default 3 s. A live member can be that slow only when its
+	// reader waits on a full lane inbox (a slow handler under a flood of
+	// messages); the cost of a false failure is a reconnect and a
+	// suspicion the member refutes.
 	KeepAliveTimeout time.Duration
 	// ReconnectMin is the first redial delay, doubling up to ReconnectMax
 	// with ±25 % jitter. Defaults 100 ms and 15 s.
@@ -181,7 +184,7 @@ func DefaultConfig() Config {
 		HandshakeTimeout:    5 * time.Second,
 		ConnectTimeout:      5 * time.Second,
 		KeepAliveInterval:   time.Second,
-		KeepAliveTimeout:    2 * time.Second,
+		KeepAliveTimeout:    3 * time.Second,
 		ReconnectMin:        100 * time.Millisecond,
 		ReconnectMax:        15 * time.Second,
 		CompressThreshold:   4096,

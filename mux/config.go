@@ -88,10 +88,10 @@ type Config struct {
 	// KeepAliveInterval is the time between keepalive pings on an idle or
 	// busy connection. Default 1 s: a peer whose process is stopped or
 	// whose host vanished keeps its sockets open and says nothing, and the
-	// keepalive is what notices — within KeepAliveInterval +
-	// KeepAliveTimeout, 3 s by default (with 15 s it took up to 20 s, and
-	// membership suspects nobody meanwhile). A ping is a 12-byte frame
-	// each way. Zero disables keepalive.
+	// keepalive is what notices, within KeepAliveInterval +
+	// KeepAliveTimeout (with 15 s it took up to 20 s, and membership
+	// suspects nobody meanwhile). A ping is a 12-byte frame each way.
+	// Zero disables keepalive.
 	KeepAliveInterval time.Duration
 
 	// KeepAliveTimeout is how long a ping may wait for its pong before the
@@ -99,9 +99,10 @@ type Config struct {
 	// connection closed). It is also the connection's write timeout: a
 	// write that the socket does not take within it kills the connection
 	// (a sender whose write is stuck behind a peer that stopped reading
-	// waits at most this long, whatever its ctx). A live peer's reader
-	// drains its socket whatever its streams' windows, so only a peer that
-	// stopped, or a link that died, holds a write that long. Default 2 s.
+	// waits at most this long, whatever its ctx). A live peer can hold a
+	// write and a pong too: its reader waits while a lane's inbox is full
+	// (a slow MessageHandler), so a short timeout trades false failures
+	// under load for faster detection of a stopped peer. Default 5 s.
 	// Must be > 0.
 	KeepAliveTimeout time.Duration
 
@@ -231,7 +232,7 @@ func DefaultConfig() Config {
 		HandshakeTimeout:       5 * time.Second,
 		ConnectTimeout:         5 * time.Second,
 		KeepAliveInterval:      time.Second,
-		KeepAliveTimeout:       2 * time.Second,
+		KeepAliveTimeout:       5 * time.Second,
 		MaxFrame:               256 << 10,
 		MaxMessage:             4 << 20,
 		StreamWindow:           256 << 10,
