@@ -33,6 +33,15 @@ var (
 	// the destination does not have. Definite.
 	ErrUnknownActorType = errors.New("casty: unknown actor type")
 
+	// ErrNotAHandler is returned, before anything is sent, when the
+	// function passed to a call is not a handler of the actor's kind: a
+	// nil func, a function literal, a plain function, an unexported
+	// method, a method of another type, a lifecycle hook, or a handler of
+	// another shape than the call takes. The message says which and what
+	// to pass instead. It also matches ErrUnknownActorType, which it
+	// refines. Definite.
+	ErrNotAHandler error = notAHandler{}
+
 	// ErrRangeMoving is returned when the key's range is being handed to
 	// another node. Definite; the caller may retry.
 	ErrRangeMoving = errors.New("casty: range moving")
@@ -49,6 +58,13 @@ var (
 	// may retry later.
 	ErrOverloaded = errors.New("casty: overloaded")
 )
+
+type notAHandler struct{}
+
+func (notAHandler) Error() string { return "casty: not a handler" }
+
+// Is makes ErrNotAHandler match ErrUnknownActorType.
+func (notAHandler) Is(target error) bool { return target == ErrUnknownActorType }
 
 type timeoutError struct{}
 

@@ -11,19 +11,34 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-var errZeroRef = errors.New("casty: call through a zero Ref (use Kind.Ref)")
+// errZeroRef is the error of a call through a zero Ref.
+var errZeroRef = fmt.Errorf("%w: the Ref addresses nothing (it is a zero Ref[T] value, or its System is nil): "+
+	"get one from Kind.Ref(sys, key) or ServiceKind.Ref(sys)", ErrZeroRef)
+
+// check refuses a Ref that cannot address an actor: a zero Ref, or an
+// actor's Ref with an empty key (a service's Ref has none).
+func (r Ref[T]) check() error {
+	if r.sys == nil || r.kind == nil {
+		return errZeroRef
+	}
+	if r.key == "" && !r.kind.Service {
+		return fmt.Errorf("%w: the empty string is not the key of any %s actor: pass a non-empty key to Kind.Ref", ErrInvalidKey, r.kind.Name)
+	}
+	return nil
+}
 
 // resolve finds the handler fn (a method expression like (*T).Greet) names.
 func resolve[T any](ref Ref[T], fn any) (*actor.Method, error) {
-	if ref.sys == nil || ref.kind == nil {
-		return nil, errZeroRef
+	if err := ref.check(); err != nil {
+		return nil, err
 	}
 	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
 	if m == nil {
 		return nil, ref.kind.ErrNotHandler(fn)
 	}
 	if m.Shape != actor.Unary {
-		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " is a streaming handler: use Stream, Upload or Duplex")
+		return nil, fmt.Errorf("%w: (*%v).%s is a streaming handler: call it with Stream, Upload or Duplex, not Call, Call0, Do or Do0",
+			ErrNotAHandler, ref.kind.Type, m.Name)
 	}
 	return m, nil
 }
@@ -100,7 +115,9 @@ const notAppliedTries = 6
 // compiler checks the actor type, argument and result. Call honours ctx's
 // deadline and cancellation (Config.CallTimeout when ctx has none). A
 // handler's error arrives as *ActorFailedError; infrastructure failures as
-// the sentinels of this package.
+// the sentinels of this package. A zero Ref fails with ErrZeroRef, an
+// actor's Ref with an empty key with ErrInvalidKey, and m when it is not a
+// handler of T with ErrNotAHandler, each before anything is sent.
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
 	var obs callObs
 	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {

@@ -26,8 +26,23 @@ var (
 	// ErrRangeMoving: the key's range is moving between nodes. Definite.
 	ErrRangeMoving = actor.ErrRangeMoving
 	// ErrUnknownActorType: the kind or method is not known where the call
-	// went (or the function passed is not a handler). Definite.
+	// went (or the function passed is not a handler: ErrNotAHandler).
+	// Definite.
 	ErrUnknownActorType = actor.ErrUnknownActorType
+	// ErrNotAHandler: the function passed to Call, Call0, Do, Do0, Stream,
+	// Upload or Duplex is not a handler of the Ref's kind — a nil func, a
+	// function literal, a plain function, an unexported method, a method
+	// of another type, a lifecycle hook, or a handler of another shape
+	// than the helper calls. The message says which and what to pass. It
+	// also matches ErrUnknownActorType. Definite: nothing was sent.
+	ErrNotAHandler = actor.ErrNotAHandler
+	// ErrZeroRef: the call went through a zero Ref, one not made by
+	// Kind.Ref or ServiceKind.Ref. Definite: nothing was sent.
+	ErrZeroRef = errors.New("casty: zero Ref")
+	// ErrInvalidKey: the key does not name an actor: the empty string
+	// (an actor's key is any non-empty string; a service's Ref has none).
+	// Definite: nothing was sent.
+	ErrInvalidKey = errors.New("casty: invalid key")
 	// ErrReentrancy: the call would wait on an activation already waiting
 	// in this call chain (A→A, A→B→A). Definite.
 	ErrReentrancy = actor.ErrReentrancy

@@ -34,6 +34,8 @@ const (
 	codeNotApplied = "quorum-not-applied"
 	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
 	codeTooLarge = "commit-too-large"
+	// codeInvalidKey: ErrInvalidKey.
+	codeInvalidKey = "invalid-key"
 )
 
 // wireError is an error as it crosses the wire (its encoding: envelope.go).
@@ -57,6 +59,7 @@ var sentinels = []struct {
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
+	{codeInvalidKey, ErrInvalidKey},
 }
 
 func sentinelCode(err error) string {

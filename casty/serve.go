@@ -235,6 +235,10 @@ func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 		r := cl.unknownKind(req.Kind)
 		return nil, &r
 	}
+	if !k.Service && req.Key == "" {
+		r := errResp(codeInvalidKey, fmt.Sprintf("%v: a call for %s from another node has an empty key; node %s serves none", ErrInvalidKey, req.Kind, cl.addr))
+		return nil, &r
+	}
 	if !k.Service && !cl.owns(k, req) {
 		r := cl.wrongOwner(req.Kind, req.Key)
 		return nil, &r
