@@ -429,6 +429,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 //
 //go:noinline
 func (a *Activation) failed(e *Envelope, err error, o *observers, took time.Duration) {
+	a.host.logPanic(a, e.method.Name, err)
 	dir := a.host.supervise(a, err, Failure{Failures: int(a.failures.Add(1)), Method: e.method.Name})
 	if o != nil {
 		a.host.hub.publish(o, Failed{EventInfo: a.info(), Method: e.method.Name, Duration: took, Err: err, Directive: dir})

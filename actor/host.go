@@ -68,6 +68,7 @@ type Host struct {
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
 	timeouts sweep.Sweeper              // expires the watched calls (timeouts.go)
+	panics   panicLog                   // rate-limits the log lines of handler panics (panics.go)
 }
 
 // NewHost starts a host. injectors run on every new activation of their

@@ -81,7 +81,10 @@ const MaxCallChain = actor.MaxCallChain
 // handler's error (locally always; across nodes when its type is registered).
 type ActorFailedError = actor.FailedError
 
-// PanicError is the error a panicking handler fails with.
+// PanicError is the error a panicking handler fails with. The member
+// running the handler also logs the panic, with its stack, through the
+// System's logger — at most once per actor.PanicLogEvery per kind and
+// method, the next line counting those held back.
 type PanicError = actor.PanicError
 
 // Directive is a supervisor's decision.

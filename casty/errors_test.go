@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/casty-go/casty/casty"
@@ -43,6 +45,8 @@ func (t *Till) Ingest(ctx context.Context, items iter.Seq2[string, error]) (int,
 func (t *Till) Echo(ctx context.Context, in iter.Seq2[string, error]) iter.Seq2[string, error] {
 	return in
 }
+
+func (t *Till) Jam(ctx context.Context) error { panic("till jammed") }
 
 func (t *Till) Activate(ctx context.Context) error { return nil }
 
@@ -148,5 +152,76 @@ func TestEmptyKeyIsRefused(t *testing.T) {
 	}
 	if _, err := casty.Call0(ctx, Locators.Ref(sys), (*Locator).Where); err != nil {
 		t.Fatalf("a service's Ref has no key and must work: %v", err)
+	}
+}
+
+// records keeps the log records written, with their attributes.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *records) Enabled(context.Context, slog.Level) bool { return true }
+func (l *records) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r.Clone())
+	l.mu.Unlock()
+	return nil
+}
+func (l *records) WithAttrs(as []slog.Attr) slog.Handler { return &withAttrs{l, as} }
+func (l *records) WithGroup(string) slog.Handler         { return l }
+
+// withAttrs is records with attributes added by Logger.With.
+type withAttrs struct {
+	*records
+	as []slog.Attr
+}
+
+func (w *withAttrs) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(w.as...)
+	return w.records.Handle(ctx, r)
+}
+
+// matching returns the attributes of the records whose message starts
+// with prefix, one map per record.
+func (l *records) matching(prefix string) []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]string
+	for _, r := range l.recs {
+		if !strings.HasPrefix(r.Message, prefix) {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		out = append(out, attrs)
+	}
+	return out
+}
+
+// A handler's panic is logged once with its stack; panics of the same
+// handler that follow within actor.PanicLogEvery are held back.
+func TestHandlerPanicIsLoggedWithItsStack(t *testing.T) {
+	ctx := context.Background()
+	logs := &records{}
+	sys := newSys(t, casty.WithLogger(slog.New(logs)))
+	for i := range 3 {
+		err := casty.Do0(ctx, Tills.Ref(sys, "jam"), (*Till).Jam)
+		var pe *casty.PanicError
+		if !errors.As(err, &pe) || pe.Value != "till jammed" {
+			t.Fatalf("panic %d: %v", i, err)
+		}
+	}
+	lines := logs.matching("casty: handler panicked")
+	if len(lines) != 1 {
+		t.Fatalf("3 panics wrote %d lines, want 1: %v", len(lines), lines)
+	}
+	l := lines[0]
+	if l["kind"] != Tills.Name() || l["key"] != "jam" || l["method"] != "Jam" || l["panic"] != "till jammed" {
+		t.Errorf("the line does not name the panic: %v", l)
+	}
+	if !strings.Contains(l["stack"], "casty_test.(*Till).Jam") {
+		t.Errorf("the stack does not show the handler: %q", l["stack"])
 	}
 }
