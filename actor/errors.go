@@ -124,3 +124,46 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+
+// AnswerError is a handler's error marked by Answer: an answer to its
+// caller, not a failure. The engine hands it to the caller as it is,
+// without asking the supervisor; Unwrap returns the handler's error.
+type AnswerError struct {
+	Err error // the handler's error
+}
+
+func (e *AnswerError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the handler's error.
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// Answer marks err, returned by a handler, as an answer rather than a
+// failure: the supervisor is not asked, the failure count is not raised,
+// the state the handler left stands (it is committed as after a nil
+// error), and the caller gets err. Answer(nil) is nil. The mark is found
+// with errors.As, so wrapping Answer's result keeps it.
+func Answer(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &AnswerError{Err: err}
+}
+
+// isAnswer reports whether a handler's error is marked by Answer.
+func isAnswer(err error) bool {
+	var a *AnswerError
+	return errors.As(err, &a)
+}
+
+// asAnswer is the error an answered call finishes with: the handler's
+// error as an *AnswerError, so the layers above can tell an answer from a
+// failure; nil stays nil.
+func asAnswer(err error) error {
+	if err == nil {
+		return nil
+	}
+	if a, ok := err.(*AnswerError); ok {
+		return a
+	}
+	return &AnswerError{Err: err}
+}

@@ -81,6 +81,30 @@ const MaxCallChain = actor.MaxCallChain
 // handler's error (locally always; across nodes when its type is registered).
 type ActorFailedError = actor.FailedError
 
+// Answer marks err, returned by a handler, as an answer to its caller
+// rather than a failure — "item not in cart", "insufficient funds": the
+// errors a handler returns on purpose. An answered error
+//
+//   - bypasses the supervisor: it is not asked, the activation's failure
+//     count is not raised (an answer resets it, as a success does), and a
+//     Reset or Stop supervisor does not touch the activation;
+//   - keeps the state the handler left, as a nil error does: it stays in
+//     memory and, for a durable or replicated kind, is committed. A handler
+//     that must not change its state when it answers returns before
+//     changing it;
+//   - reaches the caller as err itself (with the zero result), not as an
+//     *ActorFailedError, so errors.Is and errors.As see it as the handler
+//     returned it. From another node, err arrives as itself when its type
+//     is registered with Message on both nodes (see "Errors across nodes"
+//     in the package documentation); as its text otherwise, still
+//     matching this package's sentinels. Telemetry counts the call with
+//     the outcome "answered" (TELEMETRY.md).
+//
+// Answer(nil) is nil. The mark is found with errors.As, so an error that
+// wraps Answer's result is an answer too (the caller gets the wrapping
+// error). Errors not marked stay failures, decided by the supervisor.
+func Answer(err error) error { return actor.Answer(err) }
+
 // PanicError is the error a panicking handler fails with. The member
 // running the handler also logs the panic, with its stack, through the
 // System's logger — at most once per actor.PanicLogEvery per kind and

@@ -1,0 +1,134 @@
+package casty_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// NotInCartError is a business error registered with casty.Message: it
+// crosses nodes as itself.
+type NotInCartError struct{ Item string }
+
+func (e *NotInCartError) Error() string { return "not in cart: " + e.Item }
+
+var _ = casty.Message[NotInCartError](casty.Name("test.NotInCartError"))
+
+// CartLockedError is a business error whose type is not registered: it
+// crosses nodes as its text only.
+type CartLockedError struct{ Until string }
+
+func (e *CartLockedError) Error() string { return "cart locked until " + e.Until }
+
+// Cart answers "not in cart" on purpose; its supervisor resets it on any
+// failure.
+type Cart struct {
+	Items  []string
+	Misses int
+}
+
+func (c *Cart) Add(ctx context.Context, item string) error {
+	c.Items = append(c.Items, item)
+	return nil
+}
+
+// Remove answers a missing item with casty.Answer, after counting it.
+func (c *Cart) Remove(ctx context.Context, item string) error {
+	i := slices.Index(c.Items, item)
+	if i < 0 {
+		c.Misses++
+		return casty.Answer(&NotInCartError{Item: item})
+	}
+	c.Items = slices.Delete(c.Items, i, i+1)
+	return nil
+}
+
+// RemoveStrict returns the same error unmarked: a failure.
+func (c *Cart) RemoveStrict(ctx context.Context, item string) error {
+	if !slices.Contains(c.Items, item) {
+		return &NotInCartError{Item: item}
+	}
+	return c.Remove(ctx, item)
+}
+
+// Lock answers with an unregistered error type.
+func (c *Cart) Lock(ctx context.Context) error {
+	return casty.Answer(&CartLockedError{Until: "noon"})
+}
+
+// Contents returns the items and the misses counted.
+func (c *Cart) Contents(ctx context.Context) (Cart, error) { return *c, nil }
+
+var Carts = casty.Actor[Cart](casty.Name("test.Cart"),
+	casty.Supervise(func(string, string, error, casty.Failure) casty.Directive { return casty.Reset }))
+
+// checkAnswers runs the bypass scenario on ref: answered errors reach the
+// caller as themselves and leave the state (and its changes) alone under a
+// Reset supervisor; the same error unmarked is a failure that resets it.
+func checkAnswers(t *testing.T, ref casty.Ref[Cart]) {
+	t.Helper()
+	ctx := context.Background()
+	if err := casty.Do(ctx, ref, (*Cart).Add, "apple"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		err := casty.Do(ctx, ref, (*Cart).Remove, "pear")
+		var nic *NotInCartError
+		if !errors.As(err, &nic) || nic.Item != "pear" || err.Error() != "not in cart: pear" {
+			t.Fatalf("answer %d: %#v", i, err)
+		}
+		var fe *casty.ActorFailedError
+		if errors.As(err, &fe) {
+			t.Fatalf("answer %d arrived as a failure: %v", i, err)
+		}
+	}
+	c, err := casty.Call0(ctx, ref, (*Cart).Contents)
+	if err != nil || !slices.Equal(c.Items, []string{"apple"}) || c.Misses != 3 {
+		t.Fatalf("after 3 answers: %+v, %v (want the apple and 3 misses)", c, err)
+	}
+	// The default is unchanged: unmarked, the error is a failure, and the
+	// Reset supervisor wipes the cart.
+	err = casty.Do(ctx, ref, (*Cart).RemoveStrict, "pear")
+	var fe *casty.ActorFailedError
+	var nic *NotInCartError
+	if !errors.As(err, &fe) || fe.Directive != casty.Reset || !errors.As(err, &nic) || nic.Item != "pear" {
+		t.Fatalf("unmarked: %#v", err)
+	}
+	if c, err := casty.Call0(ctx, ref, (*Cart).Contents); err != nil || len(c.Items) != 0 || c.Misses != 0 {
+		t.Fatalf("after a Reset: %+v, %v (want an empty cart)", c, err)
+	}
+}
+
+func TestAnswerBypassesTheSupervisorLocally(t *testing.T) {
+	checkAnswers(t, Carts.Ref(newSys(t), "cart"))
+}
+
+func TestAnswerBypassesTheSupervisorAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 2)
+	checkAnswers(t, Carts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Carts.Name())))
+}
+
+// Telemetry counts answered calls apart from failures, local or remote.
+func TestAnswerIsCountedAsAnswered(t *testing.T) {
+	opt, collect := meters(t)
+	nodes := startCluster(t, 2, opt)
+	ctx := context.Background()
+	for _, owner := range nodes {
+		ref := Carts.Ref(nodes[0], keyOn(t, owner, nodes[0], Carts.Name()))
+		if err := casty.Do(ctx, ref, (*Cart).Remove, "pear"); err == nil {
+			t.Fatal("Remove of a missing item succeeded")
+		}
+	}
+	rm := collect()
+	for outcome, want := range map[string]int64{"answered": 2, "failed": 0} {
+		n, _ := sum(rm, "casty.call.duration", attribute.String("casty.actor.kind", Carts.Name()), attribute.String("casty.call.outcome", outcome))
+		if n != want {
+			t.Errorf("calls with outcome %s: %d, want %d", outcome, n, want)
+		}
+	}
+}
