@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -111,6 +112,48 @@ func TestAnswerBypassesTheSupervisorLocally(t *testing.T) {
 func TestAnswerBypassesTheSupervisorAcrossNodes(t *testing.T) {
 	nodes := startCluster(t, 2)
 	checkAnswers(t, Carts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Carts.Name())))
+}
+
+// A handler's error of a registered type keeps its type across nodes; one
+// of an unregistered type arrives as its text, and the serving member
+// logs that once per type, saying how to register it.
+func TestUnregisteredErrorTypeIsLogged(t *testing.T) {
+	logs := &records{}
+	nodes := startCluster(t, 2, casty.WithLogger(slog.New(logs)))
+	ctx := context.Background()
+	const lost = "casty: a handler's error type is not registered"
+	local := Carts.Ref(nodes[0], keyOn(t, nodes[0], nodes[0], Carts.Name()))
+	remote := Carts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Carts.Name()))
+	// Locally nothing is lost, and nothing is logged.
+	var locked *CartLockedError
+	if err := casty.Do0(ctx, local, (*Cart).Lock); !errors.As(err, &locked) || locked.Until != "noon" {
+		t.Fatalf("local: %#v", err)
+	}
+	// A registered type survives, failure or answer.
+	var nic *NotInCartError
+	if err := casty.Do(ctx, remote, (*Cart).RemoveStrict, "fig"); !errors.As(err, &nic) || nic.Item != "fig" {
+		t.Fatalf("registered, failed: %#v", err)
+	}
+	if err := casty.Do(ctx, remote, (*Cart).Remove, "fig"); !errors.As(err, &nic) || nic.Item != "fig" {
+		t.Fatalf("registered, answered: %#v", err)
+	}
+	if got := logs.matching(lost); len(got) != 0 {
+		t.Fatalf("registered types logged as lost: %v", got)
+	}
+	// An unregistered one arrives as text, and is logged once.
+	for i := range 3 {
+		err := casty.Do0(ctx, remote, (*Cart).Lock)
+		if err == nil || err.Error() != "cart locked until noon" || errors.As(err, &locked) {
+			t.Fatalf("unregistered %d: %#v", i, err)
+		}
+	}
+	got := logs.matching(lost)
+	if len(got) != 1 {
+		t.Fatalf("3 calls logged %d lines, want 1: %v", len(got), got)
+	}
+	if l := got[0]; l["type"] != "*casty_test.CartLockedError" || l["kind"] != Carts.Name() || l["method"] != "Lock" {
+		t.Fatalf("the line does not name the type and handler: %v", l)
+	}
 }
 
 // Telemetry counts answered calls apart from failures, local or remote.

@@ -160,6 +160,54 @@ func decodeOriginal(name string, data []byte) error {
 	return nil
 }
 
+// lostType returns the type of the error a handler's failure or answer
+// (err, as the host returned it) loses when it crosses to another node:
+// the root of its chain, when no error of the chain has a registered
+// type. It returns nil when there is no type of the user's to register: a
+// registered type, one of this package's sentinels (their codes carry
+// them), casty's and context's own errors, and the errors of the errors
+// and fmt packages, which are text only and cross as text.
+func lostType(err error) reflect.Type {
+	var orig error
+	if a, ok := err.(*actor.AnswerError); ok {
+		orig = a.Err
+	} else if fe := (*actor.FailedError)(nil); errors.As(err, &fe) {
+		orig = fe.Err
+	}
+	if orig == nil || sentinelCode(orig) != "" {
+		return nil
+	}
+	var root error
+	for e := orig; e != nil; e = errors.Unwrap(e) {
+		if _, ok := wire.Default.NameOf(errType(e)); ok {
+			return nil
+		}
+		root = e
+	}
+	t := reflect.TypeOf(root)
+	switch errType(root).PkgPath() {
+	case "errors", "fmt", "context", "github.com/casty-go/casty/actor", "github.com/casty-go/casty/casty":
+		return nil
+	}
+	return t
+}
+
+// noteLost logs, once per type on this member, an error type a handler
+// returned that reaches the caller on another node as text only: errors.As
+// and errors.Is against it fail there. Registering it with Message keeps it.
+func (cl *cluster) noteLost(k *actor.Kind, method string, err error) {
+	t := lostType(err)
+	if t == nil {
+		return
+	}
+	if _, seen := cl.lost.LoadOrStore(t, struct{}{}); seen {
+		return
+	}
+	cl.logger.Warn("casty: a handler's error type is not registered: the caller on another node gets its text only, "+
+		"and errors.Is and errors.As against it fail there; make it a struct type and register it with casty.Message on every node (doc.go: Errors across nodes)",
+		"kind", k.Name, "method", method, "type", t.String())
+}
+
 // decodeMarked is decode, but an answer (codeAnswer) stays marked as an
 // *actor.AnswerError, for the caller's telemetry: Call, Call0, Do and Do0
 // take the mark off (answered) before returning.

@@ -203,6 +203,7 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx) (
 	case errors.Is(err, errNotApplied):
 		return errResp(codeNotApplied, err.Error()), false
 	}
+	rc.cl.noteLost(rc.k, rc.m.Name, err)
 	return callResp{Err: encodeError(err)}, false
 }
 
