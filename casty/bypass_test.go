@@ -175,3 +175,43 @@ func TestAnswerIsCountedAsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// CreditBook is replicated on two members and reset on any failure.
+type CreditBook struct{ Refusals, Crashes int }
+
+// Refuse counts a refusal and answers it.
+func (l *CreditBook) Refuse(ctx context.Context) error {
+	l.Refusals++
+	return casty.Answer(&NotInCartError{Item: "credit"})
+}
+
+// Crash changes the state, then fails.
+func (l *CreditBook) Crash(ctx context.Context) error {
+	l.Crashes++
+	return errors.New("crash")
+}
+
+func (l *CreditBook) Read(ctx context.Context) (CreditBook, error) { return *l, nil }
+
+var CreditBooks = casty.Actor[CreditBook](casty.Name("test.CreditBook"), casty.Replicas(2),
+	casty.Supervise(func(string, string, error, casty.Failure) casty.Directive { return casty.Reset }))
+
+// An answer commits the state the handler left, as a nil error does: a
+// Reset that follows goes back to it, not to the state before.
+func TestAnswerCommitsReplicatedState(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	ref := CreditBooks.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], CreditBooks.Name()))
+	var nic *NotInCartError
+	if err := casty.Do0(ctx, ref, (*CreditBook).Refuse); !errors.As(err, &nic) {
+		t.Fatalf("Refuse: %#v", err)
+	}
+	var fe *casty.ActorFailedError
+	if err := casty.Do0(ctx, ref, (*CreditBook).Crash); !errors.As(err, &fe) || fe.Directive != casty.Reset {
+		t.Fatalf("Crash: %#v", err)
+	}
+	l, err := casty.Call0(ctx, ref, (*CreditBook).Read)
+	if err != nil || l.Refusals != 1 || l.Crashes != 0 {
+		t.Fatalf("after the Reset: %+v, %v (want the answered refusal kept, the crash rolled back)", l, err)
+	}
+}

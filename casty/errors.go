@@ -89,9 +89,10 @@ type ActorFailedError = actor.FailedError
 //     count is not raised (an answer resets it, as a success does), and a
 //     Reset or Stop supervisor does not touch the activation;
 //   - keeps the state the handler left, as a nil error does: it stays in
-//     memory and, for a durable or replicated kind, is committed. A handler
-//     that must not change its state when it answers returns before
-//     changing it;
+//     memory and, for a durable or replicated kind, is committed (when the
+//     commit fails, the caller gets the commit's error instead, as after
+//     nil). A handler that must not change its state when it answers
+//     returns before changing it;
 //   - reaches the caller as err itself (with the zero result), not as an
 //     *ActorFailedError, so errors.Is and errors.As see it as the handler
 //     returned it. From another node, err arrives as itself when its type
