@@ -376,15 +376,18 @@ func (a *Activation) process(e *Envelope) {
 		a.processObserved(e, o)
 		return
 	}
-	if err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) }); err != nil {
+	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
+	if err != nil && !isAnswer(err) {
 		a.failed(e, err, nil, 0)
 		return
 	}
-	a.succeeded(e)
+	a.succeeded(e, err)
 }
 
-// succeeded completes e after its handler returned nil.
-func (a *Activation) succeeded(e *Envelope) {
+// succeeded completes e after its handler returned nil, or an answer
+// (Answer): the state the handler left is committed and the failure
+// count reset as for nil, and the caller gets the answer as its error.
+func (a *Activation) succeeded(e *Envelope, answer error) {
 	if a.sess != nil && !a.commit(e, false) {
 		return
 	}
@@ -392,7 +395,7 @@ func (a *Activation) succeeded(e *Envelope) {
 		a.failures.Store(0)
 	}
 	a.flushEmits()
-	e.finish(nil)
+	e.finish(asAnswer(answer))
 	a.afterTick(e)
 }
 
@@ -411,7 +414,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 	start := time.Now() // the handler's own time, not inspection's
 	err := a.host.guard(func() error { return e.inv.Invoke(&e.hctx, a.state) })
 	took := time.Since(start)
-	if err != nil {
+	if err != nil && !isAnswer(err) {
 		a.failed(e, err, o, took)
 		return
 	}
@@ -421,7 +424,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 		done.Result = p.Result()
 	}
 	hub.publish(o, done)
-	a.succeeded(e)
+	a.succeeded(e, err)
 }
 
 // failed completes e after its handler failed with err: supervision, the
@@ -429,6 +432,7 @@ func (a *Activation) processObserved(e *Envelope, o *observers) {
 //
 //go:noinline
 func (a *Activation) failed(e *Envelope, err error, o *observers, took time.Duration) {
+	a.host.logPanic(a, e.method.Name, err)
 	dir := a.host.supervise(a, err, Failure{Failures: int(a.failures.Add(1)), Method: e.method.Name})
 	if o != nil {
 		a.host.hub.publish(o, Failed{EventInfo: a.info(), Method: e.method.Name, Duration: took, Err: err, Directive: dir})

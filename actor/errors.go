@@ -33,6 +33,15 @@ var (
 	// the destination does not have. Definite.
 	ErrUnknownActorType = errors.New("casty: unknown actor type")
 
+	// ErrNotAHandler is returned, before anything is sent, when the
+	// function passed to a call is not a handler of the actor's kind: a
+	// nil func, a function literal, a plain function, an unexported
+	// method, a method of another type, a lifecycle hook, or a handler of
+	// another shape than the call takes. The message says which and what
+	// to pass instead. It also matches ErrUnknownActorType, which it
+	// refines. Definite.
+	ErrNotAHandler error = notAHandler{}
+
 	// ErrRangeMoving is returned when the key's range is being handed to
 	// another node. Definite; the caller may retry.
 	ErrRangeMoving = errors.New("casty: range moving")
@@ -49,6 +58,13 @@ var (
 	// may retry later.
 	ErrOverloaded = errors.New("casty: overloaded")
 )
+
+type notAHandler struct{}
+
+func (notAHandler) Error() string { return "casty: not a handler" }
+
+// Is makes ErrNotAHandler match ErrUnknownActorType.
+func (notAHandler) Is(target error) bool { return target == ErrUnknownActorType }
 
 type timeoutError struct{}
 
@@ -108,3 +124,46 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+
+// AnswerError is a handler's error marked by Answer: an answer to its
+// caller, not a failure. The engine hands it to the caller as it is,
+// without asking the supervisor; Unwrap returns the handler's error.
+type AnswerError struct {
+	Err error // the handler's error
+}
+
+func (e *AnswerError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the handler's error.
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// Answer marks err, returned by a handler, as an answer rather than a
+// failure: the supervisor is not asked, the failure count is not raised,
+// the state the handler left stands (it is committed as after a nil
+// error), and the caller gets err. Answer(nil) is nil. The mark is found
+// with errors.As, so wrapping Answer's result keeps it.
+func Answer(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &AnswerError{Err: err}
+}
+
+// isAnswer reports whether a handler's error is marked by Answer.
+func isAnswer(err error) bool {
+	var a *AnswerError
+	return errors.As(err, &a)
+}
+
+// asAnswer is the error an answered call finishes with: the handler's
+// error as an *AnswerError, so the layers above can tell an answer from a
+// failure; nil stays nil.
+func asAnswer(err error) error {
+	if err == nil {
+		return nil
+	}
+	if a, ok := err.(*AnswerError); ok {
+		return a
+	}
+	return &AnswerError{Err: err}
+}

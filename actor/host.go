@@ -68,6 +68,7 @@ type Host struct {
 	procs    atomic.Int32               // GOMAXPROCS, refreshed by the janitor
 	watches  [numWatchShards]watchShard // calls waiting on CallTimeout (timeouts.go)
 	timeouts sweep.Sweeper              // expires the watched calls (timeouts.go)
+	panics   panicLog                   // rate-limits the log lines of handler panics (panics.go)
 }
 
 // NewHost starts a host. injectors run on every new activation of their
@@ -106,7 +107,8 @@ func (h *Host) shardFor(key string) *shard {
 }
 
 // Ask queues e on the activation (k, key) and waits for its outcome: nil,
-// the handler's failure as a *FailedError, or an infrastructure error. A
+// the handler's failure as a *FailedError, the handler's answer as an
+// *AnswerError (Answer), or an infrastructure error. A
 // ctx without a deadline is bounded by Config.CallTimeout.
 func (h *Host) Ask(ctx context.Context, k *Kind, key string, e *Envelope) error {
 	return h.ask(ctx, k, key, e, false)

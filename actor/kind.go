@@ -3,8 +3,11 @@ package actor
 import (
 	"context"
 	"fmt"
+	"go/token"
 	"iter"
 	"reflect"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/casty-go/casty/wire"
@@ -274,13 +277,87 @@ func (o *KindOptions) validate() error {
 	return nil
 }
 
-// errUnknownMethod builds the error for a function that is not a handler of k.
-func (k *Kind) errUnknownMethod(what string) error {
-	return fmt.Errorf("%w: %s is not a handler of %s", ErrUnknownActorType, what, k.Name)
+// ErrNotHandler returns the error for passing fn where a handler of k is
+// expected when fn is not one: it wraps ErrNotAHandler and says what fn is
+// — a nil func, a function literal, a plain function, an unexported
+// method, a method of another type, a lifecycle hook, a method without a
+// handler shape — and what to pass instead.
+func (k *Kind) ErrNotHandler(fn any) error {
+	return fmt.Errorf("%w: %s", ErrNotAHandler, k.notHandlerReason(fn))
 }
 
-// ErrNotHandler returns the error for calling something that is not one of
-// k's handlers (a method of another type, an unexported method, a closure).
-func (k *Kind) ErrNotHandler(fn any) error {
-	return k.errUnknownMethod(fmt.Sprintf("%T", fn))
+// handlerShapes lists the handler shapes, for the messages that need them.
+const handlerShapes = "M(ctx) error, M(ctx, Q) error, M(ctx) (R, error), M(ctx, Q) (R, error), " +
+	"M(ctx[, Q]) iter.Seq2[E, error], M(ctx, iter.Seq2[E, error]) (R, error) or error, " +
+	"M(ctx, iter.Seq2[E, error]) iter.Seq2[F, error]"
+
+// notHandlerReason says what fn is and why it is not a handler of k. A
+// func value carries no more than its code pointer, so fn is told apart
+// by the name the runtime gives that code.
+func (k *Kind) notHandlerReason(fn any) string {
+	recv := "*" + k.Type.String()
+	want := fmt.Sprintf("pass a method expression of an exported method of %s, such as (%s).Name", recv, recv)
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.Kind() != reflect.Func {
+		return fmt.Sprintf("%T is not a function (kind %s); %s", fn, k.Name, want)
+	}
+	if v.IsNil() {
+		return fmt.Sprintf("the %T passed is nil (kind %s); %s", fn, k.Name, want)
+	}
+	f := runtime.FuncForPC(v.Pointer())
+	if f == nil {
+		return fmt.Sprintf("%T is not a method of %s (kind %s); %s", fn, recv, k.Name, want)
+	}
+	full := f.Name()
+	pkg, local := splitFuncName(full)
+	if isClosure(local) {
+		return fmt.Sprintf("%s is a function literal (a closure), not a method of %s (kind %s): only methods can be called by name on any node; %s",
+			full, recv, k.Name, want)
+	}
+	typ, method, ok := strings.Cut(local, ".")
+	if !ok {
+		return fmt.Sprintf("%s is a plain function, not a method of %s (kind %s); %s", full, recv, k.Name, want)
+	}
+	typ = strings.TrimSuffix(strings.TrimPrefix(typ, "("), ")")
+	bare := strings.TrimPrefix(typ, "*")
+	if i := strings.IndexByte(bare, '['); i >= 0 {
+		bare = bare[:i] // a generic type's instance: T[...]
+	}
+	tname := k.Type.Name()
+	if i := strings.IndexByte(tname, '['); i >= 0 {
+		tname = tname[:i]
+	}
+	if pkg != k.Type.PkgPath() || bare != tname {
+		return fmt.Sprintf("%s is a method of %s.%s, not of %s (kind %s); %s", full, pkg, bare, recv, k.Name, want)
+	}
+	switch {
+	case method == "" || !token.IsExported(method):
+		return fmt.Sprintf("(%s).%s is an unexported method: handlers must be exported methods (a call names its handler, and only exported methods can be found by name); export it", recv, method)
+	case method == "Activate" || method == "Deactivate":
+		return fmt.Sprintf("(%s).%s is a lifecycle hook: the runtime runs it on activation and deactivation, it cannot be called", recv, method)
+	}
+	return fmt.Sprintf("(%s).%s has type %T, which is not a handler shape; handlers are %s", recv, method, fn, handlerShapes)
+}
+
+// splitFuncName splits a runtime function name into its package path and
+// the rest ("T.M", "(*T).M", "F", "F.func1").
+func splitFuncName(full string) (pkg, local string) {
+	slash := strings.LastIndexByte(full, '/')
+	dot := strings.IndexByte(full[slash+1:], '.')
+	if dot < 0 {
+		return "", full
+	}
+	return full[:slash+1+dot], full[slash+1+dot+1:]
+}
+
+// isClosure reports whether a function's local name (splitFuncName) is a
+// function literal's: the compiler names them F.func1, F.func1.2,
+// glob..func1 and, for generic functions, F[...].func1.
+func isClosure(local string) bool {
+	for part := range strings.SplitSeq(local, ".") {
+		if n, ok := strings.CutPrefix(part, "func"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -11,19 +11,34 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-var errZeroRef = errors.New("casty: call through a zero Ref (use Kind.Ref)")
+// errZeroRef is the error of a call through a zero Ref.
+var errZeroRef = fmt.Errorf("%w: the Ref addresses nothing (it is a zero Ref[T] value, or its System is nil): "+
+	"get one from Kind.Ref(sys, key) or ServiceKind.Ref(sys)", ErrZeroRef)
+
+// check refuses a Ref that cannot address an actor: a zero Ref, or an
+// actor's Ref with an empty key (a service's Ref has none).
+func (r Ref[T]) check() error {
+	if r.sys == nil || r.kind == nil {
+		return errZeroRef
+	}
+	if r.key == "" && !r.kind.Service {
+		return fmt.Errorf("%w: the empty string is not the key of any %s actor: pass a non-empty key to Kind.Ref", ErrInvalidKey, r.kind.Name)
+	}
+	return nil
+}
 
 // resolve finds the handler fn (a method expression like (*T).Greet) names.
 func resolve[T any](ref Ref[T], fn any) (*actor.Method, error) {
-	if ref.sys == nil || ref.kind == nil {
-		return nil, errZeroRef
+	if err := ref.check(); err != nil {
+		return nil, err
 	}
 	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
 	if m == nil {
 		return nil, ref.kind.ErrNotHandler(fn)
 	}
 	if m.Shape != actor.Unary {
-		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " is a streaming handler: use Stream, Upload or Duplex")
+		return nil, fmt.Errorf("%w: (*%v).%s is a streaming handler: call it with Stream, Upload or Duplex, not Call, Call0, Do or Do0",
+			ErrNotAHandler, ref.kind.Type, m.Name)
 	}
 	return m, nil
 }
@@ -42,7 +57,15 @@ func decodeResult[R any](resp callResp, err error) (R, error) {
 	return r, nil
 }
 
+// ask runs e on the local host; an answer (Answer) comes back as the error
+// the handler gave it.
 func ask(ctx context.Context, sys *System, k *actor.Kind, key string, e *actor.Envelope) error {
+	return answered(askMarked(ctx, sys, k, key, e))
+}
+
+// askMarked is ask with an answer still marked as an *actor.AnswerError,
+// for the telemetry of Call, Call0, Do and Do0 (answered takes it off).
+func askMarked(ctx context.Context, sys *System, k *actor.Kind, key string, e *actor.Envelope) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -99,8 +122,11 @@ const notAppliedTries = 6
 // — with argument q on the actor ref points to, and returns its result. The
 // compiler checks the actor type, argument and result. Call honours ctx's
 // deadline and cancellation (Config.CallTimeout when ctx has none). A
-// handler's error arrives as *ActorFailedError; infrastructure failures as
-// the sentinels of this package.
+// handler's error arrives as *ActorFailedError, unless the handler marked
+// it with Answer: then as itself; infrastructure failures as the sentinels
+// of this package. A zero Ref fails with ErrZeroRef, an actor's Ref with an
+// empty key with ErrInvalidKey, and m when it is not a handler of T with
+// ErrNotAHandler, each before anything is sent.
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
 	var obs callObs
 	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
@@ -111,7 +137,7 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 		r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce[T, Q, R](ctx, ref, m, q) })
 	}
 	obs.end(err)
-	return r, err
+	return r, answered(err)
 }
 
 func callOnce[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
@@ -128,7 +154,7 @@ func callOnce[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.C
 	}
 	e := &callQR[T, Q, R]{m: m, q: q}
 	e.Init(e, meth)
-	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
+	if err := askMarked(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
 		return zero, err
 	}
 	return e.r, nil
@@ -156,7 +182,7 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 		r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once[T, R](ctx, ref, m) })
 	}
 	obs.end(err)
-	return r, err
+	return r, answered(err)
 }
 
 func call0Once[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
@@ -173,7 +199,7 @@ func call0Once[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 	}
 	e := &callR[T, R]{m: m}
 	e.Init(e, meth)
-	if err := ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
+	if err := askMarked(ctx, ref.sys, ref.kind, ref.key, &e.Envelope); err != nil {
 		return zero, err
 	}
 	return e.r, nil
@@ -200,7 +226,7 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce[T, Q](ctx, ref, m, q) })
 	}
 	obs.end(err)
-	return err
+	return answered(err)
 }
 
 func doOnce[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
@@ -216,7 +242,7 @@ func doOnce[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Contex
 	}
 	e := &doQ[T, Q]{m: m, q: q}
 	e.Init(e, meth)
-	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+	return askMarked(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 }
 
 type do0[T any] struct {
@@ -237,7 +263,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once[T](ctx, ref, m) })
 	}
 	obs.end(err)
-	return err
+	return answered(err)
 }
 
 func do0Once[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
@@ -253,7 +279,7 @@ func do0Once[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context)
 	}
 	e := &do0[T]{m: m}
 	e.Init(e, meth)
-	return ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+	return askMarked(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 }
 
 // ---- typed invokers for calls from other nodes (serve.go: typedUnary) ----

@@ -79,6 +79,7 @@ type cluster struct {
 	serve  chan struct{}
 	logger *slog.Logger
 	netLim *limiter // rate-limits network warnings (netlog.go)
+	lost   sync.Map // reflect.Type → struct{}: error types logged as lost on the wire (remote_error.go)
 
 	closeOnce sync.Once
 

@@ -186,6 +186,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	err = cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
 	switch {
 	case err != nil && !inv.sentErr:
+		cl.noteLost(k, meth.Name, err)
 		fc.writeError(frameErr, encodeError(err))
 	case err == nil && meth.Shape == actor.ClientStream:
 		if meth.Result != nil && inv.result.IsValid() {

@@ -37,8 +37,10 @@
 // Declarations are validated when the package initialises: Actor and
 // Message panic, naming the offending field path, if any state field,
 // argument or result could not cross the wire. Nothing a caller passes at
-// run time panics the process: a function that is not a handler or a zero
-// Ref is an error, and a nil ctx is taken as context.Background().
+// run time panics the process: a function that is not a handler
+// (ErrNotAHandler, whose message says what was passed and what to pass), a
+// zero Ref (ErrZeroRef) or an actor's empty key (ErrInvalidKey) is an
+// error, and a nil ctx is taken as context.Background().
 //
 // # Errors
 //
@@ -46,9 +48,17 @@
 // matches context.DeadlineExceeded), ErrActorUnavailable,
 // ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
-// ErrTooManySpies. A handler's own failure (an error or a panic) reaches
+// ErrTooManySpies, and the caller's mistakes ErrNotAHandler, ErrZeroRef,
+// ErrInvalidKey. A handler's own failure (an error or a panic) reaches
 // the caller as *ActorFailedError carrying kind, key, method, message and the
-// supervisor's Directive; Unwrap gives the handler's error.
+// supervisor's Directive; Unwrap gives the handler's error. A panic is
+// also logged, with its stack, by the member it happened on.
+//
+// An error a handler returns on purpose — "item not in cart" — is an
+// answer, not a failure: return it marked, casty.Answer(err). It bypasses
+// the supervisor (a Reset supervisor does not wipe the state for it), the
+// state the handler left stands as after a nil error, and the caller gets
+// err itself rather than an *ActorFailedError, locally and across nodes.
 //
 // Definite errors mean the call did not take effect: ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrActorUnavailable
@@ -60,6 +70,27 @@
 // commit that reached some replicas; when activating, before anything ran,
 // it is definite, but callers cannot tell the two apart and should treat
 // it as indeterminate).
+//
+// # Errors across nodes
+//
+// A handler's error crosses to a caller on another node as its message,
+// the sentinel of this package it matches, and — only when its type is
+// registered — the error itself. Register each error type a caller may
+// test with errors.As or errors.Is as a message, on every node:
+//
+//	type NotInCartError struct{ Item string }
+//
+//	func (e *NotInCartError) Error() string { return "not in cart: " + e.Item }
+//
+//	var _ = casty.Message[NotInCartError]()
+//
+// The first error of the chain (errors.Unwrap) whose type is registered
+// crosses; it arrives as a pointer when its pointer implements error. A
+// sentinel made with errors.New cannot be registered and arrives as text
+// only: use a registered type, with an Is method comparing its fields when
+// callers test it with errors.Is. When a handler's error of an unregistered
+// type (other than the errors and fmt packages' own) crosses to another
+// node, the serving member logs it once per type, naming it.
 //
 // # Reentrancy
 //

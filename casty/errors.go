@@ -26,8 +26,23 @@ var (
 	// ErrRangeMoving: the key's range is moving between nodes. Definite.
 	ErrRangeMoving = actor.ErrRangeMoving
 	// ErrUnknownActorType: the kind or method is not known where the call
-	// went (or the function passed is not a handler). Definite.
+	// went (or the function passed is not a handler: ErrNotAHandler).
+	// Definite.
 	ErrUnknownActorType = actor.ErrUnknownActorType
+	// ErrNotAHandler: the function passed to Call, Call0, Do, Do0, Stream,
+	// Upload or Duplex is not a handler of the Ref's kind — a nil func, a
+	// function literal, a plain function, an unexported method, a method
+	// of another type, a lifecycle hook, or a handler of another shape
+	// than the helper calls. The message says which and what to pass. It
+	// also matches ErrUnknownActorType. Definite: nothing was sent.
+	ErrNotAHandler = actor.ErrNotAHandler
+	// ErrZeroRef: the call went through a zero Ref, one not made by
+	// Kind.Ref or ServiceKind.Ref. Definite: nothing was sent.
+	ErrZeroRef = errors.New("casty: zero Ref")
+	// ErrInvalidKey: the key does not name an actor: the empty string
+	// (an actor's key is any non-empty string; a service's Ref has none).
+	// Definite: nothing was sent.
+	ErrInvalidKey = errors.New("casty: invalid key")
 	// ErrReentrancy: the call would wait on an activation already waiting
 	// in this call chain (A→A, A→B→A). Definite.
 	ErrReentrancy = actor.ErrReentrancy
@@ -66,7 +81,35 @@ const MaxCallChain = actor.MaxCallChain
 // handler's error (locally always; across nodes when its type is registered).
 type ActorFailedError = actor.FailedError
 
-// PanicError is the error a panicking handler fails with.
+// Answer marks err, returned by a handler, as an answer to its caller
+// rather than a failure — "item not in cart", "insufficient funds": the
+// errors a handler returns on purpose. An answered error
+//
+//   - bypasses the supervisor: it is not asked, the activation's failure
+//     count is not raised (an answer resets it, as a success does), and a
+//     Reset or Stop supervisor does not touch the activation;
+//   - keeps the state the handler left, as a nil error does: it stays in
+//     memory and, for a durable or replicated kind, is committed (when the
+//     commit fails, the caller gets the commit's error instead, as after
+//     nil). A handler that must not change its state when it answers
+//     returns before changing it;
+//   - reaches the caller as err itself (with the zero result), not as an
+//     *ActorFailedError, so errors.Is and errors.As see it as the handler
+//     returned it. From another node, err arrives as itself when its type
+//     is registered with Message on both nodes (see "Errors across nodes"
+//     in the package documentation); as its text otherwise, still
+//     matching this package's sentinels. Telemetry counts the call with
+//     the outcome "answered" (TELEMETRY.md).
+//
+// Answer(nil) is nil. The mark is found with errors.As, so an error that
+// wraps Answer's result is an answer too (the caller gets the wrapping
+// error). Errors not marked stay failures, decided by the supervisor.
+func Answer(err error) error { return actor.Answer(err) }
+
+// PanicError is the error a panicking handler fails with. The member
+// running the handler also logs the panic, with its stack, through the
+// System's logger — at most once per actor.PanicLogEvery per kind and
+// method, the next line counting those held back.
 type PanicError = actor.PanicError
 
 // Directive is a supervisor's decision.

@@ -34,6 +34,11 @@ const (
 	codeNotApplied = "quorum-not-applied"
 	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
 	codeTooLarge = "commit-too-large"
+	// codeAnswer: a handler's error marked by Answer; Cause, ErrType and
+	// ErrData as for codeFailed.
+	codeAnswer = "answer"
+	// codeInvalidKey: ErrInvalidKey.
+	codeInvalidKey = "invalid-key"
 )
 
 // wireError is an error as it crosses the wire (its encoding: envelope.go).
@@ -57,6 +62,7 @@ var sentinels = []struct {
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
+	{codeInvalidKey, ErrInvalidKey},
 }
 
 func sentinelCode(err error) string {
@@ -84,22 +90,16 @@ func encodeError(err error) *wireError {
 		b, _ := msgpack.Marshal(big)
 		return &wireError{Code: codeTooLarge, Message: err.Error(), Kind: big.Kind, Key: big.Key, ErrData: b}
 	}
+	if a, ok := err.(*actor.AnswerError); ok {
+		we := &wireError{Code: codeAnswer, Message: a.Err.Error(), Cause: sentinelCode(a.Err)}
+		we.ErrType, we.ErrData = encodeOriginal(a.Err)
+		return we
+	}
 	var fe *actor.FailedError
 	if errors.As(err, &fe) {
 		we := &wireError{Code: codeFailed, Message: fe.Message, Kind: fe.Kind, Key: fe.Key, Method: fe.Method,
 			Directive: int(fe.Directive), Cause: sentinelCode(fe.Err)}
-		for e := fe.Err; e != nil; e = errors.Unwrap(e) {
-			t := reflect.TypeOf(e)
-			if t.Kind() == reflect.Pointer {
-				t = t.Elem()
-			}
-			if name, ok := wire.Default.NameOf(t); ok {
-				if b, merr := wire.Marshal(e); merr == nil {
-					we.ErrType, we.ErrData = name, b
-				}
-				break
-			}
-		}
+		we.ErrType, we.ErrData = encodeOriginal(fe.Err)
 		return we
 	}
 	var re *actor.ReentrancyError
@@ -110,6 +110,129 @@ func encodeError(err error) *wireError {
 		return &wireError{Code: code, Message: err.Error()}
 	}
 	return &wireError{Code: codeUnavailable, Message: err.Error()}
+}
+
+// encodeOriginal encodes the first error of err's chain whose type is
+// registered (Message): its wire name and msgpack form; "" and nil when
+// none is.
+func encodeOriginal(err error) (string, []byte) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if name, ok := wire.Default.NameOf(errType(e)); ok {
+			if b, merr := wire.Marshal(e); merr == nil {
+				return name, b
+			}
+			return "", nil
+		}
+	}
+	return "", nil
+}
+
+// errType is the type an error's registration is looked up by: its
+// struct type when it is a pointer.
+func errType(e error) reflect.Type {
+	t := reflect.TypeOf(e)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// decodeOriginal decodes the original error encodeOriginal encoded, nil
+// when its type is not registered here or it does not decode.
+func decodeOriginal(name string, data []byte) error {
+	if name == "" {
+		return nil
+	}
+	t, ok := wire.Default.TypeOf(name)
+	if !ok {
+		return nil
+	}
+	v := reflect.New(t)
+	if wire.Unmarshal(data, v.Interface()) != nil {
+		return nil
+	}
+	if e, ok := v.Interface().(error); ok {
+		return e
+	}
+	if e, ok := v.Elem().Interface().(error); ok {
+		return e
+	}
+	return nil
+}
+
+// lostType returns the type of the error a handler's failure or answer
+// (err, as the host returned it) loses when it crosses to another node:
+// the root of its chain, when no error of the chain has a registered
+// type. It returns nil when there is no type of the user's to register: a
+// registered type, one of this package's sentinels (their codes carry
+// them), casty's and context's own errors, and the errors of the errors
+// and fmt packages, which are text only and cross as text.
+func lostType(err error) reflect.Type {
+	var orig error
+	if a, ok := err.(*actor.AnswerError); ok {
+		orig = a.Err
+	} else if fe := (*actor.FailedError)(nil); errors.As(err, &fe) {
+		orig = fe.Err
+	}
+	if orig == nil || sentinelCode(orig) != "" {
+		return nil
+	}
+	var root error
+	for e := orig; e != nil; e = errors.Unwrap(e) {
+		if _, ok := wire.Default.NameOf(errType(e)); ok {
+			return nil
+		}
+		root = e
+	}
+	t := reflect.TypeOf(root)
+	switch errType(root).PkgPath() {
+	case "errors", "fmt", "context", "github.com/casty-go/casty/actor", "github.com/casty-go/casty/casty":
+		return nil
+	}
+	return t
+}
+
+// noteLost logs, once per type on this member, an error type a handler
+// returned that reaches the caller on another node as text only: errors.As
+// and errors.Is against it fail there. Registering it with Message keeps it.
+func (cl *cluster) noteLost(k *actor.Kind, method string, err error) {
+	t := lostType(err)
+	if t == nil {
+		return
+	}
+	if _, seen := cl.lost.LoadOrStore(t, struct{}{}); seen {
+		return
+	}
+	cl.logger.Warn("casty: a handler's error type is not registered: the caller on another node gets its text only, "+
+		"and errors.Is and errors.As against it fail there; make it a struct type and register it with casty.Message on every node (doc.go: Errors across nodes)",
+		"kind", k.Name, "method", method, "type", t.String())
+}
+
+// decodeMarked is decode, but an answer (codeAnswer) stays marked as an
+// *actor.AnswerError, for the caller's telemetry: Call, Call0, Do and Do0
+// take the mark off (answered) before returning.
+func (we *wireError) decodeMarked() error {
+	err := we.decode()
+	if we.Code == codeAnswer {
+		return &actor.AnswerError{Err: err}
+	}
+	return err
+}
+
+// isAnswered reports whether err is an answer still marked (decodeMarked,
+// askMarked).
+func isAnswered(err error) bool {
+	_, ok := err.(*actor.AnswerError)
+	return ok
+}
+
+// answered takes the mark off an answer: the caller gets the error the
+// handler gave Answer.
+func answered(err error) error {
+	if a, ok := err.(*actor.AnswerError); ok {
+		return a.Err
+	}
+	return err
 }
 
 // remoteError is a failure cause that came from another node: its message,
@@ -136,20 +259,19 @@ func (we *wireError) decode() error {
 		return &remoteError{msg: we.Message, sentinel: ErrActorUnavailable}
 	case codeFailed:
 		fe := &actor.FailedError{Kind: we.Kind, Key: we.Key, Method: we.Method, Message: we.Message, Directive: actor.Directive(we.Directive)}
-		if t, ok := wire.Default.TypeOf(we.ErrType); ok && we.ErrType != "" {
-			v := reflect.New(t)
-			if wire.Unmarshal(we.ErrData, v.Interface()) == nil {
-				if e, ok := v.Interface().(error); ok {
-					fe.Err = e
-				} else if e, ok := v.Elem().Interface().(error); ok {
-					fe.Err = e
-				}
-			}
-		}
+		fe.Err = decodeOriginal(we.ErrType, we.ErrData)
 		if fe.Err == nil && we.Cause != "" {
 			fe.Err = &remoteError{msg: we.Message, sentinel: sentinelFor(we.Cause)}
 		}
 		return fe
+	case codeAnswer:
+		if e := decodeOriginal(we.ErrType, we.ErrData); e != nil {
+			if e.Error() == we.Message {
+				return e
+			}
+			return &remoteError{msg: we.Message, sentinel: e}
+		}
+		return &remoteError{msg: we.Message, sentinel: sentinelFor(we.Cause)}
 	case codeReentrancy:
 		return &actor.ReentrancyError{Kind: we.Kind, Key: we.Key}
 	case codeTimeout:

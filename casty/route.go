@@ -155,7 +155,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			return resp.Err, nil
 		}
 		if resp.Err != nil {
-			return nil, resp.Err.decode()
+			return nil, resp.Err.decodeMarked()
 		}
 		return nil, nil
 	})

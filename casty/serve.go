@@ -203,6 +203,7 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx) (
 	case errors.Is(err, errNotApplied):
 		return errResp(codeNotApplied, err.Error()), false
 	}
+	rc.cl.noteLost(rc.k, rc.m.Name, err)
 	return callResp{Err: encodeError(err)}, false
 }
 
@@ -233,6 +234,10 @@ func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 	}
 	if k == nil {
 		r := cl.unknownKind(req.Kind)
+		return nil, &r
+	}
+	if !k.Service && req.Key == "" {
+		r := errResp(codeInvalidKey, fmt.Sprintf("%v: a call for %s from another node has an empty key; node %s serves none", ErrInvalidKey, req.Kind, cl.addr))
 		return nil, &r
 	}
 	if !k.Service && !cl.owns(k, req) {

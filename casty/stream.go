@@ -2,7 +2,6 @@ package casty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -22,15 +21,17 @@ type item[E any] struct {
 }
 
 func resolveShape[T any](ref Ref[T], fn any, shape actor.Shape) (*actor.Method, error) {
-	if ref.sys == nil || ref.kind == nil {
-		return nil, errZeroRef
+	if err := ref.check(); err != nil {
+		return nil, err
 	}
 	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
 	if m == nil {
 		return nil, ref.kind.ErrNotHandler(fn)
 	}
 	if m.Shape != shape {
-		return nil, errors.New("casty: " + ref.kind.Name + "." + m.Name + " does not have the shape this helper calls")
+		return nil, fmt.Errorf("%w: (*%v).%s does not have the shape this helper calls (Stream: M(ctx, Q) iter.Seq2[E, error]; "+
+			"Upload: M(ctx, iter.Seq2[E, error]) (R, error); Duplex: M(ctx, iter.Seq2[E, error]) iter.Seq2[F, error]; unary handlers: Call, Call0, Do, Do0)",
+			ErrNotAHandler, ref.kind.Type, m.Name)
 	}
 	return m, nil
 }

@@ -62,6 +62,7 @@ const (
 const (
 	outcomeOK          = "ok"          // the handler returned no error
 	outcomeFailed      = "failed"      // the handler returned an error (*ActorFailedError)
+	outcomeAnswered    = "answered"    // the handler answered an error marked with Answer
 	outcomeTimeout     = "timeout"     // ErrTimeout
 	outcomeCanceled    = "canceled"    // the caller's ctx was cancelled
 	outcomeQuorum      = "quorum"      // ErrQuorumUnavailable, ErrReplicaFull
@@ -73,6 +74,8 @@ func outcomeOf(err error) string {
 	switch {
 	case err == nil:
 		return outcomeOK
+	case isAnswered(err):
+		return outcomeAnswered
 	case errors.As(err, &failed):
 		return outcomeFailed
 	case errors.Is(err, ErrTimeout):
@@ -87,7 +90,7 @@ func outcomeOf(err error) string {
 
 var memberStates = [...]gossip.Status{gossip.Alive, gossip.Suspect, gossip.Left, gossip.Dead}
 
-var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeTimeout, outcomeCanceled, outcomeQuorum, outcomeUnavailable}
+var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTimeout, outcomeCanceled, outcomeQuorum, outcomeUnavailable}
 
 // telemetry is a system's instruments and tracer; nil when it has
 // neither provider.
@@ -337,7 +340,7 @@ func endServerSpan(s trace.Span, we *wireError) {
 		endSpan(s, nil, outcomeOK)
 		return
 	}
-	err := we.decode()
+	err := we.decodeMarked()
 	endSpan(s, err, outcomeOf(err))
 }
 
