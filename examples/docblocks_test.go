@@ -87,6 +87,14 @@ type Cell struct{ V int }
 func (c *Cell) Get(ctx context.Context) (int, error) { return c.V, nil }
 
 var Cells = casty.Actor[Cell]()
+
+var t *testing.T
+
+type Ledger struct{ N int }
+
+func (l *Ledger) Add(ctx context.Context, n int) (int, error) { l.N += n; return l.N, nil }
+
+var Ledgers = casty.Actor[Ledger]()
 `,
 }
 
