@@ -597,18 +597,26 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	if cl.rp != nil && drain {
 		peers = cl.rp.handoffPeers()
 	}
+	// Leave announces LEFT, then lingers so the record spreads; the
+	// handoff runs meanwhile. Once every member of the placement has taken
+	// the member's ranges over, each of them holds the LEFT record and
+	// spreads it: the linger ends there.
 	lctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.DrainTimeout)
 	defer cancel()
-	if lerr := cl.agent.Leave(lctx); lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
-		err = lerr
-	}
+	left := make(chan error, 1)
+	go func() { left <- cl.agent.Leave(lctx) }()
 	if len(peers) > 0 {
 		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
 		if n := cl.rp.handoff(hctx, peers); n > 0 {
 			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.HandoffTimeout or the Close ctx ran out",
 				"node", cl.self.String(), "members", n)
+		} else {
+			cancel()
 		}
 		hcancel()
+	}
+	if lerr := <-left; lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
+		err = lerr
 	}
 	if cl.rp != nil {
 		cl.rp.close()

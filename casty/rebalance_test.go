@@ -65,6 +65,7 @@ func TestRebalanceOnJoinAndLeave(t *testing.T) {
 
 	leaver := nodes[1]
 	leaverKeys := leaver.Replication().Keys
+	servedBefore := leaver.Replication().ServedSyncBytes
 	start = time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -72,8 +73,12 @@ func TestRebalanceOnJoinAndLeave(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	left := time.Since(start)
-	t.Logf("%d keys, Replicas(3): join synced in %v (the joiner took %d keys); graceful Close of a member holding %d keys took %v",
-		keys, joined.Round(time.Millisecond), held, leaverKeys, left.Round(time.Millisecond))
+	handedOff := leaver.Replication().ServedSyncBytes - servedBefore
+	t.Logf("%d keys, Replicas(3): join synced in %v (the joiner took %d keys, pulling %d bytes); graceful Close of a member holding %d keys took %v, its handoff sent %d bytes",
+		keys, joined.Round(time.Millisecond), held, joiner.Replication().SyncBytes, leaverKeys, left.Round(time.Millisecond), handedOff)
+	if handedOff == 0 {
+		t.Error("the leaver's handoff sent no bytes (ServedSyncBytes did not move)")
+	}
 	if held == 0 {
 		t.Fatal("the joiner took no keys")
 	}

@@ -67,6 +67,8 @@ type replicator struct {
 	pulling      atomic.Bool  // a facts request is in flight
 	commits      atomic.Int64 // commits made by this member's activations
 	commitBytes  atomic.Int64 // bytes of their commit messages sent
+	syncIn       atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
+	syncOut      atomic.Int64 // bytes of copies sent in answer to others' syncs
 	repaired     atomic.Int64 // copies adopted by anti-entropy passes
 	pruned       int64        // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
@@ -198,7 +200,11 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	if behind && from != nil {
 		r.pullFacts(ring.NodeID(from.Peer()), from.PeerAddr())
 	}
-	return reply.Append([]byte{laneReplica})
+	b, err := reply.Append([]byte{laneReplica})
+	if err == nil && reply.Op == replica.OpSynced && !reply.Brief {
+		r.syncOut.Add(int64(len(b)))
+	}
+	return b, err
 }
 
 // pullFacts asks a member that knows a newer placement for its facts, one
@@ -653,6 +659,12 @@ type ReplicationStats struct {
 	// the encoded bytes of their commit messages, every replica counted
 	// (the owner's own copy is not sent, so not counted).
 	Commits, CommitBytes int64
+	// SyncBytes counts the encoded bytes of copies this member pulled from
+	// others, in the range syncs that follow a placement change (joins,
+	// leaves and their handoff, removals) and in anti-entropy repairs;
+	// ServedSyncBytes those it sent in answer to others' syncs — for a
+	// member that closed gracefully, what its handoff shipped.
+	SyncBytes, ServedSyncBytes int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
@@ -675,7 +687,7 @@ func (s *System) Replication() ReplicationStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
-		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0}
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

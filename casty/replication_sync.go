@@ -315,6 +315,9 @@ func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *rep
 			if m == nil {
 				continue
 			}
+			if m.Op == replica.OpSynced && !m.Brief {
+				r.syncIn.Add(int64(len(rp.raw)))
+			}
 			r.mu.Lock()
 			next = append(next, step(rp.from, m)...)
 			finished = done != nil && done()
