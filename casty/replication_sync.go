@@ -141,6 +141,7 @@ func (r *replicator) adopt(pl *layout) {
 	r.pending += len(runs)
 	if r.pending == 0 && r.joiner {
 		r.settledJoin = true
+		r.rep.JoinSettled()
 	}
 	r.mu.Unlock()
 	for _, run := range runs {
@@ -161,10 +162,12 @@ type syncRun struct {
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
 // group of ranges with one previous replica set, that set: the range's set
-// on the base placement without this member and without the members that
-// said they have not synced those ranges themselves (their
-// acknowledgements never counted, so no acknowledged write rests on them;
-// replica/SPEC.md). The base, not the new placement, names the set: after
+// on the base placement without this member and without the newcomers
+// that said they have not finished their first syncs (StatusJoining; two
+// newcomers must not wait on each other). A member that answers it has not
+// synced a range for another reason is asked again in the next round, not
+// left out: it may hold the only copy of a write whose other holder left
+// (replica/SPEC.md, "Membership changes"). The base, not the new placement, names the set: after
 // a leave or a removal the new placement lacks the member that went, and
 // the set it gives can hold a member that never was a replica of the
 // range, whose empty answer would count toward the sync. Rounds repeat
@@ -211,7 +214,7 @@ func (r *replicator) runSync(run *syncRun) {
 			if !r.syncRound(y) {
 				remaining = append(remaining, g.rngs...)
 			}
-			for _, id := range y.Unsynced() {
+			for _, id := range y.Joining() {
 				skip[ring.NodeID(id)] = true
 			}
 		}
@@ -356,6 +359,7 @@ func (r *replicator) syncDone(run *syncRun) bool {
 		r.pending--
 		if r.pending == 0 && r.joiner {
 			r.settledJoin = true
+			r.rep.JoinSettled()
 		}
 	}
 	return true

@@ -90,9 +90,10 @@ const (
 	StatusUnsynced               // sync refused: the replica has not synced that range itself
 	StatusFull                   // refused: the replica is at its limit and holds nothing of this actor
 	StatusLagging                // sync refused for now: the replica has not adopted the request's newer placement; ask again
+	StatusJoining                // sync refused: as StatusUnsynced, from a newcomer still taking its first ranges
 )
 
-var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full", "lagging"}
+var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full", "lagging", "joining"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -184,7 +185,7 @@ func (m *Msg) validate() error {
 	if m.Op < OpPrepare || m.Op > OpSynced {
 		return fmt.Errorf("%w: unknown op %d", ErrCorrupt, m.Op)
 	}
-	if m.Status > StatusLagging {
+	if m.Status > StatusJoining {
 		return fmt.Errorf("%w: unknown status %d", ErrCorrupt, m.Status)
 	}
 	if len(m.Ranges) > maxRanges {

@@ -39,6 +39,7 @@ type Replica struct {
 	// everywhere.
 	unsynced map[string][]Range
 	strict   bool
+	joining  bool // a newcomer that has not finished its first syncs (JoinSettled)
 
 	limit int // SetLimit: the most bytes held before new actors are refused (0: none)
 }
@@ -116,7 +117,12 @@ func (r *Replica) SetFacts(f func() []byte) { r.facts = f }
 // Joined marks this replica as a newcomer to a running cluster: every
 // kind not given ranges by Unsync is unsynced everywhere, so it votes only
 // where it holds a state.
-func (r *Replica) Joined() { r.strict = true }
+func (r *Replica) Joined() { r.strict, r.joining = true, true }
+
+// JoinSettled tells a newcomer's replica that its first syncs are done:
+// from then on a range it has not synced is answered StatusUnsynced, not
+// StatusJoining (SPEC.md, "Membership changes").
+func (r *Replica) JoinSettled() { r.joining = false }
 
 // ForgetUnsynced drops every unsynced range of every kind, before a
 // member that restarts its syncs from scratch (a joiner that learned a
@@ -487,6 +493,9 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 		return
 	case !synced:
 		out.Status = StatusUnsynced
+		if r.joining {
+			out.Status = StatusJoining
+		}
 		return
 	}
 	if batch <= 0 {

@@ -279,7 +279,7 @@ func (s *Session) tally(from NodeID, st Status) bool {
 	case StatusStale:
 		s.refused++
 		s.fenced = true
-	case StatusCorrupt, StatusMissing, StatusBehind, StatusUnsynced:
+	case StatusCorrupt, StatusMissing, StatusBehind, StatusUnsynced, StatusJoining:
 		s.refused++
 	case StatusFull:
 		s.refused++

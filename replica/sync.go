@@ -41,17 +41,25 @@ type Sync struct {
 	cursor   map[NodeID]string
 	finished map[NodeID]bool
 	unsynced map[NodeID]bool // members that answered they have not synced the ranges
+	joining  map[NodeID]bool // of those, newcomers still taking their first ranges
 	done     bool
 }
 
 // Unsynced returns the members that answered that they have not synced
-// the ranges themselves: the runtime can sync from the set the ranges have
-// without them instead (their acknowledgements never counted toward a
-// write quorum, so no acknowledged write rests on them).
-func (y *Sync) Unsynced() []NodeID {
+// the ranges themselves. They do not count toward the sync yet; it asks
+// them again until they have.
+func (y *Sync) Unsynced() []NodeID { return y.members(y.unsynced) }
+
+// Joining returns the members of Unsynced that are newcomers still taking
+// their first ranges: the runtime may sync from the set the ranges have
+// without them instead, so that two newcomers never wait on each other
+// (SPEC.md, "Membership changes", says why only newcomers).
+func (y *Sync) Joining() []NodeID { return y.members(y.joining) }
+
+func (y *Sync) members(set map[NodeID]bool) []NodeID {
 	var out []NodeID
 	for _, id := range y.prev {
-		if y.unsynced[id] {
+		if set[id] {
 			out = append(out, id)
 		}
 	}
@@ -78,7 +86,7 @@ func NewSync(kind string, rngs []Range, version, digest uint64, prev []NodeID, n
 // this member in the new placement.
 func NewJointSync(kind string, rngs []Range, version, digest uint64, groups []Group, local *Replica, batch int) *Sync {
 	y := &Sync{kind: kind, rngs: rngs, version: version, digest: digest, groups: groups, local: local, batch: batch,
-		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}, unsynced: map[NodeID]bool{}}
+		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}, unsynced: map[NodeID]bool{}, joining: map[NodeID]bool{}}
 	seen := map[NodeID]bool{}
 	for _, g := range groups {
 		for _, id := range g.Members {
@@ -150,8 +158,9 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 	if y.done || m.Op != OpSynced || !slices.Equal(m.Ranges, y.rngs) || m.Kind != y.kind || y.finished[from] {
 		return nil
 	}
-	if m.Status == StatusUnsynced {
+	if m.Status == StatusUnsynced || m.Status == StatusJoining {
 		y.unsynced[from] = true
+		y.joining[from] = m.Status == StatusJoining
 	}
 	if m.Status != StatusOK {
 		return nil // unsynced or behind: that member does not count (yet)
@@ -160,6 +169,7 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 		return nil // an answer to another request (a repair's): not this sync's
 	}
 	delete(y.unsynced, from)
+	delete(y.joining, from)
 	if m.Key != y.cursor[from] {
 		return nil // a duplicate or late reply to an earlier request
 	}
