@@ -95,3 +95,50 @@ func TestJoinHonoursTheCtxDeadline(t *testing.T) {
 		}
 	}
 }
+
+// WaitMembers returns once the node sees the members and, on a full
+// member, its placement has settled; with a ctx that ends first it says
+// how far it got and wraps ctx.Err().
+func TestWaitMembers(t *testing.T) {
+	first := startNode(t, nil)
+	nodes := []*casty.System{first, startNode(t, []string{first.Addr()}), startNode(t, []string{first.Addr()})}
+	lite, err := casty.Connect(context.Background(), []string{first.Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeSys(t, lite) })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for _, s := range append(nodes, lite) {
+		if err := s.WaitMembers(ctx, 3); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+		if got := len(s.Members()); got != 3 {
+			t.Fatalf("%v sees %d members after WaitMembers(3)", s, got)
+		}
+	}
+	for _, s := range nodes {
+		if !casty.Settled(s, 3) {
+			t.Errorf("%v: WaitMembers returned before its placement settled on 3 members", s)
+		}
+	}
+
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = first.WaitMembers(short, 4)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "3 live") {
+		t.Fatalf("waiting for a 4th member that never comes: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("WaitMembers overran its ctx: %v", took)
+	}
+
+	if err := newSys(t).WaitMembers(ctx, 1); err == nil {
+		t.Fatal("a local system has no members to wait for")
+	}
+	closeSys(t, lite)
+	if err := lite.WaitMembers(ctx, 4); !errors.Is(err, casty.ErrActorUnavailable) {
+		t.Fatalf("WaitMembers on a closed system: %v", err)
+	}
+}
