@@ -12,9 +12,12 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
-// named is a caller's own sequence type: Upload and Duplex take it as they
-// take the iter type it has the shape of.
-type named func(yield func(string) bool)
+// named and named2 are a caller's own sequence types: Upload and Duplex
+// take them as they take the iter types they have the shape of.
+type (
+	named  func(yield func(string) bool)
+	named2 func(yield func(string, error) bool)
+)
 
 // Upload and Duplex take a plain iter.Seq as well as an iter.Seq2 with
 // errors, on one node and to another node's actor.
@@ -38,6 +41,17 @@ func TestStreamsTakePlainSequences(t *testing.T) {
 			}
 			if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq); err != nil || n != len(want) {
 				t.Fatalf("upload of a named sequence type: %d, %v", n, err)
+			}
+			var seq2 named2 = func(yield func(string, error) bool) {
+				for l := range seq {
+					if !yield(l, nil) {
+						return
+					}
+				}
+				yield("", errors.New("named2 broke"))
+			}
+			if _, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2); err == nil || !strings.Contains(err.Error(), "named2 broke") {
+				t.Fatalf("upload of a named iter.Seq2 type must carry its error: %v", err)
 			}
 			var got []int
 			for n, err := range casty.Duplex(ctx, ref, (*Log).Lengths, slices.Values(want)) {
