@@ -17,6 +17,10 @@ type Config struct {
 	// IdleTimeout deactivates an activation that has had no message for
 	// this long, unless its kind sets its own. Default 300 s; Forever never.
 	IdleTimeout time.Duration
+	// IdleTimeouts overrides, on this host only, the idle timeout of the
+	// kinds it names (their own or IdleTimeout). Read-only once the host
+	// runs.
+	IdleTimeouts map[*Kind]time.Duration
 	// DrainTimeout bounds Close: how long in-flight and queued messages and
 	// Deactivate hooks may run before Close gives up on them. Default 10 s.
 	DrainTimeout time.Duration

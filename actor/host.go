@@ -415,6 +415,9 @@ func (h *Host) newActivation(k *Kind, key string) *Activation {
 }
 
 func (h *Host) idleOf(k *Kind) time.Duration {
+	if d, ok := h.cfg.IdleTimeouts[k]; ok {
+		return d
+	}
 	if k.IdleTimeout != 0 {
 		return k.IdleTimeout
 	}

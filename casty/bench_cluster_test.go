@@ -30,20 +30,12 @@ func benchCluster(b *testing.B, n int) []*casty.System {
 			s.Close(context.Background())
 		}
 	})
-	for {
-		ok := true
-		for _, s := range nodes {
-			ok = ok && len(s.Members()) == n
-		}
-		if ok {
-			return nodes
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatalf("%d members did not converge", n)
-		case <-time.After(10 * time.Millisecond):
+	for _, s := range nodes {
+		if err := s.WaitMembers(ctx, n); err != nil {
+			b.Fatal(err)
 		}
 	}
+	return nodes
 }
 
 // BenchmarkClusterCallRemote: sequential calls to a key another member owns.

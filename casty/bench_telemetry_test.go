@@ -89,11 +89,9 @@ func BenchmarkTelemetryCallRemote(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer second.Close(context.Background())
-			for len(first.Members()) != 2 || len(second.Members()) != 2 {
-				select {
-				case <-ctx.Done():
-					b.Fatal("the members did not converge")
-				case <-time.After(10 * time.Millisecond):
+			for _, s := range []*casty.System{first, second} {
+				if err := s.WaitMembers(ctx, 2); err != nil {
+					b.Fatal(err)
 				}
 			}
 			key := ""
@@ -202,11 +200,9 @@ func overheadRef(b *testing.B, remote bool, opts []casty.Option) casty.Ref[Count
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { second.Close(context.Background()) })
-	for len(first.Members()) != 2 || len(second.Members()) != 2 {
-		select {
-		case <-ctx.Done():
-			b.Fatal("the members did not converge")
-		case <-time.After(10 * time.Millisecond):
+	for _, s := range []*casty.System{first, second} {
+		if err := s.WaitMembers(ctx, 2); err != nil {
+			b.Fatal(err)
 		}
 	}
 	for i := 0; ; i++ {

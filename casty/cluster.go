@@ -128,8 +128,11 @@ func (v *view) ownerOf(k *actor.Kind, point uint64) (ring.NodeID, bool) {
 }
 
 // Start starts a full member listening on addr and joins the cluster
-// through its seeds (each tried within Config.JoinTimeout; if none answers,
-// the error names each). With port 0, Addr reports the bound port.
+// through its seeds, waiting at most Config.JoinTimeout and never past
+// ctx's deadline; if no seed admits it in time, the error names each seed
+// and its trouble, and wraps ctx.Err() when ctx ended the wait. With port
+// 0, Addr reports the bound port. WaitMembers waits for the rest of the
+// cluster.
 func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 	return startCluster(ctx, addr, false, opts)
 }
@@ -137,7 +140,8 @@ func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 // Connect starts a lite member: it joins the membership and keeps the ring
 // current, so it routes calls in one hop, but it never owns keys and is
 // never placed on the ring. It listens on an ephemeral port of the
-// interface that reaches the seeds.
+// interface that reaches the seeds. Like Start, it waits to be admitted at
+// most Config.JoinTimeout and never past ctx's deadline.
 func Connect(ctx context.Context, seeds []string, opts ...Option) (*System, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("casty: Connect needs at least one seed")
@@ -298,7 +302,13 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 
 	if len(gcfg.Seeds) > 0 {
 		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.JoinTimeout); err != nil {
-			cl.shutdown(context.Background(), false)
+			// Nobody admitted this node: there is no one to say goodbye
+			// to, so it stops at once rather than linger (gossip's Leave),
+			// and its connections close first, so that the gossip
+			// transport does not wait to flush a join still queued to a
+			// seed that never answers.
+			cl.node.Close()
+			cl.crash()
 			return nil, err
 		}
 	}
@@ -363,31 +373,77 @@ func loadTLS(t TLS) (server, client *tls.Config, err error) {
 	return server, client, nil
 }
 
-// awaitJoin waits until another member is known, or fails naming each
-// seed's trouble.
+// awaitJoin waits until another member is known, for at most timeout and
+// never past ctx, or fails naming each seed's trouble. While it waits it
+// dials each seed itself, so that the error can say why at once when the
+// wait ends — a diagnosis run after the deadline would overrun it.
 func (cl *cluster) awaitJoin(ctx context.Context, seeds []string, timeout time.Duration) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	jctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		why = make([]string, len(seeds)) // each seed's latest trouble
+		wg  sync.WaitGroup
+	)
+	for i, s := range seeds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.probeSeed(jctx, s, func(msg string) {
+				mu.Lock()
+				why[i] = msg
+				mu.Unlock()
+			})
+		}()
+	}
 	select {
 	case <-cl.joinedCh:
-		return nil
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	var why []string
-	for _, s := range seeds {
-		dctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.ConnectTimeout)
-		_, err := cl.node.Dial(dctx, s)
 		cancel()
-		if err == nil {
-			err = errors.New("reachable, but it did not admit this node in time")
-		}
-		why = append(why, s+": "+err.Error())
+		wg.Wait()
+		return nil
+	case <-jctx.Done():
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("casty: join cancelled (%v); seeds: %s", ctx.Err(), strings.Join(why, "; "))
+	wg.Wait()
+	select {
+	case <-cl.joinedCh: // joined just as the wait ended
+		return nil
+	default:
+	}
+	for i, s := range seeds {
+		why[i] = s + ": " + why[i]
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("casty: join through seeds %s: %w (%s)", strings.Join(seeds, ", "), err, strings.Join(why, "; "))
 	}
 	return fmt.Errorf("casty: could not join within %v through any seed: %s", timeout, strings.Join(why, "; "))
+}
+
+// probeSeed dials seed until ctx ends, redialling after a failure (100 ms
+// doubling to 1 s), and reports what it found to note.
+func (cl *cluster) probeSeed(ctx context.Context, seed string, note func(string)) {
+	noted := false
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, err := cl.node.Dial(ctx, seed)
+		switch {
+		case err == nil:
+			note("reachable, but it did not admit this node in time")
+			return
+		case ctx.Err() != nil:
+			if !noted {
+				note("no answer before the deadline")
+			}
+			return
+		}
+		note(err.Error())
+		noted = true
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
 }
 
 // watch rebuilds the view on every membership event.

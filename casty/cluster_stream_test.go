@@ -41,7 +41,7 @@ func TestClusterStreamsIntactInOrder(t *testing.T) {
 	key := keyOn(t, nodes[1], nodes[0], Logs.Name())
 	ref := Logs.Ref(nodes[0], key)
 	want := lines(2000)
-	n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2(want))
+	n, err := casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(want))
 	if err != nil || n != 2000 {
 		t.Fatalf("remote upload: %d %v", n, err)
 	}
@@ -59,7 +59,7 @@ func TestClusterStreamsIntactInOrder(t *testing.T) {
 		t.Fatalf("remote download: %d elements, not intact", len(got))
 	}
 	i := 0
-	for l, err := range casty.Duplex(ctx, ref, (*Log).Lengths, seq2(want)) {
+	for l, err := range casty.Duplex(ctx, ref, (*Log).Lengths, slices.Values(want)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestClusterOwnerDeathMidStream(t *testing.T) {
 	ctx := context.Background()
 	victim := nodes[2]
 	key := keyOn(t, victim, nodes[0], Logs.Name())
-	casty.Upload(ctx, Logs.Ref(nodes[0], key), (*Log).Ingest, seq2(lines(500)))
+	casty.Upload(ctx, Logs.Ref(nodes[0], key), (*Log).Ingest, slices.Values(lines(500)))
 	n := 0
 	var final error
 	for _, err := range casty.Stream(ctx, Logs.Ref(nodes[0], key), (*Log).Forever, 0) {

@@ -644,7 +644,7 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	ref := Logs.Ref(nodes[0], key)
 
 	casty.RefuseAsWrongOwner(nodes[1], 1)
-	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(3))); err != nil || n != 3 {
+	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(lines(3))); err != nil || n != 3 {
 		t.Fatalf("stream open refused once: %d %v", n, err)
 	}
 	casty.RefuseAsWrongOwner(nodes[1], 1)

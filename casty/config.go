@@ -22,7 +22,8 @@ type Config struct {
 	// timer per call, and may fire up to 10 ms late.
 	CallTimeout time.Duration
 	// IdleTimeout deactivates an activation with no message for this long,
-	// unless its kind sets casty.IdleTimeout. Default 300 s; Forever never.
+	// unless its kind sets casty.IdleTimeout (at declaration, or on one
+	// system with Tune). Default 300 s; Forever never.
 	IdleTimeout time.Duration
 	// DrainTimeout bounds Close's drain of in-flight and queued messages and
 	// Deactivate hooks. Default 10 s.

@@ -151,7 +151,8 @@
 // straight to its key's owner over one multiplexed connection per node
 // pair (package mux); a call to a key this node owns runs locally with no
 // serialization. Connect makes a lite member that routes the same way but
-// owns nothing. Arguments, results and registered error types cross the
+// owns nothing. Both return by ctx's deadline when no seed admits them;
+// System.WaitMembers then waits for the rest of the cluster. Arguments, results and registered error types cross the
 // wire as msgpack (package wire); a Ref hashes its key onto the ring once.
 // When membership changes, activations whose keys moved are deactivated
 // (ReasonMoved) and later calls reach the new owner. Streams use one mux

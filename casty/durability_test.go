@@ -2,6 +2,7 @@ package casty_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestDurabilitySeamCommitsAStreamOnce(t *testing.T) {
 		}
 		ctx := context.Background()
 		ref := Logs.Ref(caller, key)
-		if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(50))); err != nil || n != 50 {
+		if n, err := casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(lines(50))); err != nil || n != 50 {
 			t.Fatalf("clustered %v: upload: %d %v", clustered, n, err)
 		}
 		if r, c := d.count(key); r != 1 || c != 1 {

@@ -316,7 +316,7 @@ func TestStateOf(t *testing.T) {
 	// While a stream holds its actor, StateOf waits for the handler only,
 	// bounded by ctx.
 	ref := Logs.Ref(sys, "state")
-	casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(5*casty.StreamBuffer)))
+	casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(lines(5*casty.StreamBuffer)))
 	next, stop := iterPull(casty.Stream(ctx, ref, (*Log).Tail, 0))
 	next()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)

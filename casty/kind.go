@@ -85,7 +85,8 @@ func Write(q Quorum) KindOption { return func(o *kindOptions) { o.write = q; o.m
 func Read(q Quorum) KindOption { return func(o *kindOptions) { o.read = q; o.mark("Read") } }
 
 // IdleTimeout sets how long an activation lives without messages (default
-// Config.IdleTimeout, 300 s); Forever never idles out.
+// Config.IdleTimeout, 300 s); Forever never idles out. Tune sets it on one
+// system, from a flag or a config file.
 func IdleTimeout(d time.Duration) KindOption {
 	return func(o *kindOptions) { o.idle = d; o.mark("IdleTimeout") }
 }

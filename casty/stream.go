@@ -1,8 +1,10 @@
 package casty
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"iter"
 	"reflect"
 
@@ -14,6 +16,76 @@ import (
 // consumer, in either direction. Past it the producer waits: backpressure
 // is end to end, never an unbounded buffer.
 const StreamBuffer = 16
+
+// Elems is what Upload and Duplex accept as the caller's elements: a plain
+// sequence — slices.Values(lines), maps.Keys(m) — or one that can fail
+// midway, iter.Seq2[E, error], whose first error ends the upload and
+// reaches the handler in-band (Lines adapts an io.Reader that way).
+// Named types over either function type are accepted too.
+type Elems[E any] interface {
+	~func(yield func(E) bool) | ~func(yield func(E, error) bool)
+}
+
+// seqOf returns elems as the iter.Seq2[E, error] a stream carries; a nil
+// sequence is empty.
+func seqOf[E any, S Elems[E]](elems S) iter.Seq2[E, error] {
+	switch s := any(elems).(type) {
+	case iter.Seq2[E, error]:
+		return s
+	case func(func(E, error) bool):
+		return s
+	case iter.Seq[E]:
+		return withNilErr(s)
+	case func(func(E) bool):
+		return withNilErr(s)
+	}
+	// A named type of the caller's: convert it to the function type it is.
+	v := reflect.ValueOf(elems)
+	if v.IsNil() {
+		return nil
+	}
+	if t := reflect.TypeFor[iter.Seq2[E, error]](); v.Type().ConvertibleTo(t) {
+		return v.Convert(t).Interface().(iter.Seq2[E, error])
+	}
+	return withNilErr(v.Convert(reflect.TypeFor[iter.Seq[E]]()).Interface().(iter.Seq[E]))
+}
+
+// withNilErr adapts a plain sequence to a stream's: no element is an error.
+func withNilErr[E any](s iter.Seq[E]) iter.Seq2[E, error] {
+	if s == nil {
+		return nil
+	}
+	return func(yield func(E, error) bool) {
+		for v := range s {
+			if !yield(v, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Lines returns the lines of r, without their line endings (bufio.Scanner's
+// ScanLines), as a sequence Upload and Duplex accept:
+//
+//	n, err := casty.Upload(ctx, log, (*Log).Ingest, casty.Lines(file))
+//
+// A read error, or a line longer than bufio.MaxScanTokenSize (64 KiB), ends
+// the sequence as its last element, so the handler sees it in-band and the
+// upload fails with it. Lines does not close r. For other framings, wrap a
+// bufio.Scanner with the split function you need the same way.
+func Lines(r io.Reader) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if !yield(sc.Text(), nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield("", fmt.Errorf("casty: reading lines: %w", err))
+		}
+	}
+}
 
 type item[E any] struct {
 	v   E
@@ -237,11 +309,29 @@ func (s *clientStream[T, E, R]) Arg() any    { return nil }
 func (s *clientStream[T, E, R]) Result() any { return s.r }
 
 // Upload calls a client-streaming handler — M(ctx, iter.Seq2[E, error])
-// (R, error) — feeding it the caller's elements, and returns its result.
-// The caller's sequence runs on the caller's goroutine, at most
-// StreamBuffer elements ahead of the handler. The handler commits once, at
-// its end.
-func Upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems iter.Seq2[E, error]) (R, error) {
+// (R, error) — feeding it the caller's elements, and returns its result:
+//
+//	n, err := casty.Upload(ctx, log, (*Log).Ingest, slices.Values(lines))
+//
+// elems is a plain iter.Seq[E] or an iter.Seq2[E, error] (Elems); an error
+// element ends it and reaches the handler in-band. The caller's sequence
+// runs on the caller's goroutine, at most StreamBuffer elements ahead of
+// the handler.
+//
+// The whole upload is one message to the actor: its state is committed
+// once, when the handler returns — not per element. An upload that fails
+// midway (the caller's sequence yields an error or panics, ctx ends, the
+// connection to the owner breaks) shows the handler an error element; what
+// it did before that is handled like any failed handler's changes: kept
+// and committed under the supervisor's Keep (the default), discarded under
+// Reset or Stop (package doc, "Supervision"). A handler that must apply
+// all or nothing collects the elements and applies them only once the
+// sequence ended without error.
+func Upload[T, E, R any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems S) (R, error) {
+	return upload(ctx, ref, m, seqOf[E](elems))
+}
+
+func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems iter.Seq2[E, error]) (R, error) {
 	var zero R
 	meth, err := resolveShape(ref, m, actor.ClientStream)
 	if err != nil {
@@ -294,9 +384,18 @@ func (s *duplexStream[T, E, F]) Result() any { return nil }
 // Duplex calls a duplex handler — M(ctx, iter.Seq2[E, error])
 // iter.Seq2[F, error] — feeding it the caller's elements (from a goroutine
 // of its own, so the caller can range over the results meanwhile) and
-// returning its elements as they come. Backpressure, cancellation and
-// in-band errors behave as in Stream.
-func Duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems iter.Seq2[E, error]) iter.Seq2[F, error] {
+// returning its elements as they come:
+//
+//	for n, err := range casty.Duplex(ctx, log, (*Log).Lengths, slices.Values(lines)) {
+//
+// elems is a plain iter.Seq[E] or an iter.Seq2[E, error], as in Upload.
+// Backpressure, cancellation and in-band errors behave as in Stream; the
+// state is committed once, when the handler returns, as in Upload.
+func Duplex[T, E, F any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems S) iter.Seq2[F, error] {
+	return duplex(ctx, ref, m, seqOf[E](elems))
+}
+
+func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems iter.Seq2[E, error]) iter.Seq2[F, error] {
 	return func(yield func(F, error) bool) {
 		var zero F
 		meth, err := resolveShape(ref, m, actor.DuplexStream)

@@ -96,22 +96,12 @@ func lines(n int) []string {
 	return out
 }
 
-func seq2[E any](s []E) iter.Seq2[E, error] {
-	return func(yield func(E, error) bool) {
-		for _, e := range s {
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}
-
 func TestUploadAndDownloadIntactInOrder(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)
 	ref := Logs.Ref(sys, "big")
 	want := lines(2000)
-	n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2(want))
+	n, err := casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(want))
 	if err != nil || n != 2000 {
 		t.Fatalf("upload: %d, %v", n, err)
 	}
@@ -126,7 +116,7 @@ func TestUploadAndDownloadIntactInOrder(t *testing.T) {
 		t.Fatalf("download: %d elements, first mismatch somewhere", len(got))
 	}
 	var lens []int
-	for n, err := range casty.Duplex(ctx, ref, (*Log).Lengths, seq2(want)) {
+	for n, err := range casty.Duplex(ctx, ref, (*Log).Lengths, slices.Values(want)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +136,7 @@ func TestSlowConsumerThrottlesProducer(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)
 	ref := Logs.Ref(sys, "paced")
-	casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(200)))
+	casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(lines(200)))
 	produced.Store(0)
 	consumed := int64(0)
 	maxAhead := int64(0)
@@ -216,7 +206,7 @@ func TestStreamHoldsItsActor(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)
 	ref := Logs.Ref(sys, "held")
-	casty.Upload(ctx, ref, (*Log).Ingest, seq2(lines(5*casty.StreamBuffer)))
+	casty.Upload(ctx, ref, (*Log).Ingest, slices.Values(lines(5*casty.StreamBuffer)))
 	next, stop := iter.Pull2(casty.Stream(ctx, ref, (*Log).Tail, 0))
 	defer stop()
 	if _, _, ok := next(); !ok {
@@ -238,7 +228,7 @@ func TestStreamingShapesAreChecked(t *testing.T) {
 	ctx := context.Background()
 	sys := newSys(t)
 	ref := Logs.Ref(sys, "shape")
-	if _, err := casty.Call(ctx, ref, (*Log).Ingest, seq2([]string{"x"})); err == nil || !strings.Contains(err.Error(), "streaming handler") {
+	if _, err := casty.Call(ctx, ref, (*Log).Ingest, casty.Lines(strings.NewReader("x"))); err == nil || !strings.Contains(err.Error(), "streaming handler") {
 		t.Fatalf("Call on a streaming handler: %v", err)
 	}
 	for _, err := range casty.Stream(ctx, casty.Ref[Log]{}, (*Log).Tail, 0) {
@@ -329,7 +319,7 @@ func TestStreamingHandlerCommitsOnce(t *testing.T) {
 	sys := newSys(t, casty.WithInterceptor(rec.add))
 	ctx := context.Background()
 	ref := Logs.Ref(sys, "commit-once")
-	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, seq2([]string{"a", "b", "c"})); err != nil || n != 3 {
+	if n, err := casty.Upload(ctx, ref, (*Log).Ingest, slices.Values([]string{"a", "b", "c"})); err != nil || n != 3 {
 		t.Fatalf("upload: %d %v", n, err)
 	}
 	for _, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {

@@ -2,9 +2,13 @@ package casty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -55,7 +59,9 @@ type systemOptions struct {
 	replicator  *replicator       // the member's replication runtime, when it is the durability
 	meters      metric.MeterProvider
 	tracers     trace.TracerProvider
-	seam        *seam.Member // castytest's network and clock (seam.go)
+	seam        *seam.Member                  // castytest's network and clock (seam.go)
+	idle        map[*actor.Kind]time.Duration // Tune
+	errs        []error                       // options refused (Tune)
 }
 
 // withDurability sets the host's Durability: the seam replication plugs
@@ -85,6 +91,53 @@ func Inject[T any](k Declared[T], f func(*T)) Option {
 		}
 		d := k.desc()
 		o.injectors[d] = append(o.injectors[d], func(state any) { f(state.(*T)) })
+	}
+}
+
+// Tune overrides, on this system only, options of kind k that an operator
+// sets per deployment — from a flag or a config file — rather than in the
+// code that declares k:
+//
+//	sys, err := casty.Start(ctx, *listen, casty.Seeds(seeds...),
+//		casty.Tune(Carts, casty.IdleTimeout(*cartIdle)))
+//
+// Only the options that each member may set on its own are accepted:
+// IdleTimeout, except Forever on a replicated kind and any value on a
+// durable one (Replicas > 1 and IdleTimeout(Forever), package doc), whose
+// durability every member must agree on. Name, Replicas, Write and Read
+// must be the same on every node and stay declarations; Supervise and
+// Concurrency are not tunable (yet). Start and Connect fail with an error
+// naming a refused option, Local panics with it, as for an invalid Config.
+// Other Systems in the process keep k's declared options.
+func Tune[T any](k Declared[T], opts ...KindOption) Option {
+	return func(o *systemOptions) {
+		d := k.desc()
+		var ko kindOptions
+		for _, opt := range opts {
+			opt(&ko)
+		}
+		for _, what := range slices.Sorted(maps.Keys(ko.set)) {
+			if what != "IdleTimeout" {
+				o.errs = append(o.errs, fmt.Errorf("casty: Tune %s: %s is not tunable at start: only IdleTimeout is", d.Name, what))
+			}
+		}
+		if !ko.set["IdleTimeout"] {
+			return
+		}
+		replicated := replicasOf(d) > 1
+		switch {
+		case ko.idle <= 0:
+			o.errs = append(o.errs, fmt.Errorf("casty: Tune %s: IdleTimeout must be positive, got %v", d.Name, ko.idle))
+		case replicated && d.IdleTimeout == Forever:
+			o.errs = append(o.errs, fmt.Errorf("casty: Tune %s: a durable kind (Replicas > 1 and IdleTimeout(Forever)) keeps its idle timeout: every member must agree it is durable", d.Name))
+		case replicated && ko.idle == Forever:
+			o.errs = append(o.errs, fmt.Errorf("casty: Tune %s: IdleTimeout(Forever) would make a replicated kind durable on this member only: declare it", d.Name))
+		default:
+			if o.idle == nil {
+				o.idle = map[*actor.Kind]time.Duration{}
+			}
+			o.idle[d] = ko.idle
+		}
 	}
 }
 
@@ -121,6 +174,9 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	for _, opt := range opts {
 		opt(o)
 	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, nil, err
+	}
 	if err := o.cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -130,6 +186,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	}
 	ec := cfg.engine()
 	ec.Logger = o.logger
+	ec.IdleTimeouts = o.idle
 	if o.supervisor != nil {
 		ec.Supervisor = o.supervisor
 	}

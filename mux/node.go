@@ -271,6 +271,7 @@ func (n *Node) goTracked(f func()) bool {
 // session to the node found there. If
 // a live session to that node already exists and wins the tie-break (see
 // the package docs), that one is returned and the new connection drains.
+// On a closed node, or one that Close interrupted, it fails with ErrClosed.
 func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 	if n.isClosed() {
 		return nil, ErrClosed
@@ -289,7 +290,12 @@ func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 		return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	return n.dialConn(ctx, conn, host)
+	s, err := n.dialConn(ctx, conn, host)
+	if err != nil && !errors.Is(err, ErrClosed) && n.isClosed() {
+		// Close interrupted the handshake: say so, not only how it broke.
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return s, err
 }
 
 // Connect returns the live session to peer, dialling addr if there is

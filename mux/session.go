@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -489,7 +490,16 @@ func (s *Session) fail(err error) {
 		p.deliver(result{err: lost})
 	}
 	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
-		s.node.log.Info("mux: session closed", "peer", s.peer.String()[:8], "err", err)
+		// The peer ending the connection in order (EOF: it closed the
+		// session or its node, or its process exited) is routine — a
+		// client going away, a member leaving — and membership reports a
+		// member that is gone; anything else (a reset, a keepalive or
+		// protocol failure) is news.
+		level := slog.LevelInfo
+		if errors.Is(err, io.EOF) {
+			level = slog.LevelDebug
+		}
+		s.node.log.Log(context.Background(), level, "mux: session closed", "peer", s.peer.String()[:8], "err", err)
 	}
 	s.node.unregister(s, err)
 }

@@ -51,7 +51,11 @@ func main() {
 			m.Close(context.Background())
 		}
 	}()
-	waitMembers(ctx, members, 3)
+	for _, m := range members {
+		if err := m.WaitMembers(ctx, 3); err != nil {
+			log.Fatal(err)
+		}
+	}
 	fmt.Println("3 members, each sees", len(first.Members()), "on its ring")
 
 	// 30 keys, each called from a rotating member: the call goes straight to
@@ -87,7 +91,9 @@ func main() {
 		log.Fatal(err)
 	}
 	defer lite.Close(context.Background())
-	waitMembers(ctx, []*casty.System{lite}, 3)
+	if err := lite.WaitMembers(ctx, 3); err != nil {
+		log.Fatal(err)
+	}
 	same := true
 	for k := range 30 {
 		key := fmt.Sprintf("key-%02d", k)
@@ -100,23 +106,6 @@ func main() {
 	}
 	fmt.Println("lite member routed 30 calls to their owners:", same)
 	fmt.Println("lite member hosts", lite.Active(), "activations and is on the ring:", onRing(first, lite.Addr()))
-}
-
-func waitMembers(ctx context.Context, nodes []*casty.System, n int) {
-	for {
-		ok := true
-		for _, s := range nodes {
-			ok = ok && len(s.Members()) == n
-		}
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			log.Fatal("membership did not converge")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 func onRing(s *casty.System, addr string) bool {

@@ -99,7 +99,7 @@ func main() {
 
 	fmt.Println("1. ingest (client stream):")
 	lines := []string{"boot", "listening on :8080", "GET /health 200", "shutdown requested"}
-	n, err := casty.Upload(ctx, app, (*Log).Ingest, withNoErr(slices.Values(lines)))
+	n, err := casty.Upload(ctx, app, (*Log).Ingest, slices.Values(lines))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func main() {
 
 	fmt.Println("3. lengths (duplex: lines in, lengths out):")
 	i := 0
-	for n, err := range casty.Duplex(ctx, app, (*Log).Lengths, withNoErr(slices.Values(lines))) {
+	for n, err := range casty.Duplex(ctx, app, (*Log).Lengths, slices.Values(lines)) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -156,16 +156,4 @@ func main() {
 		last = e
 	}
 	fmt.Printf("   last entry: %q\n", last)
-}
-
-// withNoErr adapts a plain sequence to the iter.Seq2[E, error] that
-// streams carry (an error element would end the stream in-band).
-func withNoErr[E any](s iter.Seq[E]) iter.Seq2[E, error] {
-	return func(yield func(E, error) bool) {
-		for v := range s {
-			if !yield(v, nil) {
-				return
-			}
-		}
-	}
 }

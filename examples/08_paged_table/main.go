@@ -98,15 +98,11 @@ func main() {
 			}
 		}
 	}()
-	waitUntil(ctx, "every member placed and synced", func() bool {
-		for _, m := range members {
-			st := m.Replication()
-			if len(m.Members()) != 5 || st.Placed != 5 || st.Syncing {
-				return false
-			}
+	for _, m := range members {
+		if err := m.WaitMembers(ctx, 5); err != nil { // placed and synced
+			log.Fatal(err)
 		}
-		return true
-	})
+	}
 	fmt.Println("5 members, each replicating on a placement of 5")
 
 	explain, err := casty.Explain[Sensor]()
@@ -185,14 +181,4 @@ func commitBytes(members []*casty.System) int64 {
 		b += m.Replication().CommitBytes
 	}
 	return b
-}
-
-func waitUntil(ctx context.Context, what string, cond func() bool) {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			log.Fatal(what + ": not reached")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }

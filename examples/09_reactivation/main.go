@@ -81,15 +81,11 @@ func main() {
 			m.Close(context.Background())
 		}
 	}()
-	waitUntil(ctx, "4 members with their replicas synced", func() bool {
-		for _, m := range members {
-			st := m.Replication()
-			if len(m.Members()) != 4 || st.Placed != 4 || st.Syncing {
-				return false
-			}
+	for _, m := range members {
+		if err := m.WaitMembers(ctx, 4); err != nil { // placed and synced
+			log.Fatal(err)
 		}
-		return true
-	})
+	}
 
 	if err := casty.Do0(ctx, Sentinels.Ref(members[0], "watchtower"), (*Sentinel).Watch); err != nil {
 		log.Fatal(err)

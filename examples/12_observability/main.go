@@ -126,11 +126,9 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	for len(a.Members()) != 2 || len(b.Members()) != 2 {
-		select {
-		case <-ctx.Done():
-			log.Fatal("the members did not see each other")
-		case <-time.After(10 * time.Millisecond):
+	for _, m := range []*casty.System{a, b} {
+		if err := m.WaitMembers(ctx, 2); err != nil {
+			log.Fatal(err)
 		}
 	}
 	fmt.Println("2 members, metrics on", "http://"+ln.Addr().String()+"/metrics")

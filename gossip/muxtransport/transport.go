@@ -248,6 +248,9 @@ func (t *Transport) dial(addr string) (*mux.Session, error) {
 		if s := t.liveSession(addr); s != nil {
 			return s, nil
 		}
+		if errors.Is(err, mux.ErrClosed) {
+			return nil, err // no retry on a closed node
+		}
 		if attempt == 0 {
 			select {
 			case <-time.After(t.grace):
