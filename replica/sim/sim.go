@@ -81,6 +81,24 @@ type Config struct {
 	// that is not the key's first live replica (divergent membership
 	// views: duplicate owners).
 	WrongViews float64
+	// Leaves is how many times a live member leaves gracefully
+	// (replica/SPEC.md, Safety, "Graceful leave"): it stops serving as an
+	// owner, a placement without it is published, and it keeps answering
+	// replica messages (a handoff) until every other live member of the
+	// placement it left has adopted a placement without it and finished
+	// its syncs, or HandoffTimeout passes; then it is gone for good.
+	// Leaves happen while the workload runs (between a tenth and half of
+	// Ops issued), and only while the placement keeps Replicas members.
+	Leaves int
+	// HandoffTimeout bounds a leaver's handoff (simulated ms; casty's
+	// Config.HandoffTimeout). Default 10000; negative: no handoff, the
+	// leaver is gone the moment its removal is published.
+	HandoffTimeout int64
+	// LeaveWhilePaused makes every leave happen at a pause: the leaver is
+	// a member that shares a key's replica set with the member just
+	// paused, so the handoff waits for a member that cannot answer (and
+	// Leaves counts nothing: Pauses bounds the leaves).
+	LeaveWhilePaused bool
 }
 
 func (c *Config) defaults() {
@@ -108,6 +126,9 @@ func (c *Config) defaults() {
 	if c.ViewLag == 0 {
 		c.ViewLag = 200
 	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = 10_000
+	}
 }
 
 // Timing of the simulated system, in simulated milliseconds.
@@ -115,6 +136,7 @@ const (
 	latencyMin   = 1
 	latencyMax   = 8
 	roundTimeout = 300  // a session round's deadline (ReplicationTimeout)
+	handoffPoll  = 20   // how often a leaver asks who has taken over
 	clientWait   = 1500 // a client gives up on an answer (ErrTimeout)
 	thinkMax     = 20   // pause between a client's operations
 	horizon      = 600_000
@@ -129,6 +151,9 @@ type Stats struct {
 	Joins, Removals, Syncs         int
 	Repaired                       int // copies adopted by anti-entropy
 	Pruned                         int // copies dropped by members that left their range
+	Leaves                         int // graceful leaves
+	HandedOff                      int // leaves whose handoff finished (every peer took over)
+	HandoffsCut                    int // leaves whose handoff timed out
 }
 
 // OpKind is a register operation.
@@ -192,6 +217,7 @@ type Sim struct {
 	stats      Stats
 	hist       []Op
 	issued     int
+	leaveAt    []int // the issued-operation counts at which members leave
 	finished   int
 	values     int
 }
@@ -208,9 +234,11 @@ type node struct {
 	acts    map[int]*activation
 	view    int // the placement version this node acts on (0: not yet placed)
 	syncs   map[int]*replica.Sync
+	syncOf  map[int]syncArgs // what each sync of syncs was made from
 	repairs map[int]*replica.Repair
 	prunes  map[int]*replica.Prune
 	diedAt  int64
+	leaving bool // announced its leave: serves no activation, answers replica messages
 }
 
 // activation is an owner's activation of one key.
@@ -252,7 +280,8 @@ func New(cfg Config) *Sim {
 // addNode creates a member process (not placed yet).
 func (s *Sim) addNode() *node {
 	i := len(s.nodes)
-	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, repairs: map[int]*replica.Repair{}, prunes: map[int]*replica.Prune{}}
+	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, syncOf: map[int]syncArgs{},
+		repairs: map[int]*replica.Repair{}, prunes: map[int]*replica.Prune{}}
 	binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
 	if s.cfg.Skew > 0 {
 		n.skew = s.rng.Int64N(2*s.cfg.Skew.Milliseconds()+1) - s.cfg.Skew.Milliseconds()
@@ -452,6 +481,9 @@ func (s *Sim) deliver(e *event) {
 		r := n.rep.Handle(m, 0)
 		s.send(e.to, e.from, r)
 	case replica.OpSynced:
+		if !m.Brief {
+			s.tracef("msg n%d->n%d synced %v status=%d version=%d records=%d more=%v", e.from, e.to, m.Ranges, m.Status, m.Version, len(m.Records), m.More)
+		}
 		if len(m.Ranges) != 1 {
 			return
 		}
@@ -669,6 +701,10 @@ func (s *Sim) handle(i int, req *request) {
 		n.held = append(n.held, &event{kind: evFunc, f: func() { s.handle(i, req) }})
 		return
 	}
+	if n.leaving {
+		req.answer(Output{}, true) // refused: the caller retries on the new owner
+		return
+	}
 	a := n.acts[req.in.Key]
 	if a == nil {
 		ballot := n.clock.Now()
@@ -708,6 +744,12 @@ func (s *Sim) client(c int) {
 		return
 	}
 	s.issued++
+	for len(s.leaveAt) > 0 && s.issued >= s.leaveAt[0] {
+		s.leaveAt = s.leaveAt[1:]
+		if c := s.leavers(nil); len(c) > 0 {
+			s.leave(c[s.rng.IntN(len(c))])
+		}
+	}
 	in := Input{Key: s.rng.IntN(s.cfg.Keys)}
 	switch x := s.rng.IntN(10); {
 	case x < 4:
@@ -779,6 +821,9 @@ func (s *Sim) faults(span int64) {
 			}
 			n.paused = true
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d pause n%d for %d ms", s.now, i, dur))
+			if s.cfg.LeaveWhilePaused {
+				s.leaveBeside(i)
+			}
 			s.after(dur, func() {
 				n.paused = false
 				held := n.held
@@ -806,6 +851,12 @@ func (s *Sim) faults(span int64) {
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
 		})
 	}
+	// Leaves happen while the first half of the workload is issued, so
+	// that the handoff and the operations after it run under load.
+	for range s.cfg.Leaves {
+		s.leaveAt = append(s.leaveAt, s.cfg.Ops/10+s.rng.IntN(s.cfg.Ops/2-s.cfg.Ops/10+1))
+	}
+	slices.Sort(s.leaveAt)
 	for range s.cfg.Restarts {
 		at := s.rng.Int64N(span)
 		s.after(at, func() {
@@ -854,10 +905,40 @@ func (s *Sim) adopt(n *node, v int) {
 		}
 		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
 		n.rep.Unsync(kind, keyRange(k))
-		y := replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
-		n.syncs[k] = y
+		args := syncArgs{version: v, prev: ids, need: replica.SyncNeed(len(prev), s.cfg.W)}
+		y := args.sync(k, n.rep)
+		n.syncs[k], n.syncOf[k] = y, args
 		s.carrySync(n, k, y, y.Start())
 	}
+}
+
+// syncArgs is what a sync of one key's range is made from: the placement
+// version its requests carry, the range's previous set, how many of it
+// must answer.
+type syncArgs struct {
+	version int
+	prev    []replica.NodeID
+	need    int
+}
+
+func (a syncArgs) sync(k int, rep *replica.Replica) *replica.Sync {
+	return replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(a.version), 0, a.prev, a.need, rep, 0)
+}
+
+// retrySync asks again the members that have not answered k's sync in
+// full. A node that adopted a newer placement since the sync began starts
+// it over on that placement, from the same previous set, as casty's
+// runSync does: members that adopted it refuse the older version
+// (behind), so the sync could otherwise never finish.
+func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
+	if args := n.syncOf[k]; args.version < n.view {
+		args.version = n.view
+		y = args.sync(k, n.rep)
+		n.syncs[k], n.syncOf[k] = y, args
+		s.carrySync(n, k, y, y.Start())
+		return
+	}
+	s.carrySync(n, k, y, y.Retry())
 }
 
 // carrySync sends a sync's requests and retries it until it is done, or
@@ -876,10 +957,14 @@ func (s *Sim) carrySync(n *node, k int, y *replica.Sync, outs []replica.Out) {
 			return
 		}
 		if n.paused {
-			n.held = append(n.held, &event{kind: evFunc, f: func() { s.carrySync(n, k, y, y.Retry()) }})
+			n.held = append(n.held, &event{kind: evFunc, f: func() {
+				if n.syncs[k] == y {
+					s.retrySync(n, k, y)
+				}
+			}})
 			return
 		}
-		s.carrySync(n, k, y, y.Retry())
+		s.retrySync(n, k, y)
 	})
 }
 
@@ -933,8 +1018,107 @@ func (s *Sim) restart(i int) {
 func (s *Sim) kill(n *node) {
 	n.crashed, n.paused, n.held, n.diedAt = true, false, nil, s.now
 	n.acts = map[int]*activation{}
-	n.syncs = map[int]*replica.Sync{}
+	n.syncs, n.syncOf = map[int]*replica.Sync{}, map[int]syncArgs{}
 	n.repairs, n.prunes = map[int]*replica.Repair{}, map[int]*replica.Prune{}
+}
+
+// leavers lists the members that may leave now: placed, alive, not
+// paused, and (when ok is given) accepted by it; none when a leave would
+// leave the placement fewer than Replicas members.
+func (s *Sim) leavers(ok func(int) bool) []int {
+	cur := s.placements[len(s.placements)-1]
+	if len(cur)-1 < s.cfg.Replicas {
+		return nil
+	}
+	var out []int
+	for _, i := range cur {
+		if n := s.nodes[i]; !n.crashed && !n.paused && (ok == nil || ok(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// leaveBeside makes a member that shares a key's replica set with member
+// p (just paused) leave, so that its handoff waits for p.
+func (s *Sim) leaveBeside(p int) {
+	v := len(s.placements)
+	c := s.leavers(func(i int) bool {
+		for k := range s.cfg.Keys {
+			if set := s.replicas(k, v); slices.Contains(set, i) && slices.Contains(set, p) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(c) > 0 {
+		s.leave(c[s.rng.IntN(len(c))])
+	}
+}
+
+// leave makes member i leave gracefully, as casty's Close does
+// (casty/handoff.go): from now on it serves no activation (its requests
+// are refused, and clients go to the new owners), its removal is
+// published (its LEFT record), and it hands off: it keeps answering
+// replica messages, as a member that adopts its own removal does — owners
+// still on the old placement are refused by the version fence, syncs of
+// the members taking its ranges over are answered — until they have taken
+// over or HandoffTimeout passes.
+func (s *Sim) leave(i int) {
+	n := s.nodes[i]
+	n.leaving = true
+	for k := range s.cfg.Keys {
+		if a := n.acts[k]; a != nil {
+			s.discard(n, a, nil, false)
+		}
+	}
+	var peers []int
+	cur := s.placements[len(s.placements)-1]
+	for _, j := range cur {
+		if j != i && !s.nodes[j].crashed {
+			peers = append(peers, j)
+		}
+	}
+	v := s.publish(slices.DeleteFunc(slices.Clone(cur), func(x int) bool { return x == i }))
+	s.stats.Leaves++
+	s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d leaves (placement v%d)", s.now, i, v))
+	if s.cfg.HandoffTimeout < 0 {
+		s.kill(n)
+		return
+	}
+	s.handoff(n, v, peers, s.now+s.cfg.HandoffTimeout)
+}
+
+// handoff keeps leaver n in the network until every member of peers that
+// is still there has adopted placement v (the first without n) and has no
+// sync in flight (casty's takenOver), or until deadline. A crashed or
+// unreachable peer is not waited for (casty's handoff gives up on a
+// member it cannot connect to); a paused one is, as a stopped process
+// does not answer. The leaver's own timer waits while it is paused.
+func (s *Sim) handoff(n *node, v int, peers []int, deadline int64) {
+	if n.crashed || s.over() {
+		return
+	}
+	if n.paused {
+		n.held = append(n.held, &event{kind: evFunc, f: func() { s.handoff(n, v, peers, deadline) }})
+		return
+	}
+	peers = slices.DeleteFunc(peers, func(j int) bool {
+		p := s.nodes[j]
+		return p.crashed || !s.reachable(n.i, j) || !p.paused && p.view >= v && len(p.syncs) == 0
+	})
+	switch {
+	case len(peers) == 0:
+		s.stats.HandedOff++
+		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d handed off and is gone", s.now, n.i))
+		s.kill(n)
+	case s.now >= deadline:
+		s.stats.HandoffsCut++
+		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d is gone, its handoff cut short (waiting for %v)", s.now, n.i, peers))
+		s.kill(n)
+	default:
+		s.after(min(handoffPoll, deadline-s.now), func() { s.handoff(n, v, peers, deadline) })
+	}
 }
 
 // removeDead removes one member dead for RemoveAfter, when a majority of

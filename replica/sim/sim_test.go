@@ -53,6 +53,9 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.Syncs += st.Syncs
 		total.Repaired += st.Repaired
 		total.Pruned += st.Pruned
+		total.Leaves += st.Leaves
+		total.HandedOff += st.HandedOff
+		total.HandoffsCut += st.HandoffsCut
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
@@ -68,9 +71,9 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 	if inconclusive*100 > len(seeds(t, n)) {
 		t.Fatalf("%d of %d histories were too hard to check", inconclusive, len(seeds(t, n)))
 	}
-	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d range syncs), %d messages (%d lost, %d duplicated)",
+	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d leaves: %d handed off, %d cut short; %d range syncs), %d messages (%d lost, %d duplicated)",
 		len(seeds(t, n)), inconclusive, total.Ops, total.OK, total.Failed, total.Indeterminate, total.Activations, total.Fenced, len(total.Faults),
-		total.Joins, total.Removals, total.Syncs, total.Messages, total.Lost, total.Duplicated)
+		total.Joins, total.Removals, total.Leaves, total.HandedOff, total.HandoffsCut, total.Syncs, total.Messages, total.Lost, total.Duplicated)
 	return total
 }
 
@@ -163,4 +166,25 @@ func TestLinearizableWithWholeSetWrites(t *testing.T) {
 // replicas it synced from must refuse them (placement version fencing).
 func TestLinearizableWithSlowViews(t *testing.T) {
 	runSeeds(t, Config{Keys: 6, Ops: 300, Restarts: 3, ViewLag: 4000, RemoveAfter: 1500, Reorder: true, WrongViews: 0.2}, 300)
+}
+
+// Graceful leaves (replica/SPEC.md, Safety, "Graceful leave"): the leaver
+// stops serving, its removal is published, and it answers the syncs of the
+// members that take its ranges over until each has (the handoff), among
+// restarts (joins), removals, pauses, loss, duplicates and reordering.
+func TestLinearizableThroughGracefulLeaves(t *testing.T) {
+	st := runSeeds(t, Config{Keys: 6, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 500)
+	if st.Leaves == 0 || st.HandedOff == 0 || st.Syncs == 0 {
+		t.Fatalf("leaves %d, handed off %d, syncs %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.Syncs)
+	}
+}
+
+// Write(One) through graceful leaves: a write may sit on the leaver alone,
+// so the members taking its ranges over must hear it (SyncNeed is the
+// whole previous set): the handoff is what lets them.
+func TestLinearizableThroughGracefulLeavesWithWriteOne(t *testing.T) {
+	st := runSeeds(t, Config{Keys: 6, Replicas: 3, W: 1, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 500)
+	if st.Leaves == 0 || st.HandedOff == 0 || st.Syncs == 0 {
+		t.Fatalf("leaves %d, handed off %d, syncs %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.Syncs)
+	}
 }
