@@ -99,6 +99,11 @@ type Config struct {
 	// paused, so the handoff waits for a member that cannot answer (and
 	// Leaves counts nothing: Pauses bounds the leaves).
 	LeaveWhilePaused bool
+	// SkipUnsynced makes syncs leave out the members of a range's
+	// previous set that answer they have not synced it themselves, and
+	// ask the range's set on the previous placement without them instead
+	// (replica/SPEC.md, "Membership changes"; casty's runSync).
+	SkipUnsynced bool
 }
 
 func (c *Config) defaults() {
@@ -154,6 +159,10 @@ type Stats struct {
 	Leaves                         int // graceful leaves
 	HandedOff                      int // leaves whose handoff finished (every peer took over)
 	HandoffsCut                    int // leaves whose handoff timed out
+	// LeaveSyncs counts the range syncs begun on a placement a leave
+	// published (by the members entering the leaver's ranges), and
+	// LeaveSynced those of them that finished.
+	LeaveSyncs, LeaveSynced int
 }
 
 // OpKind is a register operation.
@@ -217,7 +226,8 @@ type Sim struct {
 	stats      Stats
 	hist       []Op
 	issued     int
-	leaveAt    []int // the issued-operation counts at which members leave
+	leaveAt    []int        // the issued-operation counts at which members leave
+	leaves     map[int]bool // the placement versions leaves published
 	finished   int
 	values     int
 }
@@ -265,7 +275,7 @@ type request struct {
 // New builds a run.
 func New(cfg Config) *Sim {
 	cfg.defaults()
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	s := &Sim{cfg: cfg, leaves: map[int]bool{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	var first []int
 	for range cfg.Nodes {
 		n := s.addNode()
@@ -371,13 +381,16 @@ func (s *Sim) Seed() uint64 { return s.cfg.Seed }
 // replicas returns key's replica set under placement version v:
 // rendezvous hashing over the placed members (dead ones included:
 // placement does not follow liveness, only joins and removals).
-func (s *Sim) replicas(key, v int) []int {
+func (s *Sim) replicas(key, v int) []int { return s.rank(key, s.placements[v-1]) }
+
+// rank returns key's replica set among members.
+func (s *Sim) rank(key int, members []int) []int {
 	type scored struct {
 		i int
 		h uint64
 	}
 	var all []scored
-	for _, i := range s.placements[v-1] {
+	for _, i := range members {
 		h := uint64(key+1)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
 		h ^= h >> 31
 		h *= 0x94d049bb133111eb
@@ -509,8 +522,7 @@ func (s *Sim) deliver(e *event) {
 				s.send(n.i, s.index(o.To), o.Msg)
 			}
 			if y.Done() {
-				delete(n.syncs, k)
-				s.stats.Syncs++
+				s.synced(n, k)
 			}
 		}
 	default:
@@ -898,43 +910,74 @@ func (s *Sim) adopt(n *node, v int) {
 		if !slices.Contains(now, n.i) || slices.Contains(before, n.i) || v == 1 {
 			continue
 		}
-		prev := s.replicas(k, v-1)
-		var ids []replica.NodeID
-		for _, i := range prev {
-			ids = append(ids, s.nodes[i].id)
-		}
 		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
 		n.rep.Unsync(kind, keyRange(k))
-		args := syncArgs{version: v, prev: ids, need: replica.SyncNeed(len(prev), s.cfg.W)}
-		y := args.sync(k, n.rep)
+		args := syncArgs{version: v, base: v - 1, skip: []int{n.i}, leave: s.leaves[v]}
+		if args.leave {
+			s.stats.LeaveSyncs++
+		}
+		y := s.newSync(k, n, args)
 		n.syncs[k], n.syncOf[k] = y, args
 		s.carrySync(n, k, y, y.Start())
 	}
 }
 
 // syncArgs is what a sync of one key's range is made from: the placement
-// version its requests carry, the range's previous set, how many of it
-// must answer.
+// version its requests carry, and the placement whose set for the key is
+// the previous set, without the members of skip (the syncing node, and
+// with SkipUnsynced the members that answered unsynced).
 type syncArgs struct {
-	version int
-	prev    []replica.NodeID
-	need    int
+	version, base int
+	skip          []int
+	leave         bool // begun on a placement a leave published
 }
 
-func (a syncArgs) sync(k int, rep *replica.Replica) *replica.Sync {
-	return replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(a.version), 0, a.prev, a.need, rep, 0)
+// newSync makes n's sync of key k: from k's replica set on placement
+// args.base among the members not in args.skip, of which SyncNeed must
+// answer.
+func (s *Sim) newSync(k int, n *node, args syncArgs) *replica.Sync {
+	prev := s.rank(k, slices.DeleteFunc(slices.Clone(s.placements[args.base-1]), func(i int) bool { return slices.Contains(args.skip, i) }))
+	var ids []replica.NodeID
+	for _, i := range prev {
+		ids = append(ids, s.nodes[i].id)
+	}
+	n.syncOf[k] = args
+	return replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(args.version), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+}
+
+// synced ends n's finished sync of key k.
+func (s *Sim) synced(n *node, k int) {
+	if n.syncOf[k].leave {
+		s.stats.LeaveSynced++
+	}
+	delete(n.syncs, k)
+	delete(n.syncOf, k)
+	s.stats.Syncs++
 }
 
 // retrySync asks again the members that have not answered k's sync in
 // full. A node that adopted a newer placement since the sync began starts
 // it over on that placement, from the same previous set, as casty's
 // runSync does: members that adopted it refuse the older version
-// (behind), so the sync could otherwise never finish.
+// (behind), so the sync could otherwise never finish. With SkipUnsynced,
+// members that answered unsynced are left out of the previous set from
+// then on, and the sync starts over from the set without them.
 func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
-	if args := n.syncOf[k]; args.version < n.view {
-		args.version = n.view
-		y = args.sync(k, n.rep)
-		n.syncs[k], n.syncOf[k] = y, args
+	args := n.syncOf[k]
+	again := args.version < n.view
+	args.version = max(args.version, n.view)
+	if s.cfg.SkipUnsynced {
+		for _, id := range y.Unsynced() {
+			if i := s.index(id); !slices.Contains(args.skip, i) {
+				args.skip = append(slices.Clone(args.skip), i)
+				again = true
+				s.tracef("n%d k%d sync leaves out n%d (unsynced)", n.i, k, i)
+			}
+		}
+	}
+	if again {
+		y = s.newSync(k, n, args)
+		n.syncs[k] = y
 		s.carrySync(n, k, y, y.Start())
 		return
 	}
@@ -948,8 +991,7 @@ func (s *Sim) carrySync(n *node, k int, y *replica.Sync, outs []replica.Out) {
 		s.send(n.i, s.index(o.To), o.Msg)
 	}
 	if y.Done() {
-		delete(n.syncs, k)
-		s.stats.Syncs++
+		s.synced(n, k)
 		return
 	}
 	s.after(roundTimeout, func() {
@@ -1080,6 +1122,7 @@ func (s *Sim) leave(i int) {
 		}
 	}
 	v := s.publish(slices.DeleteFunc(slices.Clone(cur), func(x int) bool { return x == i }))
+	s.leaves[v] = true
 	s.stats.Leaves++
 	s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d leaves (placement v%d)", s.now, i, v))
 	if s.cfg.HandoffTimeout < 0 {

@@ -56,6 +56,8 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.Leaves += st.Leaves
 		total.HandedOff += st.HandedOff
 		total.HandoffsCut += st.HandoffsCut
+		total.LeaveSyncs += st.LeaveSyncs
+		total.LeaveSynced += st.LeaveSynced
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
@@ -71,9 +73,13 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 	if inconclusive*100 > len(seeds(t, n)) {
 		t.Fatalf("%d of %d histories were too hard to check", inconclusive, len(seeds(t, n)))
 	}
-	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d leaves: %d handed off, %d cut short; %d range syncs), %d messages (%d lost, %d duplicated)",
+	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d range syncs), %d messages (%d lost, %d duplicated)",
 		len(seeds(t, n)), inconclusive, total.Ops, total.OK, total.Failed, total.Indeterminate, total.Activations, total.Fenced, len(total.Faults),
-		total.Joins, total.Removals, total.Leaves, total.HandedOff, total.HandoffsCut, total.Syncs, total.Messages, total.Lost, total.Duplicated)
+		total.Joins, total.Removals, total.Syncs, total.Messages, total.Lost, total.Duplicated)
+	if total.Leaves > 0 {
+		t.Logf("%d leaves: %d handed off, %d cut short; %d of the %d range syncs they began finished",
+			total.Leaves, total.HandedOff, total.HandoffsCut, total.LeaveSynced, total.LeaveSyncs)
+	}
 	return total
 }
 
@@ -174,17 +180,45 @@ func TestLinearizableWithSlowViews(t *testing.T) {
 // restarts (joins), removals, pauses, loss, duplicates and reordering.
 func TestLinearizableThroughGracefulLeaves(t *testing.T) {
 	st := runSeeds(t, Config{Keys: 6, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 500)
-	if st.Leaves == 0 || st.HandedOff == 0 || st.Syncs == 0 {
-		t.Fatalf("leaves %d, handed off %d, syncs %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.Syncs)
+	if st.Leaves == 0 || st.HandedOff == 0 || st.LeaveSynced == 0 {
+		t.Fatalf("leaves %d, handed off %d, range syncs finished %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.LeaveSynced)
 	}
 }
 
 // Write(One) through graceful leaves: a write may sit on the leaver alone,
-// so the members taking its ranges over must hear it (SyncNeed is the
-// whole previous set): the handoff is what lets them.
+// so a member entering the leaver's range must hear the whole previous
+// set, leaver included (SyncNeed(3, 1) = 3). Without the handoff (a
+// leaver gone at once: HandoffTimeout < 0) no such sync ever finishes —
+// nothing is lost, the range stays without a synced quorum — and the
+// test fails on LeaveSynced.
 func TestLinearizableThroughGracefulLeavesWithWriteOne(t *testing.T) {
 	st := runSeeds(t, Config{Keys: 6, Replicas: 3, W: 1, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 500)
-	if st.Leaves == 0 || st.HandedOff == 0 || st.Syncs == 0 {
-		t.Fatalf("leaves %d, handed off %d, syncs %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.Syncs)
+	if st.Leaves == 0 || st.HandedOff == 0 {
+		t.Fatalf("leaves %d, handed off %d: the leaves were not exercised", st.Leaves, st.HandedOff)
+	}
+	if st.LeaveSynced == 0 {
+		t.Fatalf("none of the %d range syncs begun by %d leaves finished: no member ever took a leaver's Write(One) range over", st.LeaveSyncs, st.Leaves)
+	}
+}
+
+// A handoff cut short: every leave happens as a member sharing one of the
+// leaver's replica sets is paused, and the leaver is gone 1 ms later, so
+// the members entering its ranges cannot hear the whole previous set.
+// replica/SPEC.md ("Graceful leave") says the handoff changes no rule and
+// is safe however it ends: what it cannot hand off stays unsynced
+// (unavailable), never lost. The check must still pass, for W=2 and W=1.
+//
+// No member crashes here. With Write(One), a crash on top of a cut
+// handoff can lose the leaver's writes, which W=1 does not survive: in
+// seed 75 of this test with Restarts: 1 and W=1, the leaver held a write
+// alone, the member entering its range could not sync without it, that
+// member then crashed and was removed, and the set shrank to the two
+// members that had stayed, which vote without ever having held the write.
+func TestLinearizableWhenHandoffsAreCutShort(t *testing.T) {
+	for _, w := range []int{2, 1} {
+		st := runSeeds(t, Config{Keys: 6, W: w, Pauses: 3, LeaveWhilePaused: true, HandoffTimeout: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 250)
+		if st.HandoffsCut == 0 || st.LeaveSyncs == 0 {
+			t.Fatalf("W=%d: %d handoffs cut short, %d range syncs begun: the scenario was not exercised", w, st.HandoffsCut, st.LeaveSyncs)
+		}
 	}
 }
