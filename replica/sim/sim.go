@@ -3,7 +3,8 @@
 // machines on simulated nodes over a simulated network with per-message
 // latency, loss, duplication, reordering, partitions, pauses (SIGSTOP:
 // the node stops, messages to it wait), crashes (the node and its copies
-// are gone for good) and per-node clock skew, while clients run register
+// are gone for good), restarts under new ids (joins), removals, graceful
+// leaves with their handoff and per-node clock skew, while clients run register
 // operations (read, write, compare-and-swap) against divergent views of
 // who owns each key. Every random choice comes from one seed, so a failing
 // run prints its seed and replays.
