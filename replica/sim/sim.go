@@ -4,8 +4,8 @@
 // latency, loss, duplication, reordering, partitions, pauses (SIGSTOP:
 // the node stops, messages to it wait), crashes (the node and its copies
 // are gone for good), restarts under new ids (joins), removals, graceful
-// leaves with their handoff and per-node clock skew, while clients run register
-// operations (read, write, compare-and-swap) against divergent views of
+// leaves with their handoff and per-node clock skew, while clients run
+// register operations (read, write, compare-and-swap) against divergent views of
 // who owns each key. Every random choice comes from one seed, so a failing
 // run prints its seed and replays.
 //
@@ -95,10 +95,10 @@ type Config struct {
 	// Config.HandoffTimeout). Default 10000; negative: no handoff, the
 	// leaver is gone the moment its removal is published.
 	HandoffTimeout int64
-	// LeaveWhilePaused makes every leave happen at a pause: the leaver is
-	// a member that shares a key's replica set with the member just
-	// paused, so the handoff waits for a member that cannot answer (and
-	// Leaves counts nothing: Pauses bounds the leaves).
+	// LeaveWhilePaused makes every pause also start a leave (besides the
+	// Leaves ones): the leaver is a member that shares a key's replica
+	// set with the member just paused, so its handoff waits for a member
+	// that cannot answer.
 	LeaveWhilePaused bool
 	// SkipUnsynced makes syncs leave out the members of a range's
 	// previous set that answer they have not synced it themselves, and
