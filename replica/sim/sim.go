@@ -3,8 +3,9 @@
 // machines on simulated nodes over a simulated network with per-message
 // latency, loss, duplication, reordering, partitions, pauses (SIGSTOP:
 // the node stops, messages to it wait), crashes (the node and its copies
-// are gone for good) and per-node clock skew, while clients run register
-// operations (read, write, compare-and-swap) against divergent views of
+// are gone for good), restarts under new ids (joins), removals, graceful
+// leaves with their handoff and per-node clock skew, while clients run
+// register operations (read, write, compare-and-swap) against divergent views of
 // who owns each key. Every random choice comes from one seed, so a failing
 // run prints its seed and replays.
 //
@@ -81,6 +82,29 @@ type Config struct {
 	// that is not the key's first live replica (divergent membership
 	// views: duplicate owners).
 	WrongViews float64
+	// Leaves is how many times a live member leaves gracefully
+	// (replica/SPEC.md, Safety, "Graceful leave"): it stops serving as an
+	// owner, a placement without it is published, and it keeps answering
+	// replica messages (a handoff) until every other live member of the
+	// placement it left has adopted a placement without it and finished
+	// its syncs, or HandoffTimeout passes; then it is gone for good.
+	// Leaves happen while the workload runs (between a tenth and half of
+	// Ops issued), and only while the placement keeps Replicas members.
+	Leaves int
+	// HandoffTimeout bounds a leaver's handoff (simulated ms; casty's
+	// Config.HandoffTimeout). Default 10000; negative: no handoff, the
+	// leaver is gone the moment its removal is published.
+	HandoffTimeout int64
+	// LeaveWhilePaused makes every pause also start a leave (besides the
+	// Leaves ones): the leaver is a member that shares a key's replica
+	// set with the member just paused, so its handoff waits for a member
+	// that cannot answer.
+	LeaveWhilePaused bool
+	// SkipUnsynced makes syncs leave out the members of a range's
+	// previous set that answer they have not synced it themselves, and
+	// ask the range's set on the previous placement without them instead
+	// (replica/SPEC.md, "Membership changes"; casty's runSync).
+	SkipUnsynced bool
 }
 
 func (c *Config) defaults() {
@@ -108,6 +132,9 @@ func (c *Config) defaults() {
 	if c.ViewLag == 0 {
 		c.ViewLag = 200
 	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = 10_000
+	}
 }
 
 // Timing of the simulated system, in simulated milliseconds.
@@ -115,6 +142,7 @@ const (
 	latencyMin   = 1
 	latencyMax   = 8
 	roundTimeout = 300  // a session round's deadline (ReplicationTimeout)
+	handoffPoll  = 20   // how often a leaver asks who has taken over
 	clientWait   = 1500 // a client gives up on an answer (ErrTimeout)
 	thinkMax     = 20   // pause between a client's operations
 	horizon      = 600_000
@@ -129,6 +157,13 @@ type Stats struct {
 	Joins, Removals, Syncs         int
 	Repaired                       int // copies adopted by anti-entropy
 	Pruned                         int // copies dropped by members that left their range
+	Leaves                         int // graceful leaves
+	HandedOff                      int // leaves whose handoff finished (every peer took over)
+	HandoffsCut                    int // leaves whose handoff timed out
+	// LeaveSyncs counts the range syncs begun on a placement a leave
+	// published (by the members entering the leaver's ranges), and
+	// LeaveSynced those of them that finished.
+	LeaveSyncs, LeaveSynced int
 }
 
 // OpKind is a register operation.
@@ -192,6 +227,8 @@ type Sim struct {
 	stats      Stats
 	hist       []Op
 	issued     int
+	leaveAt    []int        // the issued-operation counts at which members leave
+	leaves     map[int]bool // the placement versions leaves published
 	finished   int
 	values     int
 }
@@ -208,9 +245,11 @@ type node struct {
 	acts    map[int]*activation
 	view    int // the placement version this node acts on (0: not yet placed)
 	syncs   map[int]*replica.Sync
+	syncOf  map[int]syncArgs // what each sync of syncs was made from
 	repairs map[int]*replica.Repair
 	prunes  map[int]*replica.Prune
 	diedAt  int64
+	leaving bool // announced its leave: serves no activation, answers replica messages
 }
 
 // activation is an owner's activation of one key.
@@ -237,7 +276,7 @@ type request struct {
 // New builds a run.
 func New(cfg Config) *Sim {
 	cfg.defaults()
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	s := &Sim{cfg: cfg, leaves: map[int]bool{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	var first []int
 	for range cfg.Nodes {
 		n := s.addNode()
@@ -252,7 +291,8 @@ func New(cfg Config) *Sim {
 // addNode creates a member process (not placed yet).
 func (s *Sim) addNode() *node {
 	i := len(s.nodes)
-	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, repairs: map[int]*replica.Repair{}, prunes: map[int]*replica.Prune{}}
+	n := &node{i: i, rep: replica.NewReplica(point), acts: map[int]*activation{}, syncs: map[int]*replica.Sync{}, syncOf: map[int]syncArgs{},
+		repairs: map[int]*replica.Repair{}, prunes: map[int]*replica.Prune{}}
 	binary.BigEndian.PutUint64(n.id[8:], uint64(i+1))
 	if s.cfg.Skew > 0 {
 		n.skew = s.rng.Int64N(2*s.cfg.Skew.Milliseconds()+1) - s.cfg.Skew.Milliseconds()
@@ -342,13 +382,16 @@ func (s *Sim) Seed() uint64 { return s.cfg.Seed }
 // replicas returns key's replica set under placement version v:
 // rendezvous hashing over the placed members (dead ones included:
 // placement does not follow liveness, only joins and removals).
-func (s *Sim) replicas(key, v int) []int {
+func (s *Sim) replicas(key, v int) []int { return s.rank(key, s.placements[v-1]) }
+
+// rank returns key's replica set among members.
+func (s *Sim) rank(key int, members []int) []int {
 	type scored struct {
 		i int
 		h uint64
 	}
 	var all []scored
-	for _, i := range s.placements[v-1] {
+	for _, i := range members {
 		h := uint64(key+1)*0x9e3779b97f4a7c15 ^ uint64(i+1)*0xbf58476d1ce4e5b9
 		h ^= h >> 31
 		h *= 0x94d049bb133111eb
@@ -452,6 +495,9 @@ func (s *Sim) deliver(e *event) {
 		r := n.rep.Handle(m, 0)
 		s.send(e.to, e.from, r)
 	case replica.OpSynced:
+		if !m.Brief {
+			s.tracef("msg n%d->n%d synced %v status=%d version=%d records=%d more=%v", e.from, e.to, m.Ranges, m.Status, m.Version, len(m.Records), m.More)
+		}
 		if len(m.Ranges) != 1 {
 			return
 		}
@@ -477,8 +523,7 @@ func (s *Sim) deliver(e *event) {
 				s.send(n.i, s.index(o.To), o.Msg)
 			}
 			if y.Done() {
-				delete(n.syncs, k)
-				s.stats.Syncs++
+				s.synced(n, k)
 			}
 		}
 	default:
@@ -669,6 +714,10 @@ func (s *Sim) handle(i int, req *request) {
 		n.held = append(n.held, &event{kind: evFunc, f: func() { s.handle(i, req) }})
 		return
 	}
+	if n.leaving {
+		req.answer(Output{}, true) // refused: the caller retries on the new owner
+		return
+	}
 	a := n.acts[req.in.Key]
 	if a == nil {
 		ballot := n.clock.Now()
@@ -708,6 +757,12 @@ func (s *Sim) client(c int) {
 		return
 	}
 	s.issued++
+	for len(s.leaveAt) > 0 && s.issued >= s.leaveAt[0] {
+		s.leaveAt = s.leaveAt[1:]
+		if c := s.leavers(nil); len(c) > 0 {
+			s.leave(c[s.rng.IntN(len(c))])
+		}
+	}
 	in := Input{Key: s.rng.IntN(s.cfg.Keys)}
 	switch x := s.rng.IntN(10); {
 	case x < 4:
@@ -779,6 +834,9 @@ func (s *Sim) faults(span int64) {
 			}
 			n.paused = true
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d pause n%d for %d ms", s.now, i, dur))
+			if s.cfg.LeaveWhilePaused {
+				s.leaveBeside(i)
+			}
 			s.after(dur, func() {
 				n.paused = false
 				held := n.held
@@ -806,6 +864,12 @@ func (s *Sim) faults(span int64) {
 			s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts empty with its old id", s.now, i))
 		})
 	}
+	// Leaves happen while the first half of the workload is issued, so
+	// that the handoff and the operations after it run under load.
+	for range s.cfg.Leaves {
+		s.leaveAt = append(s.leaveAt, s.cfg.Ops/10+s.rng.IntN(s.cfg.Ops/2-s.cfg.Ops/10+1))
+	}
+	slices.Sort(s.leaveAt)
 	for range s.cfg.Restarts {
 		at := s.rng.Int64N(span)
 		s.after(at, func() {
@@ -847,17 +911,78 @@ func (s *Sim) adopt(n *node, v int) {
 		if !slices.Contains(now, n.i) || slices.Contains(before, n.i) || v == 1 {
 			continue
 		}
-		prev := s.replicas(k, v-1)
-		var ids []replica.NodeID
-		for _, i := range prev {
-			ids = append(ids, s.nodes[i].id)
-		}
 		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
 		n.rep.Unsync(kind, keyRange(k))
-		y := replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(v), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
-		n.syncs[k] = y
+		args := syncArgs{version: v, base: v - 1, skip: []int{n.i}, leave: s.leaves[v]}
+		if args.leave {
+			s.stats.LeaveSyncs++
+		}
+		y := s.newSync(k, n, args)
+		n.syncs[k], n.syncOf[k] = y, args
 		s.carrySync(n, k, y, y.Start())
 	}
+}
+
+// syncArgs is what a sync of one key's range is made from: the placement
+// version its requests carry, and the placement whose set for the key is
+// the previous set, without the members of skip (the syncing node, and
+// with SkipUnsynced the members that answered unsynced).
+type syncArgs struct {
+	version, base int
+	skip          []int
+	leave         bool // begun on a placement a leave published
+}
+
+// newSync makes n's sync of key k: from k's replica set on placement
+// args.base among the members not in args.skip, of which SyncNeed must
+// answer.
+func (s *Sim) newSync(k int, n *node, args syncArgs) *replica.Sync {
+	prev := s.rank(k, slices.DeleteFunc(slices.Clone(s.placements[args.base-1]), func(i int) bool { return slices.Contains(args.skip, i) }))
+	var ids []replica.NodeID
+	for _, i := range prev {
+		ids = append(ids, s.nodes[i].id)
+	}
+	n.syncOf[k] = args
+	return replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(args.version), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+}
+
+// synced ends n's finished sync of key k.
+func (s *Sim) synced(n *node, k int) {
+	if n.syncOf[k].leave {
+		s.stats.LeaveSynced++
+	}
+	delete(n.syncs, k)
+	delete(n.syncOf, k)
+	s.stats.Syncs++
+}
+
+// retrySync asks again the members that have not answered k's sync in
+// full. A node that adopted a newer placement since the sync began starts
+// it over on that placement, from the same previous set, as casty's
+// runSync does: members that adopted it refuse the older version
+// (behind), so the sync could otherwise never finish. With SkipUnsynced,
+// members that answered unsynced are left out of the previous set from
+// then on, and the sync starts over from the set without them.
+func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
+	args := n.syncOf[k]
+	again := args.version < n.view
+	args.version = max(args.version, n.view)
+	if s.cfg.SkipUnsynced {
+		for _, id := range y.Unsynced() {
+			if i := s.index(id); !slices.Contains(args.skip, i) {
+				args.skip = append(slices.Clone(args.skip), i)
+				again = true
+				s.tracef("n%d k%d sync leaves out n%d (unsynced)", n.i, k, i)
+			}
+		}
+	}
+	if again {
+		y = s.newSync(k, n, args)
+		n.syncs[k] = y
+		s.carrySync(n, k, y, y.Start())
+		return
+	}
+	s.carrySync(n, k, y, y.Retry())
 }
 
 // carrySync sends a sync's requests and retries it until it is done, or
@@ -867,8 +992,7 @@ func (s *Sim) carrySync(n *node, k int, y *replica.Sync, outs []replica.Out) {
 		s.send(n.i, s.index(o.To), o.Msg)
 	}
 	if y.Done() {
-		delete(n.syncs, k)
-		s.stats.Syncs++
+		s.synced(n, k)
 		return
 	}
 	s.after(roundTimeout, func() {
@@ -876,10 +1000,14 @@ func (s *Sim) carrySync(n *node, k int, y *replica.Sync, outs []replica.Out) {
 			return
 		}
 		if n.paused {
-			n.held = append(n.held, &event{kind: evFunc, f: func() { s.carrySync(n, k, y, y.Retry()) }})
+			n.held = append(n.held, &event{kind: evFunc, f: func() {
+				if n.syncs[k] == y {
+					s.retrySync(n, k, y)
+				}
+			}})
 			return
 		}
-		s.carrySync(n, k, y, y.Retry())
+		s.retrySync(n, k, y)
 	})
 }
 
@@ -933,8 +1061,108 @@ func (s *Sim) restart(i int) {
 func (s *Sim) kill(n *node) {
 	n.crashed, n.paused, n.held, n.diedAt = true, false, nil, s.now
 	n.acts = map[int]*activation{}
-	n.syncs = map[int]*replica.Sync{}
+	n.syncs, n.syncOf = map[int]*replica.Sync{}, map[int]syncArgs{}
 	n.repairs, n.prunes = map[int]*replica.Repair{}, map[int]*replica.Prune{}
+}
+
+// leavers lists the members that may leave now: placed, alive, not
+// paused, and (when ok is given) accepted by it; none when a leave would
+// leave the placement fewer than Replicas members.
+func (s *Sim) leavers(ok func(int) bool) []int {
+	cur := s.placements[len(s.placements)-1]
+	if len(cur)-1 < s.cfg.Replicas {
+		return nil
+	}
+	var out []int
+	for _, i := range cur {
+		if n := s.nodes[i]; !n.crashed && !n.paused && (ok == nil || ok(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// leaveBeside makes a member that shares a key's replica set with member
+// p (just paused) leave, so that its handoff waits for p.
+func (s *Sim) leaveBeside(p int) {
+	v := len(s.placements)
+	c := s.leavers(func(i int) bool {
+		for k := range s.cfg.Keys {
+			if set := s.replicas(k, v); slices.Contains(set, i) && slices.Contains(set, p) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(c) > 0 {
+		s.leave(c[s.rng.IntN(len(c))])
+	}
+}
+
+// leave makes member i leave gracefully, as casty's Close does
+// (casty/handoff.go): from now on it serves no activation (its requests
+// are refused, and clients go to the new owners), its removal is
+// published (its LEFT record), and it hands off: it keeps answering
+// replica messages, as a member that adopts its own removal does — owners
+// still on the old placement are refused by the version fence, syncs of
+// the members taking its ranges over are answered — until they have taken
+// over or HandoffTimeout passes.
+func (s *Sim) leave(i int) {
+	n := s.nodes[i]
+	n.leaving = true
+	for k := range s.cfg.Keys {
+		if a := n.acts[k]; a != nil {
+			s.discard(n, a, nil, false)
+		}
+	}
+	var peers []int
+	cur := s.placements[len(s.placements)-1]
+	for _, j := range cur {
+		if j != i && !s.nodes[j].crashed {
+			peers = append(peers, j)
+		}
+	}
+	v := s.publish(slices.DeleteFunc(slices.Clone(cur), func(x int) bool { return x == i }))
+	s.leaves[v] = true
+	s.stats.Leaves++
+	s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d leaves (placement v%d)", s.now, i, v))
+	if s.cfg.HandoffTimeout < 0 {
+		s.kill(n)
+		return
+	}
+	s.handoff(n, v, peers, s.now+s.cfg.HandoffTimeout)
+}
+
+// handoff keeps leaver n in the network until every member of peers that
+// is still there has adopted placement v (the first without n) and has no
+// sync in flight (casty's takenOver), or until deadline. A crashed or
+// unreachable peer is not waited for (casty's handoff gives up on a
+// member it cannot connect to); a paused one is, as a stopped process
+// does not answer. The leaver's own timer waits while it is paused.
+func (s *Sim) handoff(n *node, v int, peers []int, deadline int64) {
+	if n.crashed || s.over() {
+		return
+	}
+	if n.paused {
+		n.held = append(n.held, &event{kind: evFunc, f: func() { s.handoff(n, v, peers, deadline) }})
+		return
+	}
+	peers = slices.DeleteFunc(peers, func(j int) bool {
+		p := s.nodes[j]
+		return p.crashed || !s.reachable(n.i, j) || !p.paused && p.view >= v && len(p.syncs) == 0
+	})
+	switch {
+	case len(peers) == 0:
+		s.stats.HandedOff++
+		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d handed off and is gone", s.now, n.i))
+		s.kill(n)
+	case s.now >= deadline:
+		s.stats.HandoffsCut++
+		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d is gone, its handoff cut short (waiting for %v)", s.now, n.i, peers))
+		s.kill(n)
+	default:
+		s.after(min(handoffPoll, deadline-s.now), func() { s.handoff(n, v, peers, deadline) })
+	}
 }
 
 // removeDead removes one member dead for RemoveAfter, when a majority of

@@ -53,6 +53,11 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.Syncs += st.Syncs
 		total.Repaired += st.Repaired
 		total.Pruned += st.Pruned
+		total.Leaves += st.Leaves
+		total.HandedOff += st.HandedOff
+		total.HandoffsCut += st.HandoffsCut
+		total.LeaveSyncs += st.LeaveSyncs
+		total.LeaveSynced += st.LeaveSynced
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
@@ -71,6 +76,10 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 	t.Logf("%d seeds (%d inconclusive): %d ops (%d ok, %d failed, %d indeterminate), %d activations, %d fenced, %d faults (%d joins, %d removals, %d range syncs), %d messages (%d lost, %d duplicated)",
 		len(seeds(t, n)), inconclusive, total.Ops, total.OK, total.Failed, total.Indeterminate, total.Activations, total.Fenced, len(total.Faults),
 		total.Joins, total.Removals, total.Syncs, total.Messages, total.Lost, total.Duplicated)
+	if total.Leaves > 0 {
+		t.Logf("%d leaves: %d handed off, %d cut short; %d of the %d range syncs they began finished",
+			total.Leaves, total.HandedOff, total.HandoffsCut, total.LeaveSynced, total.LeaveSyncs)
+	}
 	return total
 }
 
@@ -163,4 +172,107 @@ func TestLinearizableWithWholeSetWrites(t *testing.T) {
 // replicas it synced from must refuse them (placement version fencing).
 func TestLinearizableWithSlowViews(t *testing.T) {
 	runSeeds(t, Config{Keys: 6, Ops: 300, Restarts: 3, ViewLag: 4000, RemoveAfter: 1500, Reorder: true, WrongViews: 0.2}, 300)
+}
+
+// Graceful leaves (replica/SPEC.md, Safety, "Graceful leave"): the leaver
+// stops serving, its removal is published, and it answers the syncs of the
+// members that take its ranges over until each has (the handoff), among
+// restarts (joins), removals, pauses, loss, duplicates and reordering.
+func TestLinearizableThroughGracefulLeaves(t *testing.T) {
+	st := runSeeds(t, Config{Keys: 6, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 400)
+	if st.Leaves == 0 || st.HandedOff == 0 || st.LeaveSynced == 0 {
+		t.Fatalf("leaves %d, handed off %d, range syncs finished %d: the leaves were not exercised", st.Leaves, st.HandedOff, st.LeaveSynced)
+	}
+}
+
+// Write(One) through graceful leaves: a write may sit on the leaver alone,
+// so a member entering the leaver's range must hear the whole previous
+// set, leaver included (SyncNeed(3, 1) = 3). Without the handoff (a
+// leaver gone at once: HandoffTimeout < 0) no such sync ever finishes —
+// nothing is lost, the range stays without a synced quorum — and the
+// test fails on LeaveSynced.
+func TestLinearizableThroughGracefulLeavesWithWriteOne(t *testing.T) {
+	st := runSeeds(t, Config{Keys: 6, Replicas: 3, W: 1, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 400)
+	if st.LeaveSynced == 0 {
+		t.Fatalf("none of the %d range syncs begun by %d leaves finished: no member ever took a leaver's Write(One) range over", st.LeaveSyncs, st.Leaves)
+	}
+	if st.HandedOff == 0 {
+		t.Fatalf("none of %d leaves handed off", st.Leaves)
+	}
+}
+
+// A handoff cut short: every leave happens as a member sharing one of the
+// leaver's replica sets is paused, and the leaver is gone 1 ms later, so
+// the members entering its ranges cannot hear the whole previous set.
+// replica/SPEC.md ("Graceful leave") says the handoff changes no rule and
+// is safe however it ends: what it cannot hand off stays unsynced
+// (unavailable), never lost. The check must still pass, for W=2 and W=1.
+//
+// No member crashes here. With Write(One), a crash on top of a cut
+// handoff can lose the leaver's writes, which W=1 does not survive: in
+// seed 75 of this test with Restarts: 1 and W=1, the leaver held a write
+// alone, the member entering its range could not sync without it, that
+// member then crashed and was removed, and the set shrank to the two
+// members that had stayed, which vote without ever having held the write.
+func TestLinearizableWhenHandoffsAreCutShort(t *testing.T) {
+	for _, w := range []int{2, 1} {
+		st := runSeeds(t, Config{Keys: 6, W: w, Pauses: 3, LeaveWhilePaused: true, HandoffTimeout: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01}, 125)
+		if st.HandoffsCut == 0 || st.LeaveSyncs == 0 {
+			t.Fatalf("W=%d: %d handoffs cut short, %d range syncs begun: the scenario was not exercised", w, st.HandoffsCut, st.LeaveSyncs)
+		}
+	}
+}
+
+// Found by the simulator, not fixed here (replica/SPEC.md, "Membership
+// changes", second paragraph, and Known gaps; casty/replication_sync.go,
+// runSync): a sync that leaves out the members of the previous set that
+// answer unsynced, and asks the range's set on the previous placement
+// without them, loses acknowledged writes when the member it leaves out
+// is still pulling a write whose other holders are gone from that set.
+// SPEC argues every acknowledged write sits on w synced members of that
+// set, which a change just before breaks.
+//
+// Seed 1188 (W=2, two graceful leaves, both handed off, no crash, no
+// pause): k3's write 23 is acknowledged by n1 and n3 on placement v1 (set
+// n1 n4 n3); n3 leaves (v2: set n1 n4 n0, n0 syncs from n1 n4 n3) and n1
+// leaves (v3: set n4 n0 n2, n2 syncs from n1 n4 n0). n0, still syncing,
+// answers n2 unsynced; n2 then asks the set of v2 without n0 and itself,
+// n1 n4, of which SyncNeed(2, 2) = 1 must answer; n4, which never held
+// 23, does, and n2 is synced. n4 and n2 are then a read quorum of v3
+// without 23.
+//
+// Seed 20 (W=1): k1's writes sit on n3 alone (set n3 n4 n2); n3 leaves
+// (n1 enters, syncs from n3 n4 n2), n1 leaves (n0 enters, syncs from n4
+// n2 n1); n1, which has n3's copy but has not heard n4 yet, answers n0
+// unsynced; n0 asks n4 n2 instead (SyncNeed(2, 1) = 2), both empty, and
+// n4 n2 n0 read k1 as never written.
+//
+// Seed 1811 (the restart test's faults, no leave): k3's write 74 sits on
+// n5 and n4 (set n5 n1 n4, n1 dead). n5 restarts as n6, which enters the
+// set and pushes n4 out; n6 gets 74 from n4 but cannot finish its sync
+// (n5 and n1 are dead). n1's removal brings n4 back (it drops its copy on
+// re-entering, SPEC, Pruning) and n2's restart brings n7 in; both leave
+// out n6, unsynced, and sync from sets without it, where the only other
+// copy of 74 is dead n5's. Once n5 is removed, n7 and n4, synced without
+// 74, are a read quorum of the set n7 n6 n4.
+//
+// The runs use Config.SkipUnsynced, which does what runSync does; without
+// it (every other test) a sync waits for the whole previous set and
+// nothing is lost. The test is skipped unless -seed is given, which
+// replays that seed in each case (1188 fails the first, 20 the second,
+// 1811 the third).
+func TestLinearizableSkippingUnsyncedMembers(t *testing.T) {
+	if *seedFlag == 0 {
+		t.Skip("found: leaving out the members of a previous set that answer unsynced loses acknowledged writes (seed 1188: two leaves, W=2; seed 20: W=1; seed 1811: restarts); replica/SPEC.md's argument for it does not hold, see the comment")
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"leaves W=2", Config{Keys: 6, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
+		{"leaves W=1", Config{Keys: 6, W: 1, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
+		{"restarts", Config{Keys: 6, Ops: 300, Restarts: 3, Reorder: true, WrongViews: 0.1, Pauses: 1, Duplicate: 0.01, SkipUnsynced: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runSeeds(t, c.cfg, 2000) })
+	}
 }
