@@ -100,10 +100,11 @@ type Config struct {
 	// set with the member just paused, so its handoff waits for a member
 	// that cannot answer.
 	LeaveWhilePaused bool
-	// SkipUnsynced makes syncs leave out the members of a range's
-	// previous set that answer they have not synced it themselves, and
-	// ask the range's set on the previous placement without them instead
-	// (replica/SPEC.md, "Membership changes"; casty's runSync).
+	// SkipUnsynced makes syncs leave out the newcomers of a range's
+	// previous set that answer they have not finished their first syncs
+	// (StatusJoining), and ask the range's set on the previous placement
+	// without them instead, as casty's runSync does (replica/SPEC.md,
+	// "Membership changes"). Other unsynced members are waited for.
 	SkipUnsynced bool
 }
 
@@ -250,6 +251,7 @@ type node struct {
 	prunes  map[int]*replica.Prune
 	diedAt  int64
 	leaving bool // announced its leave: serves no activation, answers replica messages
+	joining bool // a newcomer whose first syncs are not done (Replica.JoinSettled)
 }
 
 // activation is an owner's activation of one key.
@@ -954,6 +956,17 @@ func (s *Sim) synced(n *node, k int) {
 	delete(n.syncs, k)
 	delete(n.syncOf, k)
 	s.stats.Syncs++
+	s.settleJoin(n)
+}
+
+// settleJoin tells a newcomer's replica its first syncs are done, as
+// casty does (replicator.syncDone): from then on it answers unsynced, not
+// joining, and is no longer left out of others' syncs.
+func (s *Sim) settleJoin(n *node) {
+	if n.joining && len(n.syncs) == 0 {
+		n.joining = false
+		n.rep.JoinSettled()
+	}
 }
 
 // retrySync asks again the members that have not answered k's sync in
@@ -968,11 +981,11 @@ func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
 	again := args.version < n.view
 	args.version = max(args.version, n.view)
 	if s.cfg.SkipUnsynced {
-		for _, id := range y.Unsynced() {
+		for _, id := range y.Joining() {
 			if i := s.index(id); !slices.Contains(args.skip, i) {
 				args.skip = append(slices.Clone(args.skip), i)
 				again = true
-				s.tracef("n%d k%d sync leaves out n%d (unsynced)", n.i, k, i)
+				s.tracef("n%d k%d sync leaves out n%d (joining)", n.i, k, i)
 			}
 		}
 	}
@@ -1050,11 +1063,13 @@ func (s *Sim) restart(i int) {
 	s.after(50+s.rng.Int64N(500), func() {
 		n := s.addNode()
 		n.rep.Joined()
+		n.joining = true
 		cur := s.placements[len(s.placements)-1]
 		v := s.publish(append(slices.Clone(cur), n.i))
 		s.stats.Joins++
 		s.stats.Faults = append(s.stats.Faults, fmt.Sprintf("t=%d n%d restarts as n%d (placement v%d)", s.now, i, n.i, v))
 		s.adopt(n, v)
+		s.settleJoin(n)
 	})
 }
 

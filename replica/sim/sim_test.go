@@ -223,56 +223,41 @@ func TestLinearizableWhenHandoffsAreCutShort(t *testing.T) {
 	}
 }
 
-// Found by the simulator, not fixed here (replica/SPEC.md, "Membership
-// changes", second paragraph, and Known gaps; casty/replication_sync.go,
-// runSync): a sync that leaves out the members of the previous set that
-// answer unsynced, and asks the range's set on the previous placement
-// without them, loses acknowledged writes when the member it leaves out
-// is still pulling a write whose other holders are gone from that set.
-// SPEC argues every acknowledged write sits on w synced members of that
-// set, which a change just before breaks.
-//
-// Seed 1188 (W=2, two graceful leaves, both handed off, no crash, no
-// pause): k3's write 23 is acknowledged by n1 and n3 on placement v1 (set
-// n1 n4 n3); n3 leaves (v2: set n1 n4 n0, n0 syncs from n1 n4 n3) and n1
-// leaves (v3: set n4 n0 n2, n2 syncs from n1 n4 n0). n0, still syncing,
-// answers n2 unsynced; n2 then asks the set of v2 without n0 and itself,
-// n1 n4, of which SyncNeed(2, 2) = 1 must answer; n4, which never held
-// 23, does, and n2 is synced. n4 and n2 are then a read quorum of v3
-// without 23.
-//
-// Seed 20 (W=1): k1's writes sit on n3 alone (set n3 n4 n2); n3 leaves
-// (n1 enters, syncs from n3 n4 n2), n1 leaves (n0 enters, syncs from n4
-// n2 n1); n1, which has n3's copy but has not heard n4 yet, answers n0
-// unsynced; n0 asks n4 n2 instead (SyncNeed(2, 1) = 2), both empty, and
-// n4 n2 n0 read k1 as never written.
-//
-// Seed 1811 (the restart test's faults, no leave): k3's write 74 sits on
-// n5 and n4 (set n5 n1 n4, n1 dead). n5 restarts as n6, which enters the
-// set and pushes n4 out; n6 gets 74 from n4 but cannot finish its sync
-// (n5 and n1 are dead). n1's removal brings n4 back (it drops its copy on
-// re-entering, SPEC, Pruning) and n2's restart brings n7 in; both leave
-// out n6, unsynced, and sync from sets without it, where the only other
-// copy of 74 is dead n5's. Once n5 is removed, n7 and n4, synced without
-// 74, are a read quorum of the set n7 n6 n4.
-//
-// The runs use Config.SkipUnsynced, which does what runSync does; without
-// it (every other test) a sync waits for the whole previous set and
-// nothing is lost. The test is skipped unless -seed is given, which
-// replays that seed in each case (1188 fails the first, 20 the second,
-// 1811 the third).
-func TestLinearizableSkippingUnsyncedMembers(t *testing.T) {
-	if *seedFlag == 0 {
-		t.Skip("found: leaving out the members of a previous set that answer unsynced loses acknowledged writes (seed 1188: two leaves, W=2; seed 20: W=1; seed 1811: restarts); replica/SPEC.md's argument for it does not hold, see the comment")
-	}
+// casty's sync leaves out the members of a range's previous set that
+// answer joining (newcomers still taking their first ranges), never other
+// unsynced members (replica/SPEC.md, "Membership changes"); the simulator
+// does the same with Config.SkipUnsynced. Leaving out every unsynced
+// member lost acknowledged writes through two leaves in a row (seed 1188
+// with W=2, seed 20 with W=1: the member left out held, or was pulling,
+// the only copy whose other holder had left) and through restarts (seed
+// 1811). With only newcomers left out, leaves lose nothing.
+func TestLinearizableThroughLeavesLeavingOutNewcomers(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  Config
 	}{
-		{"leaves W=2", Config{Keys: 6, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
-		{"leaves W=1", Config{Keys: 6, W: 1, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
-		{"restarts", Config{Keys: 6, Ops: 300, Restarts: 3, Reorder: true, WrongViews: 0.1, Pauses: 1, Duplicate: 0.01, SkipUnsynced: true}},
+		{"W=2", Config{Keys: 6, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
+		{"W=1", Config{Keys: 6, W: 1, Leaves: 2, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}},
 	} {
-		t.Run(c.name, func(t *testing.T) { runSeeds(t, c.cfg, 2000) })
+		t.Run(c.name, func(t *testing.T) { runSeeds(t, c.cfg, 300) })
 	}
+}
+
+// The known gap of leaving newcomers out (replica/SPEC.md, Known gaps): a
+// newcomer can hold the only live copy of a write, still pulling it, when
+// the write's other holders crashed, were removed or left; a sync that
+// leaves it out meets the write on too few members. Seed 752 (restarts):
+// n3 and n4 restart as n5 and n6, n3 is removed, n0 restarts as n7, which
+// leaves out n6. Seed 1022 (leaves and a restart, W=2): n1 leaves, n3
+// restarts as n5, n5 leaves before its first syncs are done. Without
+// SkipUnsynced both pass: waiting for every unsynced member is safe, and
+// only members joining at once need the skip (casty's joiners, whose first
+// view may be partial; the simulator's placements are exact). -seed
+// replays; 1 to 2 seeds in 2,000 lose a write.
+func TestLinearizableLeavingOutNewcomersUnderOtherChanges(t *testing.T) {
+	if *seedFlag == 0 {
+		t.Skip("known gap (replica/SPEC.md): a newcomer left out of a sync while a crash, removal or leave is under way can hold the only copy of a write; seeds 752 and 1022 replay it")
+	}
+	runSeeds(t, Config{Keys: 6, Ops: 300, Restarts: 3, Reorder: true, WrongViews: 0.1, Pauses: 1, Duplicate: 0.01, SkipUnsynced: true}, 300)
+	runSeeds(t, Config{Keys: 6, Leaves: 2, Restarts: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}, 300)
 }
