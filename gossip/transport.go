@@ -9,9 +9,12 @@ import "github.com/casty-go/casty/gossip/internal/core"
 // Links: Monitor(addr) asks the transport to keep a connection to addr
 // open and watched (keepalive); when it is lost, or a ping goes
 // unanswered, the transport reports a TransportEvent with Failure set. That
-// report is the only input from which membership raises suspicion, so a
+// report is the main input from which membership raises suspicion (the
+// other is a probe answered by another node at a member's address), so a
 // transport must report failures of monitored links, and only of links
-// that really failed. A Send to an unreachable address should be reported
+// that really failed. Links are kept by address: a Monitor of an address
+// two records share (a member restarted there with a new identity) is one
+// link. A Send to an unreachable address should be reported
 // as LinkLost: when membership dialled that member outside its active view
 // (a NEIGHBOR request or a probe) the failure raises a suspicion too
 // (SPEC.md, Failure detection).

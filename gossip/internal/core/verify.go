@@ -107,6 +107,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		if moved { // the probe in flight asks the wrong address
 			if c.nonce != 0 {
 				n.probing--
+				delete(n.byNonce, c.nonce)
 			}
 			c.nonce, c.tries, c.created = 0, 0, n.now
 			n.claimMin = n.now // stale-early is harmless: one extra tick
@@ -147,8 +148,14 @@ func (n *Node) queueClaim(c *claim) {
 func (n *Node) probe(c *claim) {
 	if c.nonce == 0 {
 		n.probing++
+	} else {
+		delete(n.byNonce, c.nonce)
 	}
 	c.nonce = n.nonce()
+	if n.byNonce == nil {
+		n.byNonce = make(map[uint64]NodeID)
+	}
+	n.byNonce[c.nonce] = c.rec.ID
 	c.sent = n.now
 	c.tries++
 	n.send(c.rec.Peer(), &Message{Kind: KindPing, Digest: c.nonce})
@@ -193,6 +200,7 @@ func (n *Node) dropClaim(id NodeID) *claim {
 	}
 	if c.nonce != 0 {
 		n.probing--
+		delete(n.byNonce, c.nonce)
 	}
 	if c.fresh {
 		n.fresh--
@@ -231,10 +239,21 @@ func (n *Node) adoptRecord(rec Member, age time.Duration) {
 }
 
 // onPong settles the claim whose probe it answers: same id, address, role
-// and nonce; Flag set means the member is leaving.
+// and nonce; Flag set means the member is leaving. A PONG echoing the nonce
+// of a probe sent to an address, but from another id, says that address now
+// answers as someone else (a member restarted there with a new identity):
+// the probed claim is settled as unanswered, and the members the table
+// holds live at that address are suspected (replacedAt).
 func (n *Node) onPong(m *Message) {
+	if m.Digest == 0 {
+		return
+	}
 	c, ok := n.claims[m.From.ID]
-	if !ok || c.nonce == 0 || m.Digest != c.nonce || m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
+	if !ok || c.nonce != m.Digest {
+		n.otherAnswered(m)
+		return
+	}
+	if m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
 		return
 	}
 	if m.Flag {
@@ -242,6 +261,47 @@ func (n *Node) onPong(m *Message) {
 		return
 	}
 	n.settle(m.From.ID, answeredAlive)
+	if !c.rec.Status.Gone() {
+		n.replacedAt(m.From)
+	}
+}
+
+// otherAnswered handles a PONG that answers no probe of its sender's own
+// id: if it echoes the nonce of a probe sent to the sender's address about
+// another id, that address answers as another node now.
+func (n *Node) otherAnswered(m *Message) {
+	id, ok := n.byNonce[m.Digest]
+	if !ok {
+		return
+	}
+	c := n.claims[id]
+	if c == nil || c.nonce != m.Digest || c.rec.ID == m.From.ID || c.rec.Addr != m.From.Addr {
+		return
+	}
+	n.log.Info("gossip: another node answered the probe of a record", "record", c.rec.String(), "answered", m.From.String())
+	n.settle(id, noAnswer)
+	n.replacedAt(m.From)
+}
+
+// replacedAt handles proof that by answers at by.Addr (a PONG echoing a
+// nonce sent there): any other member the table holds live at that address
+// is no longer there. Each one leaves the views and, if ALIVE, is
+// suspected (refutable as any suspicion: a member that is in fact alive
+// elsewhere outranks it).
+func (n *Node) replacedAt(by Peer) {
+	for _, m := range n.table.Members() {
+		if m.ID == n.self.ID || m.ID == by.ID || m.Addr != by.Addr || m.Status.Gone() {
+			continue
+		}
+		n.log.Info("gossip: another node answers at a member's address, suspecting the member",
+			"member", m.String(), "answered", by.String())
+		n.removeActive(m.ID)
+		n.removePassive(m.ID)
+		n.removePending(m.ID)
+		if m.Status == Alive {
+			n.suspect(m)
+		}
+	}
 }
 
 // claimLinkDown settles the probed claims at addr: the dial failed.
@@ -264,6 +324,7 @@ func (n *Node) tickClaims() {
 	if len(n.claims) == 0 {
 		n.claims = nil
 		n.claimQ = nil
+		n.byNonce = nil
 		return
 	}
 	var due []NodeID
