@@ -76,9 +76,20 @@ func socketConfig(seeds ...string) *gossip.Config {
 
 func startSocketNodeAt(t *testing.T, addr string, id gossip.NodeID, seeds ...string) *socketNode {
 	t.Helper()
+	return startSocketNodeWith(t, addr, id, nil, seeds...)
+}
+
+// startSocketNodeWith is startSocketNodeAt with prep (if not nil) run on
+// the transport before the agent starts (no goroutine of it reads its
+// fields yet).
+func startSocketNodeWith(t *testing.T, addr string, id gossip.NodeID, prep func(*Transport), seeds ...string) *socketNode {
+	t.Helper()
 	tr, closeNode, err := listen(addr, muxConfig(id))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(tr)
 	}
 	cfg := socketConfig(seeds...)
 	if os.Getenv("GOSSIP_DEBUG") != "" {
