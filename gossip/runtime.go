@@ -98,6 +98,7 @@ func (a *Agent) run() {
 				a.log.Info("gossip: dropped frame", "from", ev.From, "err", err)
 				continue
 			}
+			m.ClientOnly = ev.ClientOnly
 			out = a.node.Step(now, m)
 		case <-timer.C:
 			out = a.node.Tick(a.clock())

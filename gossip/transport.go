@@ -43,6 +43,13 @@ type TransportEvent struct {
 	From    string      // the peer's advertised address, when known
 	Frame   []byte      // one encoded membership message (SPEC.md), opaque to the transport
 	Failure LinkFailure // non-zero: the link to From failed
+	// ClientOnly marks a frame that arrived over a connection whose peer
+	// did not prove the member credential where one is required (for
+	// muxtransport: mux.Session.Member is false, e.g. a lite client that
+	// proved only the client secret). Membership then refuses the
+	// member-role records that sender vouches for (SPEC.md, Admission).
+	// Transports without authentication leave it false.
+	ClientOnly bool
 }
 
 // LinkFailure says why a monitored link went down (TransportEvent.Failure).

@@ -84,7 +84,14 @@ func startSocketNodeAt(t *testing.T, addr string, id gossip.NodeID, seeds ...str
 // fields yet).
 func startSocketNodeWith(t *testing.T, addr string, id gossip.NodeID, prep func(*Transport), seeds ...string) *socketNode {
 	t.Helper()
-	tr, closeNode, err := listen(addr, muxConfig(id))
+	return startSocketNodeAs(t, addr, muxConfig(id), gossip.RoleMember, prep, seeds...)
+}
+
+// startSocketNodeAs is startSocketNodeWith over a mux node configured by
+// mcfg (the agent's id is mcfg.NodeID), the agent announcing role.
+func startSocketNodeAs(t *testing.T, addr string, mcfg mux.Config, role gossip.Role, prep func(*Transport), seeds ...string) *socketNode {
+	t.Helper()
+	tr, closeNode, err := listen(addr, mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +102,7 @@ func startSocketNodeWith(t *testing.T, addr string, id gossip.NodeID, prep func(
 	if os.Getenv("GOSSIP_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	a, err := gossip.Start(gossip.Peer{ID: id, Addr: tr.Addr()}, cfg, tr)
+	a, err := gossip.Start(gossip.Peer{ID: gossip.NodeID(mcfg.NodeID), Addr: tr.Addr(), Role: role}, cfg, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,6 +238,20 @@ func (n *Node) adoptRecord(rec Member, age time.Duration) {
 	}
 }
 
+// unvouched reports, logging it, whether rec is a member-role record about
+// the sender of m that m's connection cannot vouch for: the transport
+// reported that it did not prove the member credential (a lite client's
+// secret). Such a record is neither adopted nor forwarded: a client would
+// otherwise put itself on every member's ring.
+func (n *Node) unvouched(rec Member, m *Message) bool {
+	if !m.ClientOnly || rec.Role != RoleMember || rec.ID != m.From.ID {
+		return false
+	}
+	n.log.Info("gossip: refusing a member-role record from a sender that did not prove the member credential",
+		"record", rec.String(), "from", m.From.Addr)
+	return true
+}
+
 // onPong settles the claim whose probe it answers: same id, address, role
 // and nonce; Flag set means the member is leaving. A PONG echoing the nonce
 // of a probe sent to an address, but from another id, says that address now
@@ -256,13 +270,18 @@ func (n *Node) onPong(m *Message) {
 	if m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
 		return
 	}
+	if m.ClientOnly && c.rec.Role == RoleMember {
+		n.log.Warn("gossip: a member-role answer over a connection that did not prove the member credential, ignored",
+			"record", c.rec.String())
+		return
+	}
 	if m.Flag {
 		n.settle(m.From.ID, answeredLeaving)
 		return
 	}
 	n.settle(m.From.ID, answeredAlive)
 	if !c.rec.Status.Gone() {
-		n.replacedAt(m.From)
+		n.replacedAt(m.From, m.ClientOnly)
 	}
 }
 
@@ -278,19 +297,26 @@ func (n *Node) otherAnswered(m *Message) {
 	if c == nil || c.nonce != m.Digest || c.rec.ID == m.From.ID || c.rec.Addr != m.From.Addr {
 		return
 	}
+	if m.ClientOnly && c.rec.Role == RoleMember {
+		return // a client cannot speak for a member's address
+	}
 	n.log.Info("gossip: another node answered the probe of a record", "record", c.rec.String(), "answered", m.From.String())
 	n.settle(id, noAnswer)
-	n.replacedAt(m.From)
+	n.replacedAt(m.From, m.ClientOnly)
 }
 
 // replacedAt handles proof that by answers at by.Addr (a PONG echoing a
 // nonce sent there): any other member the table holds live at that address
 // is no longer there. Each one leaves the views and, if ALIVE, is
 // suspected (refutable as any suspicion: a member that is in fact alive
-// elsewhere outranks it).
-func (n *Node) replacedAt(by Peer) {
+// elsewhere outranks it). An answer over a connection that did not prove
+// the member credential (clientOnly) does not speak for members' records.
+func (n *Node) replacedAt(by Peer, clientOnly bool) {
 	for _, m := range n.table.Members() {
 		if m.ID == n.self.ID || m.ID == by.ID || m.Addr != by.Addr || m.Status.Gone() {
+			continue
+		}
+		if clientOnly && m.Role == RoleMember {
 			continue
 		}
 		n.log.Info("gossip: another node answers at a member's address, suspecting the member",
