@@ -152,6 +152,8 @@ type Node struct {
 	probing  int               // claims with a PING in flight
 	fresh    int               // claims about ids the table does not hold
 	refused  uint64            // claims dropped because the table was full
+	refLog   time.Time         // when refusals may next be logged
+	refLast  uint64            // Refused at the last log line
 	nonces   *rand.ChaCha8     // probe nonces; nil: drawn from rng (Config.Rand set)
 	claimMin time.Time         // no claim deadline is earlier (may be stale-early)
 }
@@ -482,7 +484,7 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 		}
 	}
 	if !known && n.full() {
-		n.refused++
+		n.refuse(rec)
 		return false
 	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)

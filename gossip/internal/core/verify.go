@@ -95,6 +95,24 @@ func (n *Node) Unverified() int { return len(n.claims) }
 // because the table was full.
 func (n *Node) Refused() uint64 { return n.refused }
 
+// refusedLogInterval is the least time between two log lines about records
+// refused by a full table: a flood of claims costs one line per interval.
+const refusedLogInterval = 10 * time.Second
+
+// refuse drops rec, a record of an id the table does not hold, because the
+// table is full: it is counted (Refused), and logged at most once per
+// refusedLogInterval with the count since the last line.
+func (n *Node) refuse(rec Member) {
+	n.refused++
+	if n.now.Before(n.refLog) {
+		return
+	}
+	n.log.Warn("gossip: member table full, refusing records of new members",
+		"limit", n.tableLimit(), "refused", n.refused-n.refLast, "refused_total", n.refused, "example", rec.String())
+	n.refLog = n.now.Add(refusedLogInterval)
+	n.refLast = n.refused
+}
+
 // hold keeps rec (age: its tombstone age at the sender) as a claim until a
 // probe settles it, merging it into the claim already held for the id.
 func (n *Node) hold(rec Member, age time.Duration) {
@@ -117,8 +135,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 	}
 	_, known := n.table.Get(rec.ID)
 	if !known && n.full() {
-		n.refused++
-		n.log.Debug("gossip: member table full, dropping an unverified record", "record", rec.String())
+		n.refuse(rec)
 		return
 	}
 	c := &claim{rec: rec, age: age, fresh: !known, created: n.now}

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -369,5 +372,54 @@ func TestAnotherIDAnsweringAtAMembersAddressSuspectsIt(t *testing.T) {
 				t.Fatal("the replaced member is still in the views")
 			}
 		})
+	}
+}
+
+// Records refused by a full table are counted (Node.Refused) and logged,
+// at most one line per refusedLogInterval whatever the flood, each line
+// giving the count since the previous one.
+func TestTableFullRefusalsAreCountedAndLoggedAtAPace(t *testing.T) {
+	var buf bytes.Buffer
+	c := testCfg()
+	c.MaxTableSize = 10
+	c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testEpoch
+	n.Start(now)
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(l, "member table full") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	flood := func(first int) {
+		fs := fakes(first + 100)[first:]
+		n.Step(now, &Message{Kind: KindSync, From: forger, Members: fs})
+	}
+	flood(0)
+	refused := n.Refused()
+	if refused < 90 || len(lines()) != 1 {
+		t.Fatalf("after a flood of 100: refused %d, %d log lines %q; want >= 90 and 1", refused, len(lines()), lines())
+	}
+	now = now.Add(refusedLogInterval / 2)
+	flood(100)
+	if n.Refused() != refused+100 || len(lines()) != 1 {
+		t.Fatalf("a second flood within the interval: refused %d, %d log lines; want %d and 1", n.Refused(), len(lines()), refused+100)
+	}
+	now = now.Add(refusedLogInterval)
+	r2 := n.Refused()
+	flood(200)
+	// each line is written at the first refusal past the interval and
+	// counts the refusals since the previous line, that one included
+	ls := lines()
+	want := fmt.Sprintf("refused=%d refused_total=%d ", r2, r2+1)
+	if len(ls) != 2 || !strings.Contains(ls[1], want) {
+		t.Fatalf("after the interval: log lines %q; want a second one with %q", ls, want)
 	}
 }
