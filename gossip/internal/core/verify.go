@@ -329,8 +329,8 @@ func (n *Node) otherAnswered(m *Message) {
 // elsewhere outranks it). An answer over a connection that did not prove
 // the member credential (clientOnly) does not speak for members' records.
 func (n *Node) replacedAt(by Peer, clientOnly bool) {
-	for _, m := range n.table.Members() {
-		if m.ID == n.self.ID || m.ID == by.ID || m.Addr != by.Addr || m.Status.Gone() {
+	for _, m := range n.table.At(by.Addr) {
+		if m.ID == n.self.ID || m.ID == by.ID || m.Status.Gone() {
 			continue
 		}
 		if clientOnly && m.Role == RoleMember {
