@@ -206,6 +206,7 @@ func (t *telemetry) observe(sys *System) error {
 	active := gauge("casty.activation.active", "{activation}", "Live activations on this node.")
 	depth := gauge("casty.mailbox.depth", "{message}", "Messages waiting in this node's mailboxes, not counting those running.")
 	members := gauge("casty.membership.members", "{member}", "Members in this node's membership table, by state.")
+	refused := ocounter("casty.membership.refused", "{record}", "Records of new members refused because this node's member table was full.")
 	live := gauge("casty.transport.sessions", "{session}", "Live sessions to peers.")
 	traffic := ocounter("casty.transport.bytes", "By", "Bytes this node's sessions read and wrote, by direction.")
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
@@ -233,13 +234,14 @@ func (t *telemetry) observe(sys *System) error {
 		for _, st := range memberStates {
 			o.ObserveInt64(members, byState[st], metric.WithAttributes(attrNode.String(sys.ID()), attrState.String(st.String())))
 		}
+		o.ObserveInt64(refused, int64(cl.agent.Stats().Refused), node)
 		if rp := cl.rp; rp != nil {
 			o.ObserveInt64(commits, rp.commits.Load(), node)
 			o.ObserveInt64(commitBytes, rp.commitBytes.Load(), node)
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 		}
 		return nil
-	}, active, depth, members, live, traffic, commits, commitBytes, repairs)
+	}, active, depth, members, refused, live, traffic, commits, commitBytes, repairs)
 	t.reg = reg
 	return err
 }

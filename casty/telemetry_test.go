@@ -142,6 +142,9 @@ func TestTelemetryMembershipAndTransportMetricsFollowTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	rm := collect()
+	if n, ok := sum(rm, "casty.membership.refused", node); !ok || n != 0 {
+		t.Errorf("membership refused records: %d (reported %v), want 0", n, ok)
+	}
 	for _, dir := range []string{"sent", "received"} {
 		if n, _ := sum(rm, "casty.call.envelope.size", attribute.String("casty.direction", dir)); n <= 0 {
 			t.Errorf("call envelope bytes %s: %d", dir, n)

@@ -30,9 +30,11 @@
 //     merge is commutative, associative and idempotent, so duplicated,
 //     late or reordered gossip converges to the same table everywhere
 //     (once admitted: see the admission rules below).
-//   - Suspicion originates only from the failure of a monitored overlay
-//     link (a TransportEvent with Failure set, about an active neighbour),
-//     never from a data-path connection. A suspect that hears of it refutes with a higher
+//   - Suspicion originates from the failure of a monitored overlay link
+//     (a TransportEvent with Failure set, about an active neighbour) or of
+//     a dial of a member, or from another node answering a probe at a
+//     member's address (a restart there with a new identity), never from
+//     a data-path connection. A suspect that hears of it refutes with a higher
 //     incarnation; a suspicion unrefuted for SuspicionTimeout becomes DEAD.
 //     A node that learns it was declared DEAD refutes and rejoins.
 //   - A graceful Leave announces LEFT with no suspicion window.

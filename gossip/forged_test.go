@@ -108,3 +108,42 @@ func TestAgentKeepsALiveMemberDespiteAForgedLeft(t *testing.T) {
 		return ev.Member.ID == id && (ev.Kind == EventLeft || ev.Kind == EventDead)
 	})
 }
+
+// Records refused because the member table is full are counted in the
+// agent's Stats: a forged SYNC of 100 members to an agent bounded to 10
+// records is refused past the bound.
+func TestAgentCountsRecordsRefusedByAFullTable(t *testing.T) {
+	nw := NewMemNetwork(1)
+	tr, err := nw.Transport("m0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.MaxTableSize = 10
+	a, err := Start(Peer{ID: NodeID{1}, Addr: "m0"}, cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ft, err := nw.Transport("forger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ft.Close()
+	fakes := make([]Member, 100)
+	for i := range fakes {
+		fakes[i] = Member{ID: NodeID{0xfa, byte(i)}, Addr: fmt.Sprintf("fake%d", i), Status: Alive}
+	}
+	frame := core.EncodeMessage(&core.Message{Kind: core.KindSync, From: Peer{ID: NodeID{0xee}, Addr: "forger"}, Members: fakes})
+	if err := ft.Send("m0", frame); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the agent's stats to count the refused records", func() bool {
+		return a.Stats().Refused >= 91
+	})
+	// the agent's own record and 9 claims fill the bound of 10: the
+	// other 91 are refused, all in the one step that read the frame
+	if st := a.Stats(); st.Refused != 91 {
+		t.Fatalf("stats %+v, want 91 refused", st)
+	}
+}

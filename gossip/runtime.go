@@ -33,6 +33,20 @@ type Agent struct {
 	subs    map[*subscriber]struct{}
 	closed  bool
 	digest  uint64
+	stats   Stats
+}
+
+// Stats are an Agent's counters, as of the node's last step.
+type Stats struct {
+	// Refused counts records about members the table did not hold that
+	// were dropped because the table was full (Config.MaxTableSize): a
+	// flood of forged claims, or a cluster larger than the bound. Nothing
+	// held is evicted for them (SPEC.md, Admission: Bound); refusals are
+	// also logged, at most one WARN line per 10 s.
+	Refused uint64
+	// Unverified is how many second-hand records wait for a probe
+	// (SPEC.md, Admission).
+	Unverified int
 }
 
 // Start creates the membership node for self with cfg (nil means DefaultConfig) and
@@ -98,6 +112,7 @@ func (a *Agent) run() {
 				a.log.Info("gossip: dropped frame", "from", ev.From, "err", err)
 				continue
 			}
+			m.ClientOnly = ev.ClientOnly
 			out = a.node.Step(now, m)
 		case <-timer.C:
 			out = a.node.Tick(a.clock())
@@ -137,8 +152,10 @@ func (a *Agent) carry(out core.Output) time.Time {
 // snapshot refreshes the copies readers see when the table changed.
 func (a *Agent) snapshot(force bool) {
 	d := a.node.Digest()
+	st := Stats{Refused: a.node.Refused(), Unverified: a.node.Unverified()}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.stats = st
 	if force || d != a.digest || a.self != a.node.Self() {
 		a.members = a.node.Members()
 		a.self = a.node.Self()
@@ -183,6 +200,13 @@ func (a *Agent) Alive() []Member {
 		}
 	}
 	return out
+}
+
+// Stats returns the agent's counters.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
 }
 
 // Self returns this node's current record.

@@ -9,9 +9,12 @@ import "github.com/casty-go/casty/gossip/internal/core"
 // Links: Monitor(addr) asks the transport to keep a connection to addr
 // open and watched (keepalive); when it is lost, or a ping goes
 // unanswered, the transport reports a TransportEvent with Failure set. That
-// report is the only input from which membership raises suspicion, so a
+// report is the main input from which membership raises suspicion (the
+// other is a probe answered by another node at a member's address), so a
 // transport must report failures of monitored links, and only of links
-// that really failed. A Send to an unreachable address should be reported
+// that really failed. Links are kept by address: a Monitor of an address
+// two records share (a member restarted there with a new identity) is one
+// link. A Send to an unreachable address should be reported
 // as LinkLost: when membership dialled that member outside its active view
 // (a NEIGHBOR request or a probe) the failure raises a suspicion too
 // (SPEC.md, Failure detection).
@@ -40,6 +43,13 @@ type TransportEvent struct {
 	From    string      // the peer's advertised address, when known
 	Frame   []byte      // one encoded membership message (SPEC.md), opaque to the transport
 	Failure LinkFailure // non-zero: the link to From failed
+	// ClientOnly marks a frame that arrived over a connection whose peer
+	// did not prove the member credential where one is required (for
+	// muxtransport: mux.Session.Member is false, e.g. a lite client that
+	// proved only the client secret). Membership then refuses the
+	// member-role records that sender vouches for (SPEC.md, Admission).
+	// Transports without authentication leave it false.
+	ClientOnly bool
 }
 
 // LinkFailure says why a monitored link went down (TransportEvent.Failure).

@@ -311,15 +311,14 @@ func (c *Cluster) Crash(i int) {
 
 // Restart starts a new member at member i's address (crashing the old one
 // first if it runs): a new process with a new identity and no state,
-// joining through the live members. It starts it once the live members
-// have declared the old identity dead (about TestConfig's
-// SuspicionTimeout after the crash), then waits until every live member
-// sees the new one and it sees them.
+// joining through the live members, at once: the members suspect the old
+// identity when the new one answers at its address (gossip/SPEC.md,
+// failure detection). It waits until every live member sees the new one
+// and it sees them.
 func (c *Cluster) Restart(i int) *casty.System {
 	c.t.Helper()
 	c.Crash(i)
 	c.mu.Lock()
-	old := c.members[i].sys.ID()
 	var seeds []string
 	var live []*casty.System
 	for j, sl := range c.members {
@@ -329,21 +328,6 @@ func (c *Cluster) Restart(i int) *casty.System {
 		}
 	}
 	c.mu.Unlock()
-	// gossip suspects a member only when its address stops answering
-	// (gossip/SPEC.md, failure detection), and tells members apart on
-	// the wire by address: a new process answering at the address of a
-	// member not yet declared dead keeps that member alive. So the new
-	// one starts once the live members have dropped the old one.
-	c.await(fmt.Sprintf("the live members to declare crashed member %d (%s) dead", i, old), func() bool {
-		for _, s := range live {
-			for _, m := range s.MemberTable() {
-				if m.ID == old && (m.State == "alive" || m.State == "suspect") {
-					return false
-				}
-			}
-		}
-		return true
-	})
 	sys, err := c.start(i, seeds)
 	if err != nil {
 		c.t.Fatalf("castytest: restart member %d: %v (seed %d)", i, err, c.seed)

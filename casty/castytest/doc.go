@@ -105,8 +105,9 @@
 //     run and it suspects its peers in turn; on Resume the two sides
 //     reconcile as after a partition.
 //   - Restart(i): a new process with a new identity and no state at the
-//     same address, started once the others have declared the old identity
-//     dead (gossip tells members apart by address: gossip/SPEC.md).
+//     same address, started at once; the others suspect the old identity
+//     when the new one answers at its address (gossip/SPEC.md, failure
+//     detection).
 //   - Skew(i, d): member i's replication clock (its HLC, hlc.Config.Physical)
 //     reads the wall clock plus d. casty's HLC bounds no drift
 //     (hlc.Config.MaxDrift 0), so the member is not refused; the HLC

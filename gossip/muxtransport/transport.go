@@ -23,8 +23,11 @@ import (
 // when the session died of a keepalive failure (its Err wraps
 // mux.ErrKeepalive), gossip.LinkLost otherwise. The report waits 100 ms
 // after the close, so that frames the peer sent just before closing (a
-// LEFT, a DISCONNECT) are handled first. Unmonitor never closes a session
-// (the data path may use it). Each peer has its own send queue and
+// LEFT, a DISCONNECT) are handled first. A frame from a peer whose session
+// did not prove the member credential (mux.Session.Member false: a lite
+// client's secret) is marked gossip.TransportEvent.ClientOnly, so that
+// membership refuses the member-role records that peer vouches for.
+// Unmonitor never closes a session (the data path may use it). Each peer has its own send queue and
 // goroutine, so a dial to a dead address never delays frames to others.
 type Transport struct {
 	node  *mux.Node
@@ -67,7 +70,7 @@ func New(node *mux.Node, addr string) *Transport {
 		peers: map[string]*muxPeer{}, monitored: map[string]bool{},
 		wake: make(chan struct{}, 1), out: make(chan gossip.TransportEvent), stopped: make(chan struct{})}
 	node.HandleMessages(mux.LaneControl, func(from *mux.Session, payload []byte) {
-		t.push(gossip.TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...)})
+		t.push(gossip.TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...), ClientOnly: !from.Member()})
 	})
 	t.wg.Add(1)
 	go t.pump()

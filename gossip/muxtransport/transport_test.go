@@ -76,15 +76,33 @@ func socketConfig(seeds ...string) *gossip.Config {
 
 func startSocketNodeAt(t *testing.T, addr string, id gossip.NodeID, seeds ...string) *socketNode {
 	t.Helper()
-	tr, closeNode, err := listen(addr, muxConfig(id))
+	return startSocketNodeWith(t, addr, id, nil, seeds...)
+}
+
+// startSocketNodeWith is startSocketNodeAt with prep (if not nil) run on
+// the transport before the agent starts (no goroutine of it reads its
+// fields yet).
+func startSocketNodeWith(t *testing.T, addr string, id gossip.NodeID, prep func(*Transport), seeds ...string) *socketNode {
+	t.Helper()
+	return startSocketNodeAs(t, addr, muxConfig(id), gossip.RoleMember, prep, seeds...)
+}
+
+// startSocketNodeAs is startSocketNodeWith over a mux node configured by
+// mcfg (the agent's id is mcfg.NodeID), the agent announcing role.
+func startSocketNodeAs(t *testing.T, addr string, mcfg mux.Config, role gossip.Role, prep func(*Transport), seeds ...string) *socketNode {
+	t.Helper()
+	tr, closeNode, err := listen(addr, mcfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(tr)
 	}
 	cfg := socketConfig(seeds...)
 	if os.Getenv("GOSSIP_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	a, err := gossip.Start(gossip.Peer{ID: id, Addr: tr.Addr()}, cfg, tr)
+	a, err := gossip.Start(gossip.Peer{ID: gossip.NodeID(mcfg.NodeID), Addr: tr.Addr(), Role: role}, cfg, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

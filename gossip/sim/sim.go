@@ -163,18 +163,19 @@ type Stats struct {
 
 // Sim is one simulated cluster.
 type Sim struct {
-	cfg    Config
-	rng    *rand.Rand
-	now    time.Duration
-	epoch  time.Time
-	q      simq.Queue[time.Duration, *event]
-	nodes  []*simNode
-	byAddr map[string]int
-	gen    uint64
-	groups map[int]int // partition group per node (absent: group 0)
-	stats  Stats
-	salt   uint64
-	epoch0 bool // an evEpoch is queued
+	cfg     Config
+	rng     *rand.Rand
+	now     time.Duration
+	epoch   time.Time
+	q       simq.Queue[time.Duration, *event]
+	nodes   []*simNode
+	byAddr  map[string]int
+	gen     uint64
+	groups  map[int]int // partition group per node (absent: group 0)
+	stats   Stats
+	salt    uint64
+	epoch0  bool   // an evEpoch is queued
+	renamed uint32 // ids drawn by Replace
 }
 
 // New returns an empty simulated network.
@@ -207,7 +208,7 @@ func (s *Sim) Len() int { return len(s.nodes) }
 // Node returns node i's state machine (the current life's).
 func (s *Sim) Node(i int) *core.Node { return s.nodes[i].node }
 
-// ID returns node i's id.
+// ID returns node i's id (the current one, after a Replace).
 func (s *Sim) ID(i int) gossip.NodeID { return s.nodes[i].peer.ID }
 
 // Index returns the node index of id (-1 if unknown).
@@ -638,6 +639,28 @@ func (s *Sim) Restart(i int) {
 		return
 	}
 	s.boot(sn)
+}
+
+// Replace models a process restarted at node i's address with a new
+// identity before anyone noticed the old one stop: the old process stops
+// without a word and a new node, with a new id (which ID(i) returns from
+// now on) and a fresh state, boots at the same address at once, joining
+// through a random running node. The links the others monitor carry on
+// to the new process: a transport that keeps links by address (as
+// gossip/muxtransport does) finds a live session there, so no link
+// failure ever names the old id. Frames in flight to the address reach
+// the new process. It returns the old id.
+func (s *Sim) Replace(i int) gossip.NodeID {
+	sn := s.nodes[i]
+	old := sn.peer.ID
+	sn.state = Crashed
+	sn.life++
+	sn.links = map[int]uint64{}
+	sn.buffer = nil
+	s.renamed++
+	binary.BigEndian.PutUint32(sn.peer.ID[4:8], s.renamed)
+	s.boot(sn)
+	return old
 }
 
 // Leave makes node i leave gracefully; it stops once its goodbyes are sent.

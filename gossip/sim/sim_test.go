@@ -308,3 +308,66 @@ func TestPartitionKillsNoSoonerThanSuspicion(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartWithANewIdentityAtTheSameAddress: a member restarted at its
+// address with a new identity, before any link failure named the old one
+// (the links, kept by address, carry on to the new process), is seen
+// ALIVE everywhere, and the old identity is declared DEAD everywhere
+// within SuspicionTimeout + 2 s, with no live member declared dead.
+func TestRestartWithANewIdentityAtTheSameAddress(t *testing.T) {
+	const n = 30
+	sus := gossip.DefaultConfig().SuspicionTimeout
+	var took []time.Duration
+	for seed := range uint64(seeds(4, 100)) {
+		seed++
+		s, err := Build(Config{Seed: seed, ClockSkew: time.Minute}, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fail := func(format string, a ...any) {
+			t.Helper()
+			t.Fatalf("seed %d, N=%d (replay: Build(Config{Seed: %d}, %d)): "+format, append([]any{seed, n, seed, n}, a...)...)
+		}
+		k := 1 + s.rng.IntN(n-1)
+		t0 := s.Now()
+		old := s.Replace(k)
+		oldGone := func() bool {
+			for _, o := range s.Running() {
+				if m, ok := s.Node(o).Member(old); ok && !m.Status.Gone() {
+					return false
+				}
+			}
+			return true
+		}
+		if !s.RunUntil(t0+30*time.Second, func() bool { return oldGone() && s.AllSee(k, IsAlive) }) {
+			var still []int
+			for _, o := range s.Running() {
+				if m, ok := s.Node(o).Member(old); ok && !m.Status.Gone() {
+					still = append(still, o)
+				}
+			}
+			fail("30 s after node %d restarted with a new id, %d nodes still hold the old id live (%v); new id ALIVE everywhere: %v",
+				k, len(still), still, s.AllSee(k, IsAlive))
+		}
+		took = append(took, s.Now()-t0)
+		s.Run(Settle)
+		if !oldGone() || !s.Converged() {
+			fail("after settling: old id gone %v, converged %v", oldGone(), s.Converged())
+		}
+		for _, o := range s.Running() {
+			if o == k {
+				continue
+			}
+			if m, ok := s.Node(o).Member(old); ok && m.Status != gossip.Dead {
+				fail("node %d holds the old id %v, want DEAD", o, m)
+			}
+		}
+		if fd := s.Stats().FalseDeaths; fd != 0 {
+			fail("%d false DEAD events", fd)
+		}
+	}
+	t.Logf("old identity DEAD everywhere and new ALIVE: p99 %v, max %v", Percentile(took, 99), Percentile(took, 100))
+	if p := Percentile(took, 100); p > sus+2*time.Second {
+		t.Errorf("old identity DEAD everywhere after %v > SuspicionTimeout + 2 s", p)
+	}
+}

@@ -70,6 +70,9 @@ func (n *Node) onSync(m *Message) {
 		return
 	}
 	for i, r := range m.Members {
+		if n.unvouched(r, m) {
+			continue
+		}
 		var age time.Duration
 		if len(m.Ages) > 0 {
 			age = time.Duration(m.Ages[i]) * time.Millisecond

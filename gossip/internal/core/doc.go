@@ -12,8 +12,10 @@
 // return an Output. gossip.Agent runs one Node over a transport; gossip/sim
 // drives hundreds deterministically from one seed. Both carry out every
 // Output: deliver Sends, keep the links of LinkOps open and report their
-// failures with LinkDown (that report is the only source of suspicion), and
-// call Tick no later than Output.Next.
+// failures with LinkDown (that report is the main source of suspicion; the
+// other is a probe answered by another node at a member's address), and
+// call Tick no later than Output.Next. A runtime over an authenticated
+// transport also sets Message.ClientOnly on what it steps.
 //
 // The package is internal so that package gossip names only what a user of
 // the module needs; gossip re-exports the member vocabulary (NodeID, Peer,

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // HyParView (Leitão, Pereira, Rodrigues, DSN 2007): a small symmetric
 // active view of monitored links and a larger passive view of addresses in
@@ -126,7 +129,11 @@ func (n *Node) removeActive(id NodeID) (Peer, bool) {
 	}
 	p, eager := n.active[i].Peer, n.active[i].eager
 	n.active = append(n.active[:i], n.active[i+1:]...)
-	n.out.Links = append(n.out.Links, LinkOp{Peer: p})
+	// links are kept by address: another neighbour at the same address (a
+	// node restarted there with a new identity) still needs it
+	if !slices.ContainsFunc(n.active, func(a neighbor) bool { return a.Addr == p.Addr }) {
+		n.out.Links = append(n.out.Links, LinkOp{Peer: p})
+	}
 	n.plumtreeDown(id, eager)
 	return p, true
 }

@@ -279,6 +279,20 @@ func (t *Table) Expire(now time.Time, ttl time.Duration) []Member {
 	return out
 }
 
+// At returns the records at address addr sorted by id. It scans the table
+// without copying it: admissions call it, and there are as many of those as
+// members.
+func (t *Table) At(addr string) []Member {
+	var out []Member
+	for _, e := range t.entries {
+		if e.Addr == addr {
+			out = append(out, e.Member)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return a.ID.Compare(b.ID) })
+	return out
+}
+
 // Tombstones returns the Left and Dead records sorted by id.
 func (t *Table) Tombstones() []Member {
 	out := make([]Member, 0, len(t.tombs))

@@ -99,4 +99,10 @@ type Message struct {
 	Members []Member // Gossip: the payload; Sync: the table
 	Ages    []uint32 // Sync: per record, ms since a tombstone's status was adopted (0 otherwise)
 	IDs     []MsgID  // IHave, Graft
+
+	// ClientOnly is not on the wire: the runtime sets it when the
+	// connection the message arrived over proved only the client
+	// credential (gossip.TransportEvent.ClientOnly). Such a sender cannot
+	// vouch for a member-role record (SPEC.md, Admission).
+	ClientOnly bool
 }

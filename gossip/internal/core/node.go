@@ -59,8 +59,9 @@ type Send struct {
 
 // LinkOp asks the runtime to keep (Open) or drop (!Open) a monitored link to
 // Peer. Open links are the active view: the runtime reports their loss or
-// keepalive failure with Node.LinkDown, which is the only source of
-// suspicion (with the failed dials of probe.go, also reported by LinkDown).
+// keepalive failure with Node.LinkDown, which is the main source of
+// suspicion (with the failed dials of probe.go, also reported by LinkDown,
+// and probes answered by another node at a member's address, verify.go).
 type LinkOp struct {
 	Peer Peer
 	Open bool
@@ -146,12 +147,15 @@ type Node struct {
 
 	// second-hand records awaiting a probe (verify.go)
 	claims   map[NodeID]*claim
-	claimQ   []NodeID      // claims waiting for a probe slot, oldest first
-	probing  int           // claims with a PING in flight
-	fresh    int           // claims about ids the table does not hold
-	refused  uint64        // claims dropped because the table was full
-	nonces   *rand.ChaCha8 // probe nonces; nil: drawn from rng (Config.Rand set)
-	claimMin time.Time     // no claim deadline is earlier (may be stale-early)
+	byNonce  map[uint64]NodeID // the claim each PING in flight probes
+	claimQ   []NodeID          // claims waiting for a probe slot, oldest first
+	probing  int               // claims with a PING in flight
+	fresh    int               // claims about ids the table does not hold
+	refused  uint64            // claims dropped because the table was full
+	refLog   time.Time         // when refusals may next be logged
+	refLast  uint64            // Refused at the last log line
+	nonces   *rand.ChaCha8     // probe nonces; nil: drawn from rng (Config.Rand set)
+	claimMin time.Time         // no claim deadline is earlier (may be stale-early)
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -270,7 +274,7 @@ func (n *Node) Leave(now time.Time) Output {
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
 	n.lazyQ, n.unsent, n.watched = nil, nil, nil
-	n.claims, n.claimQ, n.probing, n.fresh = nil, nil, 0, 0
+	n.claims, n.claimQ, n.byNonce, n.probing, n.fresh = nil, nil, nil, 0, 0
 	n.joining = false
 	return n.finish()
 }
@@ -480,7 +484,7 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 		}
 	}
 	if !known && n.full() {
-		n.refused++
+		n.refuse(rec)
 		return false
 	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)

@@ -129,7 +129,7 @@ func (n *Node) stale(id MsgID) bool {
 
 func (n *Node) onGossip(m *Message) {
 	rec := m.Members[0]
-	if !n.plausible(rec, m.From) {
+	if !n.plausible(rec, m.From) || n.unvouched(rec, m) {
 		return // neither applied nor forwarded
 	}
 	id := idOf(rec)

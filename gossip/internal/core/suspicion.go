@@ -8,7 +8,8 @@ import (
 // SWIM-style suspicion (Das, Gupta, Motivala, DSN 2002), driven by the
 // overlay: a suspicion is raised only when an active neighbour's link fails
 // or a dial of a non-neighbour fails (a NEIGHBOR request or an anti-entropy
-// probe, probe.go), never from a data-path connection; it is broadcast, and every node that
+// probe, probe.go), or another node answers a probe at the member's address
+// (replacedAt, verify.go), never from a data-path connection; it is broadcast, and every node that
 // holds it starts a SuspicionTimeout timer. The suspect refutes by bumping
 // its incarnation (aboutSelf in node.go); an unrefuted suspicion becomes
 // DEAD. The nodes that raised the suspicion broadcast the DEAD record; the

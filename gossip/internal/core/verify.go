@@ -95,6 +95,24 @@ func (n *Node) Unverified() int { return len(n.claims) }
 // because the table was full.
 func (n *Node) Refused() uint64 { return n.refused }
 
+// refusedLogInterval is the least time between two log lines about records
+// refused by a full table: a flood of claims costs one line per interval.
+const refusedLogInterval = 10 * time.Second
+
+// refuse drops rec, a record of an id the table does not hold, because the
+// table is full: it is counted (Refused), and logged at most once per
+// refusedLogInterval with the count since the last line.
+func (n *Node) refuse(rec Member) {
+	n.refused++
+	if n.now.Before(n.refLog) {
+		return
+	}
+	n.log.Warn("gossip: member table full, refusing records of new members",
+		"limit", n.tableLimit(), "refused", n.refused-n.refLast, "refused_total", n.refused, "example", rec.String())
+	n.refLog = n.now.Add(refusedLogInterval)
+	n.refLast = n.refused
+}
+
 // hold keeps rec (age: its tombstone age at the sender) as a claim until a
 // probe settles it, merging it into the claim already held for the id.
 func (n *Node) hold(rec Member, age time.Duration) {
@@ -107,6 +125,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		if moved { // the probe in flight asks the wrong address
 			if c.nonce != 0 {
 				n.probing--
+				delete(n.byNonce, c.nonce)
 			}
 			c.nonce, c.tries, c.created = 0, 0, n.now
 			n.claimMin = n.now // stale-early is harmless: one extra tick
@@ -116,8 +135,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 	}
 	_, known := n.table.Get(rec.ID)
 	if !known && n.full() {
-		n.refused++
-		n.log.Debug("gossip: member table full, dropping an unverified record", "record", rec.String())
+		n.refuse(rec)
 		return
 	}
 	c := &claim{rec: rec, age: age, fresh: !known, created: n.now}
@@ -147,8 +165,14 @@ func (n *Node) queueClaim(c *claim) {
 func (n *Node) probe(c *claim) {
 	if c.nonce == 0 {
 		n.probing++
+	} else {
+		delete(n.byNonce, c.nonce)
 	}
 	c.nonce = n.nonce()
+	if n.byNonce == nil {
+		n.byNonce = make(map[uint64]NodeID)
+	}
+	n.byNonce[c.nonce] = c.rec.ID
 	c.sent = n.now
 	c.tries++
 	n.send(c.rec.Peer(), &Message{Kind: KindPing, Digest: c.nonce})
@@ -193,6 +217,7 @@ func (n *Node) dropClaim(id NodeID) *claim {
 	}
 	if c.nonce != 0 {
 		n.probing--
+		delete(n.byNonce, c.nonce)
 	}
 	if c.fresh {
 		n.fresh--
@@ -230,11 +255,41 @@ func (n *Node) adoptRecord(rec Member, age time.Duration) {
 	}
 }
 
+// unvouched reports, logging it, whether rec is a member-role record about
+// the sender of m that m's connection cannot vouch for: the transport
+// reported that it did not prove the member credential (a lite client's
+// secret). Such a record is neither adopted nor forwarded: a client would
+// otherwise put itself on every member's ring.
+func (n *Node) unvouched(rec Member, m *Message) bool {
+	if !m.ClientOnly || rec.Role != RoleMember || rec.ID != m.From.ID {
+		return false
+	}
+	n.log.Info("gossip: refusing a member-role record from a sender that did not prove the member credential",
+		"record", rec.String(), "from", m.From.Addr)
+	return true
+}
+
 // onPong settles the claim whose probe it answers: same id, address, role
-// and nonce; Flag set means the member is leaving.
+// and nonce; Flag set means the member is leaving. A PONG echoing the nonce
+// of a probe sent to an address, but from another id, says that address now
+// answers as someone else (a member restarted there with a new identity):
+// the probed claim is settled as unanswered, and the members the table
+// holds live at that address are suspected (replacedAt).
 func (n *Node) onPong(m *Message) {
+	if m.Digest == 0 {
+		return
+	}
 	c, ok := n.claims[m.From.ID]
-	if !ok || c.nonce == 0 || m.Digest != c.nonce || m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
+	if !ok || c.nonce != m.Digest {
+		n.otherAnswered(m)
+		return
+	}
+	if m.From.Addr != c.rec.Addr || m.From.Role != c.rec.Role {
+		return
+	}
+	if m.ClientOnly && c.rec.Role == RoleMember {
+		n.log.Warn("gossip: a member-role answer over a connection that did not prove the member credential, ignored",
+			"record", c.rec.String())
 		return
 	}
 	if m.Flag {
@@ -242,6 +297,54 @@ func (n *Node) onPong(m *Message) {
 		return
 	}
 	n.settle(m.From.ID, answeredAlive)
+	if !c.rec.Status.Gone() {
+		n.replacedAt(m.From, m.ClientOnly)
+	}
+}
+
+// otherAnswered handles a PONG that answers no probe of its sender's own
+// id: if it echoes the nonce of a probe sent to the sender's address about
+// another id, that address answers as another node now.
+func (n *Node) otherAnswered(m *Message) {
+	id, ok := n.byNonce[m.Digest]
+	if !ok {
+		return
+	}
+	c := n.claims[id]
+	if c == nil || c.nonce != m.Digest || c.rec.ID == m.From.ID || c.rec.Addr != m.From.Addr {
+		return
+	}
+	if m.ClientOnly && c.rec.Role == RoleMember {
+		return // a client cannot speak for a member's address
+	}
+	n.log.Info("gossip: another node answered the probe of a record", "record", c.rec.String(), "answered", m.From.String())
+	n.settle(id, noAnswer)
+	n.replacedAt(m.From, m.ClientOnly)
+}
+
+// replacedAt handles proof that by answers at by.Addr (a PONG echoing a
+// nonce sent there): any other member the table holds live at that address
+// is no longer there. Each one leaves the views and, if ALIVE, is
+// suspected (refutable as any suspicion: a member that is in fact alive
+// elsewhere outranks it). An answer over a connection that did not prove
+// the member credential (clientOnly) does not speak for members' records.
+func (n *Node) replacedAt(by Peer, clientOnly bool) {
+	for _, m := range n.table.At(by.Addr) {
+		if m.ID == n.self.ID || m.ID == by.ID || m.Status.Gone() {
+			continue
+		}
+		if clientOnly && m.Role == RoleMember {
+			continue
+		}
+		n.log.Info("gossip: another node answers at a member's address, suspecting the member",
+			"member", m.String(), "answered", by.String())
+		n.removeActive(m.ID)
+		n.removePassive(m.ID)
+		n.removePending(m.ID)
+		if m.Status == Alive {
+			n.suspect(m)
+		}
+	}
 }
 
 // claimLinkDown settles the probed claims at addr: the dial failed.
@@ -264,6 +367,7 @@ func (n *Node) tickClaims() {
 	if len(n.claims) == 0 {
 		n.claims = nil
 		n.claimQ = nil
+		n.byNonce = nil
 		return
 	}
 	var due []NodeID

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -272,5 +275,151 @@ func TestForgedDeadLeavesTheSuspectHalfTheTimeoutToRefute(t *testing.T) {
 	tn.advance(400 * time.Millisecond)
 	if got := tn.status("a0:1", "a02:1"); got != Dead {
 		t.Fatalf("a0 sees the silent victim %v %v after the forged DEAD, want dead", got, tn.now.Sub(t0))
+	}
+}
+
+// A sender whose connection did not prove the member credential
+// (Message.ClientOnly) cannot get itself adopted as a member: its own
+// member-role record, pushed or in a table exchange, is neither held nor
+// forwarded, and a member-role claim about it is not adopted on its
+// PONG. The same client with the client role is admitted, and the same
+// PONG over a member connection admits the member record.
+func TestClientCredentialCannotClaimMemberRole(t *testing.T) {
+	tn := cluster(t, 3)
+	n := tn.nodes["a0:1"]
+	lite := Member{ID: NodeID{0xc1}, Addr: "lite:1", Role: RoleMember, Status: Alive}
+	before := len(tn.sent)
+	for _, m := range []*Message{
+		{Kind: KindGossip, From: lite.Peer(), Members: []Member{lite}, ClientOnly: true},
+		{Kind: KindSync, From: lite.Peer(), Members: []Member{lite}, ClientOnly: true},
+	} {
+		out := n.Step(tn.now, m)
+		if n.Unverified() != 0 || len(out.Events) != 0 || countSends(out.Sends, KindGossip)+countSends(out.Sends, KindPing) != 0 {
+			t.Fatalf("%v of its own member record from a client-only sender: held %d, events %v, sends %v", m.Kind, n.Unverified(), out.Events, out.Sends)
+		}
+		tn.out("a0:1", out)
+	}
+	tn.run()
+	if _, ok := n.Member(lite.ID); ok || countSends(tn.sent[before:], KindGossip) != 0 {
+		t.Fatal("the client-only sender's member record was adopted or forwarded")
+	}
+	// relayed by someone else, the claim is probed; the PONG comes back
+	// over the client's connection
+	out := n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: []Member{lite}})
+	nonce := out.Sends[0].Msg.Digest
+	n.Step(tn.now, &Message{Kind: KindPong, From: lite.Peer(), Digest: nonce, ClientOnly: true})
+	if _, ok := n.Member(lite.ID); ok {
+		t.Fatal("a member-role claim was adopted on a PONG over a client-only connection")
+	}
+	// control: the same PONG over a member connection admits it
+	n.Step(tn.now, &Message{Kind: KindPong, From: lite.Peer(), Digest: nonce})
+	if m, ok := n.Member(lite.ID); !ok || m.Status != Alive {
+		t.Fatal("the control PONG over a member connection did not admit the record")
+	}
+	// a client-role record from a client-only sender is admitted as usual
+	client := Member{ID: NodeID{0xc2}, Addr: "lite2:1", Role: RoleClient, Status: Alive}
+	out = n.Step(tn.now, &Message{Kind: KindGossip, From: client.Peer(), Members: []Member{client}, ClientOnly: true})
+	if countSends(out.Sends, KindPing) != 1 {
+		t.Fatalf("a client-role record was not probed: %v", out.Sends)
+	}
+	for _, s := range out.Sends {
+		if s.Msg.Kind == KindPing {
+			nonce = s.Msg.Digest
+		}
+	}
+	n.Step(tn.now, &Message{Kind: KindPong, From: client.Peer(), Digest: nonce, ClientOnly: true})
+	if m, ok := n.Member(client.ID); !ok || m.Status != Alive || m.Role != RoleClient {
+		t.Fatal("a lite client's own client-role record was not admitted")
+	}
+}
+
+// A PONG echoing the nonce of a probe sent to a member's address, from
+// another id, gets the member held there suspected and out of the views:
+// the address answers as another node (a restart with a new identity).
+// Over a client-only connection it does not.
+func TestAnotherIDAnsweringAtAMembersAddressSuspectsIt(t *testing.T) {
+	for _, clientOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clientOnly=%v", clientOnly), func(t *testing.T) {
+			tn := cluster(t, 3)
+			n := tn.nodes["a0:1"]
+			old, _ := n.Member(tn.nodes["a02:1"].Self().ID)
+			fresh := Member{ID: NodeID{0x77}, Addr: old.Addr, Status: Alive}
+			out := n.Step(tn.now, &Message{Kind: KindGossip, From: forger, Members: []Member{fresh}})
+			var nonce uint64
+			for _, s := range out.Sends {
+				if s.Msg.Kind == KindPing && s.To.Addr == old.Addr {
+					nonce = s.Msg.Digest
+				}
+			}
+			if nonce == 0 {
+				t.Fatalf("no probe of the new record at %s: %v", old.Addr, out.Sends)
+			}
+			n.Step(tn.now, &Message{Kind: KindPong, From: fresh.Peer(), Digest: nonce, ClientOnly: clientOnly})
+			got, _ := n.Member(old.ID)
+			if clientOnly {
+				if got.Status != Alive {
+					t.Fatalf("a client-only answer got the member %v", got)
+				}
+				return
+			}
+			if got.Status != Suspect {
+				t.Fatalf("the member whose address answers as another id is %v, want suspect", got)
+			}
+			if m, ok := n.Member(fresh.ID); !ok || m.Status != Alive {
+				t.Fatal("the new id was not admitted")
+			}
+			if n.isActive(old.ID) || n.passiveIndex(old.ID) >= 0 {
+				t.Fatal("the replaced member is still in the views")
+			}
+		})
+	}
+}
+
+// Records refused by a full table are counted (Node.Refused) and logged,
+// at most one line per refusedLogInterval whatever the flood, each line
+// giving the count since the previous one.
+func TestTableFullRefusalsAreCountedAndLoggedAtAPace(t *testing.T) {
+	var buf bytes.Buffer
+	c := testCfg()
+	c.MaxTableSize = 10
+	c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testEpoch
+	n.Start(now)
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(l, "member table full") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	flood := func(first int) {
+		fs := fakes(first + 100)[first:]
+		n.Step(now, &Message{Kind: KindSync, From: forger, Members: fs})
+	}
+	flood(0)
+	refused := n.Refused()
+	if refused < 90 || len(lines()) != 1 {
+		t.Fatalf("after a flood of 100: refused %d, %d log lines %q; want >= 90 and 1", refused, len(lines()), lines())
+	}
+	now = now.Add(refusedLogInterval / 2)
+	flood(100)
+	if n.Refused() != refused+100 || len(lines()) != 1 {
+		t.Fatalf("a second flood within the interval: refused %d, %d log lines; want %d and 1", n.Refused(), len(lines()), refused+100)
+	}
+	now = now.Add(refusedLogInterval)
+	r2 := n.Refused()
+	flood(200)
+	// each line is written at the first refusal past the interval and
+	// counts the refusals since the previous line, that one included
+	ls := lines()
+	want := fmt.Sprintf("refused=%d refused_total=%d ", r2, r2+1)
+	if len(ls) != 2 || !strings.Contains(ls[1], want) {
+		t.Fatalf("after the interval: log lines %q; want a second one with %q", ls, want)
 	}
 }
