@@ -55,6 +55,7 @@ type systemOptions struct {
 	replicator  *replicator       // the member's replication runtime, when it is the durability
 	meters      metric.MeterProvider
 	tracers     trace.TracerProvider
+	sampling    int          // WithDurationSampling
 	seam        *seam.Member // castytest's network and clock (seam.go)
 }
 
@@ -135,7 +136,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	}
 	ec.Interceptor = o.interceptor
 	ec.Durability = o.durability
-	tel, err := newTelemetry(o.meters, o.tracers)
+	tel, err := newTelemetry(o.meters, o.tracers, o.sampling)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,8 +3,10 @@ package casty
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -45,6 +47,22 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *systemOptions) { o.tracers = tp }
 }
 
+// WithDurationSampling sets which calls casty.call.duration times: one
+// call in n, drawn at random, is timed and recorded; n = 1 times every
+// call. The default (n ≤ 0, or no option) is DefaultDurationSampling.
+// casty.calls counts every call whatever n (TELEMETRY.md). Timing a call
+// costs two clock reads and the SDK's histogram Record — together about a
+// quarter of a local call — so sampling is what keeps metrics cheap on
+// the local call path; the sampled durations are an unbiased sample of
+// each handler's and outcome's durations.
+func WithDurationSampling(n int) Option {
+	return func(o *systemOptions) { o.sampling = n }
+}
+
+// DefaultDurationSampling is n of WithDurationSampling when it is not
+// given: one call in 16 is timed.
+const DefaultDurationSampling = 16
+
 // Attribute keys; their values are bounded sets (kind and method names
 // are declared, outcomes and reasons are enumerated): never a key.
 const (
@@ -69,27 +87,38 @@ const (
 	outcomeUnavailable = "unavailable" // every other error
 )
 
-func outcomeOf(err error) string {
+func outcomeOf(err error) string { return outcomes[outcomeIndex(err)] }
+
+// outcomeIndex returns the index in outcomes of err's outcome. A nil err
+// costs a compare: the error cases live in outcomeIndexErr, whose
+// errors.As target would otherwise be allocated on every call.
+func outcomeIndex(err error) int {
+	if err == nil {
+		return 0
+	}
+	return outcomeIndexErr(err)
+}
+
+func outcomeIndexErr(err error) int {
 	var failed *ActorFailedError
 	switch {
-	case err == nil:
-		return outcomeOK
 	case isAnswered(err):
-		return outcomeAnswered
+		return 2
 	case errors.As(err, &failed):
-		return outcomeFailed
+		return 1
 	case errors.Is(err, ErrTimeout):
-		return outcomeTimeout
+		return 3
 	case errors.Is(err, context.Canceled):
-		return outcomeCanceled
+		return 4
 	case errors.Is(err, ErrQuorumUnavailable), errors.Is(err, ErrReplicaFull):
-		return outcomeQuorum
+		return 5
 	}
-	return outcomeUnavailable
+	return 6
 }
 
 var memberStates = [...]gossip.Status{gossip.Alive, gossip.Suspect, gossip.Left, gossip.Dead}
 
+// outcomes, in the order outcomeIndex numbers them.
 var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTimeout, outcomeCanceled, outcomeQuorum, outcomeUnavailable}
 
 // telemetry is a system's instruments and tracer; nil when it has
@@ -97,6 +126,7 @@ var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTim
 type telemetry struct {
 	tracer trace.Tracer // nil without a TracerProvider
 	meter  metric.Meter // nil without a MeterProvider
+	every  uint64       // one call in every is timed (WithDurationSampling)
 
 	callDur     metric.Float64Histogram
 	callBytes   metric.Int64Counter
@@ -112,9 +142,11 @@ type telemetry struct {
 	deaths      metric.Int64Counter
 	joins       metric.Int64Counter
 
-	methods sync.Map // *actor.Method → *methodTel
-	kinds   sync.Map // *actor.Kind → metric.MeasurementOption
-	reg     metric.Registration
+	epoch time.Time                              // durations are read as time.Since(epoch): one clock read each
+	fns   atomic.Pointer[map[uintptr]*methodTel] // handler's func pointer → its methodTel (copy on write)
+	fnsMu sync.Mutex                             // serializes additions to fns
+	kinds sync.Map                               // *actor.Kind → metric.MeasurementOption
+	reg   metric.Registration
 
 	mu      sync.Mutex
 	peers   map[mux.NodeID]bool // peers this node had a session with (reconnects)
@@ -123,15 +155,21 @@ type telemetry struct {
 	reasons sync.Map // reasonKey → metric.MeasurementOption
 }
 
-// methodTel is what one handler's calls record: its span name and the
-// attribute sets of each outcome, built once.
+// methodTel is what one handler's calls record: its span name, the
+// attribute sets of each outcome, built once, and its calls by outcome,
+// which casty.calls reads at each collection.
 type methodTel struct {
+	t        *telemetry
+	kind     *actor.Kind
+	next     *methodTel // the same func pointer declared by another kind (one Go type, two kinds)
 	span     string
 	spanAttr trace.SpanStartOption
 	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
+	observe  [len(outcomes)]metric.ObserveOption  // the same sets, for casty.calls
+	calls    [len(outcomes)]atomic.Int64          // calls ended, by outcome
 }
 
-func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry, error) {
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, sampling int) (*telemetry, error) {
 	// OpenTelemetry's no-op providers are no providers: nothing to pay for.
 	if _, ok := mp.(metricnoop.MeterProvider); ok {
 		mp = nil
@@ -142,7 +180,10 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 	if mp == nil && tp == nil {
 		return nil, nil
 	}
-	t := &telemetry{peers: map[mux.NodeID]bool{}}
+	if sampling <= 0 {
+		sampling = DefaultDurationSampling
+	}
+	t := &telemetry{peers: map[mux.NodeID]bool{}, every: uint64(sampling), epoch: time.Now()}
 	if tp != nil {
 		t.tracer = tp.Tracer(instrumentation)
 	}
@@ -157,12 +198,12 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 		errs = append(errs, err)
 		return c
 	}
-	// One instrument per call: the histogram's count is the number of
-	// calls (casty_call_duration_seconds_count in Prometheus), so no
-	// counter is kept beside it.
+	// A call pays no instrument: casty.calls is observed from the
+	// handlers' atomic counts at collection time, and only the sampled
+	// calls (WithDurationSampling) record their duration.
 	var err error
 	t.callDur, err = m.Float64Histogram("casty.call.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of calls made by this system, by kind, method and outcome."),
+		metric.WithDescription("Duration of a sample of the calls made by this system (one in WithDurationSampling), by kind, method and outcome."),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 	errs = append(errs, err)
 	t.callBytes = counter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
@@ -211,6 +252,7 @@ func (t *telemetry) observe(sys *System) error {
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
+	calls := ocounter("casty.calls", "{call}", "Calls made by this system, by kind, method and outcome.")
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -218,6 +260,17 @@ func (t *telemetry) observe(sys *System) error {
 		node := metric.WithAttributes(attrNode.String(sys.ID()))
 		o.ObserveInt64(active, int64(sys.host.Len()), node)
 		o.ObserveInt64(depth, int64(sys.host.Queued()), node)
+		if fns := t.fns.Load(); fns != nil {
+			for _, mt := range *fns {
+				for ; mt != nil; mt = mt.next {
+					for i := range mt.calls {
+						if n := mt.calls[i].Load(); n > 0 {
+							o.ObserveInt64(calls, n, mt.observe[i])
+						}
+					}
+				}
+			}
+		}
 		cl := sys.cl
 		if cl == nil {
 			return nil
@@ -239,7 +292,7 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 		}
 		return nil
-	}, active, depth, members, live, traffic, commits, commitBytes, repairs)
+	}, active, depth, members, live, traffic, commits, commitBytes, repairs, calls)
 	t.reg = reg
 	return err
 }
@@ -251,26 +304,56 @@ func (t *telemetry) close() {
 	}
 }
 
-func (t *telemetry) method(k *actor.Kind, m *actor.Method) *methodTel {
-	if v, ok := t.methods.Load(m); ok {
-		return v.(*methodTel)
+// method returns what calls of the handler fn (its func pointer) of k
+// record; nil when fn is not one of k's handlers. Found, it costs one
+// map read.
+func (t *telemetry) method(k *actor.Kind, fn uintptr) *methodTel {
+	if fns := t.fns.Load(); fns != nil {
+		for mt := (*fns)[fn]; mt != nil; mt = mt.next {
+			if mt.kind == k {
+				return mt
+			}
+		}
 	}
-	mt := &methodTel{span: k.Name + "." + m.Name,
+	return t.addMethod(k, fn)
+}
+
+// addMethod builds the methodTel of k's handler fn, once.
+func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
+	m := k.MethodFor(fn)
+	if m == nil {
+		return nil
+	}
+	t.fnsMu.Lock()
+	defer t.fnsMu.Unlock()
+	fns := map[uintptr]*methodTel{}
+	if old := t.fns.Load(); old != nil {
+		for mt := (*old)[fn]; mt != nil; mt = mt.next {
+			if mt.kind == k {
+				return mt // added meanwhile
+			}
+		}
+		for p, mt := range *old {
+			fns[p] = mt
+		}
+	}
+	mt := &methodTel{t: t, kind: k, next: fns[fn], span: k.Name + "." + m.Name,
 		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name))}
 	for i, o := range outcomes {
 		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
 		mt.record[i] = []metric.RecordOption{set}
+		mt.observe[i] = set
 	}
-	v, _ := t.methods.LoadOrStore(m, mt)
-	return v.(*methodTel)
+	fns[fn] = mt
+	t.fns.Store(&fns)
+	return mt
 }
 
 // callObs is one call being observed; its zero value observes nothing.
 type callObs struct {
-	t     *telemetry
-	mt    *methodTel
+	mt    *methodTel // nil: nothing to observe
 	span  trace.Span
-	start time.Time
+	start time.Duration // since t.epoch; 0 unless the call is timed (WithDurationSampling)
 }
 
 // telemetry returns s's telemetry: nil without providers, or for a zero
@@ -288,14 +371,17 @@ func (s *System) telemetry() *telemetry {
 //
 //go:noinline
 func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn any) (context.Context, callObs) {
-	m := k.MethodFor(reflect.ValueOf(fn).Pointer())
-	if m == nil {
+	mt := t.method(k, reflect.ValueOf(fn).Pointer())
+	if mt == nil {
 		return ctx, callObs{} // resolve reports it
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	o := callObs{t: t, mt: t.method(k, m), start: time.Now()}
+	o := callObs{mt: mt}
+	if t.meter != nil && (t.every == 1 || rand.Uint64N(t.every) == 0) {
+		o.start = max(time.Since(t.epoch), 1) // 1: never the "not timed" 0
+	}
 	if t.tracer != nil {
 		ctx, o.span = t.tracer.Start(ctx, o.mt.span, trace.WithSpanKind(trace.SpanKindClient), o.mt.spanAttr,
 			trace.WithAttributes(attrKey.String(key)))
@@ -305,23 +391,22 @@ func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn
 
 // end records the call's outcome.
 func (o callObs) end(err error) {
-	if o.t != nil {
+	if o.mt != nil {
 		o.finish(err)
 	}
 }
 
 //go:noinline
 func (o callObs) finish(err error) {
-	out := outcomeOf(err)
-	if o.t.meter != nil {
-		i := 0
-		for i < len(outcomes) && outcomes[i] != out {
-			i++
+	i := outcomeIndex(err)
+	if t := o.mt.t; t.meter != nil {
+		o.mt.calls[i].Add(1)
+		if o.start != 0 {
+			t.callDur.Record(context.Background(), (time.Since(t.epoch) - o.start).Seconds(), o.mt.record[i]...)
 		}
-		o.t.callDur.Record(context.Background(), time.Since(o.start).Seconds(), o.mt.record[i]...)
 	}
 	if o.span != nil {
-		endSpan(o.span, err, out)
+		endSpan(o.span, err, outcomes[i])
 	}
 }
 
