@@ -56,6 +56,7 @@ type systemOptions struct {
 	meters      metric.MeterProvider
 	tracers     trace.TracerProvider
 	sampling    int          // WithDurationSampling
+	nodeID      mux.NodeID   // a member's id, drawn before its host starts (withNodeID)
 	seam        *seam.Member // castytest's network and clock (seam.go)
 }
 
@@ -129,6 +130,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
+	o.logger = nodeLogger(o)
 	ec := cfg.engine()
 	ec.Logger = o.logger
 	if o.supervisor != nil {
