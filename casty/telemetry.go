@@ -128,19 +128,22 @@ type telemetry struct {
 	meter  metric.Meter // nil without a MeterProvider
 	every  uint64       // one call in every is timed (WithDurationSampling)
 
-	callDur     metric.Float64Histogram
-	callBytes   metric.Int64Counter
-	activated   metric.Int64Counter
-	deactivated metric.Int64Counter
-	quorumFails metric.Int64Counter
-	acks        metric.Int64Counter
-	sessions    metric.Int64Counter
-	reconnects  metric.Int64Counter
-	peersLost   metric.Int64Counter
-	keepalive   metric.Int64Counter
-	suspicions  metric.Int64Counter
-	deaths      metric.Int64Counter
-	joins       metric.Int64Counter
+	callDur      metric.Float64Histogram
+	callBytes    metric.Int64Counter
+	streamOpened metric.Int64Counter
+	streamEnded  metric.Int64Counter
+	streamElems  metric.Int64Counter
+	activated    metric.Int64Counter
+	deactivated  metric.Int64Counter
+	quorumFails  metric.Int64Counter
+	acks         metric.Int64Counter
+	sessions     metric.Int64Counter
+	reconnects   metric.Int64Counter
+	peersLost    metric.Int64Counter
+	keepalive    metric.Int64Counter
+	suspicions   metric.Int64Counter
+	deaths       metric.Int64Counter
+	joins        metric.Int64Counter
 
 	epoch time.Time                              // durations are read as time.Since(epoch): one clock read each
 	fns   atomic.Pointer[map[uintptr]*methodTel] // handler's func pointer → its methodTel (copy on write)
@@ -167,6 +170,13 @@ type methodTel struct {
 	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
 	observe  [len(outcomes)]metric.ObserveOption  // the same sets, for casty.calls
 	calls    [len(outcomes)]atomic.Int64          // calls ended, by outcome
+
+	// A streaming handler's (streamtel.go): casty.stream.opened's set,
+	// casty.stream.ended's by outcome, casty.stream.elements' sent and
+	// received.
+	opened []metric.AddOption
+	ended  [len(outcomes)][]metric.AddOption
+	elems  [2][]metric.AddOption
 }
 
 func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, sampling int) (*telemetry, error) {
@@ -207,6 +217,9 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, sampling int
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 	errs = append(errs, err)
 	t.callBytes = counter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
+	t.streamOpened = counter("casty.stream.opened", "{stream}", "Streams this system opened (Stream, Upload, Duplex), by kind and method.")
+	t.streamEnded = counter("casty.stream.ended", "{stream}", "Streams this system opened that ended, by kind, method and outcome.")
+	t.streamElems = counter("casty.stream.elements", "{element}", "Elements of the streams this system opened, by kind, method and direction.")
 	t.activated = counter("casty.activation.activated", "{activation}", "Activations started, by kind.")
 	t.deactivated = counter("casty.activation.deactivated", "{activation}", "Activations ended, by kind and reason.")
 	t.quorumFails = counter("casty.replication.quorum.failures", "{failure}", "Commits and confirmations that did not reach their quorum.")
@@ -249,6 +262,7 @@ func (t *telemetry) observe(sys *System) error {
 	members := gauge("casty.membership.members", "{member}", "Members in this node's membership table, by state.")
 	live := gauge("casty.transport.sessions", "{session}", "Live sessions to peers.")
 	traffic := ocounter("casty.transport.bytes", "By", "Bytes this node's sessions read and wrote, by direction.")
+	records := ocounter("casty.transport.records", "{record}", "Records this node's sessions read and wrote, by direction.")
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
@@ -277,8 +291,12 @@ func (t *telemetry) observe(sys *System) error {
 		}
 		o.ObserveInt64(live, int64(len(cl.node.Sessions())), node)
 		tr := cl.node.Traffic()
-		o.ObserveInt64(traffic, int64(tr.BytesOut), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("sent")))
-		o.ObserveInt64(traffic, int64(tr.BytesIn), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("received")))
+		sent := metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("sent"))
+		recv := metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("received"))
+		o.ObserveInt64(traffic, int64(tr.BytesOut), sent)
+		o.ObserveInt64(traffic, int64(tr.BytesIn), recv)
+		o.ObserveInt64(records, int64(tr.RecordsOut), sent)
+		o.ObserveInt64(records, int64(tr.RecordsIn), recv)
 		byState := map[gossip.Status]int64{}
 		for _, mb := range cl.agent.Members() {
 			byState[mb.Status]++
@@ -292,7 +310,7 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 		}
 		return nil
-	}, active, depth, members, live, traffic, commits, commitBytes, repairs, calls)
+	}, active, depth, members, live, traffic, records, commits, commitBytes, repairs, calls)
 	t.reg = reg
 	return err
 }
@@ -343,6 +361,13 @@ func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
 		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
 		mt.record[i] = []metric.RecordOption{set}
 		mt.observe[i] = set
+		mt.ended[i] = []metric.AddOption{set}
+	}
+	if m.Shape != actor.Unary {
+		mt.opened = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name)))}
+		for i, dir := range [2]string{"sent", "received"} {
+			mt.elems[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrDirection.String(dir)))}
+		}
 	}
 	fns[fn] = mt
 	t.fns.Store(&fns)
