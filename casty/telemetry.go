@@ -76,6 +76,9 @@ const (
 	attrKey       = attribute.Key("casty.actor.key") // spans only
 )
 
+// spanOK is the outcome every span starts with (endSpan).
+var spanOK = attrOutcome.String(outcomeOK)
+
 // The call outcomes (attrOutcome).
 const (
 	outcomeOK          = "ok"          // the handler returned no error
@@ -360,7 +363,7 @@ func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
 		}
 	}
 	mt := &methodTel{t: t, kind: k, next: fns[fn], span: k.Name + "." + m.Name,
-		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name))}
+		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name), spanOK)}
 	for i, o := range outcomes {
 		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
 		mt.record[i] = []metric.RecordOption{set}
@@ -439,9 +442,12 @@ func (o callObs) finish(err error) {
 	}
 }
 
+// endSpan ends s with its outcome. Every span starts with outcome ok
+// (spanOK): on success nothing is set, which spares the SDK an append
+// that grows the span's attributes; an error replaces it.
 func endSpan(s trace.Span, err error, out string) {
-	s.SetAttributes(attrOutcome.String(out))
 	if err != nil {
+		s.SetAttributes(attrOutcome.String(out))
 		s.RecordError(err)
 		s.SetStatus(codes.Error, err.Error())
 	}
@@ -485,7 +491,7 @@ func (t *telemetry) serverSpan(ctx context.Context, req *callReq) (context.Conte
 		ctx = trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(cfg))
 	}
 	return t.tracer.Start(ctx, req.Kind+"."+req.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrKind.String(req.Kind), attrMethod.String(req.Method), attrKey.String(req.Key)))
+		trace.WithAttributes(attrKind.String(req.Kind), attrMethod.String(req.Method), attrKey.String(req.Key), spanOK))
 }
 
 // ---- hooks the runtime calls (each a no-op on a nil telemetry) ----

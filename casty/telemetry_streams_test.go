@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/casty-go/casty/casty"
 )
@@ -87,5 +88,37 @@ func TestTelemetryStreamMetricsCountStreamsAndElements(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A span's casty.call.outcome is ok when its call succeeds and the
+// error's outcome when it fails, on both sides (spans start with ok and
+// an error replaces it).
+func TestTelemetrySpansCarryTheOutcome(t *testing.T) {
+	provider, rec := spans(t)
+	a := startNode(t, nil, provider())
+	b := startNode(t, []string{a.Addr()}, provider())
+	waitConverged(t, []*casty.System{a, b}, 2)
+	key := keyOn(t, b, a, Flakies.Name())
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Flakies.Ref(a, key), (*Flaky).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := casty.Do0(ctx, Flakies.Ref(a, key), (*Flaky).Fail); err == nil {
+		t.Fatal("Fail succeeded")
+	}
+	for method, want := range map[string]string{"Add": "ok", "Fail": "failed"} {
+		client, server := callSpans(t, rec, Flakies.Name()+"."+method)
+		for _, s := range []sdktrace.ReadOnlySpan{client, server} {
+			var got []string
+			for _, kv := range s.Attributes() {
+				if kv.Key == "casty.call.outcome" {
+					got = append(got, kv.Value.AsString())
+				}
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("%s %v span: outcome %q, want [%s]", method, s.SpanKind(), got, want)
+			}
+		}
 	}
 }
