@@ -120,8 +120,10 @@ func BenchmarkTelemetryCallRemote(b *testing.B) {
 // ns/call of each and, per setup, the median, first and third quartile of
 // its per-round ratio to the uninstrumented call: each round's ratio
 // compares runs a few milliseconds apart, so the machine's drift over the
-// run (other processes on a shared machine) cancels out. Run it once:
-// -benchtime 1x.
+// run (other processes on a shared machine) cancels out. It reports the
+// same for the process's CPU time per call (-cpu-ratio: user and system
+// time, which the time other processes hold the CPU does not inflate).
+// Run it once: -benchtime 1x.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	for _, where := range []struct {
 		name   string
@@ -135,6 +137,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				ref   casty.Ref[Counter]
 				plain bool
 				ns    []float64
+				cpu   []float64
 			}
 			var vs []*variant
 			for _, m := range telemetryModes(b) {
@@ -152,7 +155,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				for r := range rounds {
 					for i := range vs {
 						v := vs[(i+r)%len(vs)] // rotate the order each round
-						start := time.Now()
+						start, cpu := time.Now(), processCPU()
 						for range where.calls {
 							var err error
 							if v.plain {
@@ -165,6 +168,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 							}
 						}
 						v.ns = append(v.ns, float64(time.Since(start).Nanoseconds())/float64(where.calls))
+						v.cpu = append(v.cpu, float64((processCPU()-cpu).Nanoseconds())/float64(where.calls))
 					}
 				}
 			}
@@ -178,13 +182,24 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				if v == vs[0] {
 					continue
 				}
-				ratios := make([]float64, len(v.ns))
-				for r := range ratios {
-					ratios[r] = v.ns[r] / vs[0].ns[r]
+				for _, m := range []struct {
+					suffix string
+					xs     []float64
+					base   []float64
+				}{{"-ratio", v.ns, vs[0].ns}, {"-cpu-ratio", v.cpu, vs[0].cpu}} {
+					var ratios []float64
+					for r := range m.xs {
+						if m.base[r] > 0 {
+							ratios = append(ratios, m.xs[r]/m.base[r])
+						}
+					}
+					if len(ratios) == 0 {
+						continue // no CPU time on this platform
+					}
+					b.ReportMetric(quantile(ratios, 0.5), v.name+m.suffix)
+					b.ReportMetric(quantile(ratios, 0.25), v.name+m.suffix+"-q1")
+					b.ReportMetric(quantile(ratios, 0.75), v.name+m.suffix+"-q3")
 				}
-				b.ReportMetric(quantile(ratios, 0.5), v.name+"-ratio")
-				b.ReportMetric(quantile(ratios, 0.25), v.name+"-ratio-q1")
-				b.ReportMetric(quantile(ratios, 0.75), v.name+"-ratio-q3")
 			}
 		})
 	}
