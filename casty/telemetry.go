@@ -60,8 +60,8 @@ func WithDurationSampling(n int) Option {
 }
 
 // DefaultDurationSampling is n of WithDurationSampling when it is not
-// given: one call in 16 is timed.
-const DefaultDurationSampling = 16
+// given: one call in 32 is timed.
+const DefaultDurationSampling = 32
 
 // Attribute keys; their values are bounded sets (kind and method names
 // are declared, outcomes and reasons are enumerated): never a key.

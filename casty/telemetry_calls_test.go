@@ -12,7 +12,7 @@ import (
 // casty.calls counts every call by outcome; casty.call.duration times one
 // call in WithDurationSampling's n (every call with n = 1).
 func TestTelemetryCallsCountEveryCallDurationsAreSampled(t *testing.T) {
-	const calls = 400
+	const calls = 1000
 	ctx := context.Background()
 	kind := attribute.String("casty.actor.kind", Flakies.Name())
 	ok := []attribute.KeyValue{kind, attribute.String("casty.actor.method", "Add"), attribute.String("casty.call.outcome", "ok")}
@@ -22,7 +22,7 @@ func TestTelemetryCallsCountEveryCallDurationsAreSampled(t *testing.T) {
 		opts     []casty.Option
 		min, max int64 // timed calls of Add
 	}{
-		// 1 in 16 of 400: 25 expected; none at all has a chance of 1e-11.
+		// 1 in 32 of 1000: 31 expected; none at all has a chance of 2e-14.
 		{"default", nil, 1, calls - 1},
 		{"every", []casty.Option{casty.WithDurationSampling(1)}, calls, calls},
 	} {
