@@ -51,10 +51,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // call in n, drawn at random, is timed and recorded; n = 1 times every
 // call. The default (n ≤ 0, or no option) is DefaultDurationSampling.
 // casty.calls counts every call whatever n (TELEMETRY.md). Timing a call
-// costs two clock reads and the SDK's histogram Record — together about a
-// quarter of a local call — so sampling is what keeps metrics cheap on
-// the local call path; the sampled durations are an unbiased sample of
-// each handler's and outcome's durations.
+// costs two clock reads and the SDK's histogram Record — on the benchmark
+// VM as much as half a sequential local call (BENCHMARKS.md) — so
+// sampling is what keeps metrics cheap on the local call path; the
+// sampled durations are an unbiased sample of each handler's and
+// outcome's durations.
 func WithDurationSampling(n int) Option {
 	return func(o *systemOptions) { o.sampling = n }
 }
