@@ -158,7 +158,11 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 		rp = newReplicator()
 		opts = append([]Option{withDurability(rp)}, opts...)
 	}
-	sys, o, err := newSystemWith(opts)
+	id, err := mux.NewNodeID(crand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	sys, o, err := newSystemWith(append(opts[:len(opts):len(opts)], withNodeID(id)))
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +185,8 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 
 func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string, lite bool) (*cluster, error) {
 	cfg := sys.cfg
-	var rawID mux.NodeID
-	rawID, err := mux.NewNodeID(crand.Reader)
-	if err != nil {
-		return nil, err
-	}
+	rawID := o.nodeID // startCluster drew it: the host's log lines carry it (nodeLogger)
+	var err error
 	netw := seamNetwork(o)
 	if lite && netw == nil {
 		addr, err = liteListenAddr(o.seeds)
@@ -209,7 +210,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		adv = advertiseFor(ln.Addr().(*net.TCPAddr), o.seeds)
 	}
 	cl := &cluster{
-		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger.With(logNode, ring.NodeID(rawID).String()),
+		sys: sys, self: ring.NodeID(rawID), lite: lite, addr: adv, logger: sys.logger,
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
 	}

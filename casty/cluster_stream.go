@@ -306,7 +306,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	if t := cl.sys.tel; t != nil && t.tracer != nil {
 		var span trace.Span
 		ctx, span = t.tracer.Start(ctx, k.Name+"."+method, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(method), attrKey.String(key)))
+			trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(method), attrKey.String(key), spanOK))
 		defer func() { endSpan(span, err, outcomeOf(err)) }()
 	}
 	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx)}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/ring"
 )
 
 // Logging. Every line casty writes through the logger of WithLogger names
@@ -14,12 +15,28 @@ import (
 // call at the default level, and the network errors that repeat while a
 // peer is unreachable are rate limited (netWarnEvery).
 const (
-	logNode = "node" // this member's id
+	logNode = "node" // this member's id, or "local" (nodeLogger)
 	logPeer = "peer" // the other member's id or address
 	logErr  = "err"  // the error
 	// "kind" (an actor kind's wire name), "key" (an actor's key) and
 	// "method" (a handler's name) are written by the actor layer.
 )
+
+// withNodeID gives a member's system its node id before the system is
+// built, so that its logger, the actor host's included, names it.
+func withNodeID(id mux.NodeID) Option {
+	return func(o *systemOptions) { o.nodeID = id }
+}
+
+// nodeLogger returns o's logger with the "node" key every line of the
+// system then carries: the member's id, or "local" for a Local system
+// (which has no id).
+func nodeLogger(o *systemOptions) *slog.Logger {
+	if o.nodeID == (mux.NodeID{}) {
+		return o.logger.With(logNode, "local")
+	}
+	return o.logger.With(logNode, ring.NodeID(o.nodeID).String())
+}
 
 // netWarnEvery is how often one repeated network warning (same message,
 // same peer) is written at most; the next line written says how many

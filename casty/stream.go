@@ -257,6 +257,9 @@ func (s *serverStream[T, Q, E]) Result() any { return nil }
 // Config.CallTimeout does not apply: bound a stream with ctx.
 func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) iter.Seq2[E, error], q Q) iter.Seq2[E, error] {
 	return func(yield func(E, error) bool) {
+		so := startStream(ref.sys, ref.kind, m) // nil without metrics (streamtel.go)
+		defer so.end(nil)
+		yield = received(so, yield)
 		var zero E
 		meth, err := resolveShape(ref, m, actor.ServerStream)
 		if err != nil {
@@ -331,7 +334,10 @@ func Upload[T, E, R any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T,
 	return upload(ctx, ref, m, seqOf[E](elems))
 }
 
-func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems iter.Seq2[E, error]) (R, error) {
+func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems iter.Seq2[E, error]) (_ R, err error) {
+	so := startStream(ref.sys, ref.kind, m) // nil without metrics (streamtel.go)
+	defer func() { so.end(err) }()
+	elems = sent(so, elems)
 	var zero R
 	meth, err := resolveShape(ref, m, actor.ClientStream)
 	if err != nil {
@@ -397,6 +403,10 @@ func Duplex[T, E, F any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T,
 
 func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems iter.Seq2[E, error]) iter.Seq2[F, error] {
 	return func(yield func(F, error) bool) {
+		so := startStream(ref.sys, ref.kind, m) // nil without metrics (streamtel.go)
+		defer so.end(nil)
+		yield = received(so, yield)
+		elems := sent(so, elems) // a copy: the sequence may be ranged over again
 		var zero F
 		meth, err := resolveShape(ref, m, actor.DuplexStream)
 		if err != nil {

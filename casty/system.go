@@ -59,6 +59,8 @@ type systemOptions struct {
 	replicator  *replicator       // the member's replication runtime, when it is the durability
 	meters      metric.MeterProvider
 	tracers     trace.TracerProvider
+	sampling    int                           // WithDurationSampling
+	nodeID      mux.NodeID                    // a member's id, drawn before its host starts (withNodeID)
 	seam        *seam.Member                  // castytest's network and clock (seam.go)
 	idle        map[*actor.Kind]time.Duration // Tune
 	errs        []error                       // options refused (Tune)
@@ -184,6 +186,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
+	o.logger = nodeLogger(o)
 	ec := cfg.engine()
 	ec.Logger = o.logger
 	ec.IdleTimeouts = o.idle
@@ -192,7 +195,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 	}
 	ec.Interceptor = o.interceptor
 	ec.Durability = o.durability
-	tel, err := newTelemetry(o.meters, o.tracers)
+	tel, err := newTelemetry(o.meters, o.tracers, o.sampling)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,8 +3,10 @@ package casty
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -45,6 +47,23 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *systemOptions) { o.tracers = tp }
 }
 
+// WithDurationSampling sets which calls casty.call.duration times: one
+// call in n, drawn at random, is timed and recorded; n = 1 times every
+// call. The default (n ≤ 0, or no option) is DefaultDurationSampling.
+// casty.calls counts every call whatever n (TELEMETRY.md). Timing a call
+// costs two clock reads and the SDK's histogram Record — on the benchmark
+// VM as much as half a sequential local call (BENCHMARKS.md) — so
+// sampling is what keeps metrics cheap on the local call path; the
+// sampled durations are an unbiased sample of each handler's and
+// outcome's durations.
+func WithDurationSampling(n int) Option {
+	return func(o *systemOptions) { o.sampling = n }
+}
+
+// DefaultDurationSampling is n of WithDurationSampling when it is not
+// given: one call in 32 is timed.
+const DefaultDurationSampling = 32
+
 // Attribute keys; their values are bounded sets (kind and method names
 // are declared, outcomes and reasons are enumerated): never a key.
 const (
@@ -58,6 +77,9 @@ const (
 	attrKey       = attribute.Key("casty.actor.key") // spans only
 )
 
+// spanOK is the outcome every span starts with (endSpan).
+var spanOK = attrOutcome.String(outcomeOK)
+
 // The call outcomes (attrOutcome).
 const (
 	outcomeOK          = "ok"          // the handler returned no error
@@ -69,27 +91,38 @@ const (
 	outcomeUnavailable = "unavailable" // every other error
 )
 
-func outcomeOf(err error) string {
+func outcomeOf(err error) string { return outcomes[outcomeIndex(err)] }
+
+// outcomeIndex returns the index in outcomes of err's outcome. A nil err
+// costs a compare: the error cases live in outcomeIndexErr, whose
+// errors.As target would otherwise be allocated on every call.
+func outcomeIndex(err error) int {
+	if err == nil {
+		return 0
+	}
+	return outcomeIndexErr(err)
+}
+
+func outcomeIndexErr(err error) int {
 	var failed *ActorFailedError
 	switch {
-	case err == nil:
-		return outcomeOK
 	case isAnswered(err):
-		return outcomeAnswered
+		return 2
 	case errors.As(err, &failed):
-		return outcomeFailed
+		return 1
 	case errors.Is(err, ErrTimeout):
-		return outcomeTimeout
+		return 3
 	case errors.Is(err, context.Canceled):
-		return outcomeCanceled
+		return 4
 	case errors.Is(err, ErrQuorumUnavailable), errors.Is(err, ErrReplicaFull):
-		return outcomeQuorum
+		return 5
 	}
-	return outcomeUnavailable
+	return 6
 }
 
 var memberStates = [...]gossip.Status{gossip.Alive, gossip.Suspect, gossip.Left, gossip.Dead}
 
+// outcomes, in the order outcomeIndex numbers them.
 var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTimeout, outcomeCanceled, outcomeQuorum, outcomeUnavailable}
 
 // telemetry is a system's instruments and tracer; nil when it has
@@ -97,41 +130,62 @@ var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTim
 type telemetry struct {
 	tracer trace.Tracer // nil without a TracerProvider
 	meter  metric.Meter // nil without a MeterProvider
+	every  uint64       // one call in every is timed (WithDurationSampling)
 
-	callDur     metric.Float64Histogram
-	callBytes   metric.Int64Counter
-	activated   metric.Int64Counter
-	deactivated metric.Int64Counter
-	quorumFails metric.Int64Counter
-	acks        metric.Int64Counter
-	sessions    metric.Int64Counter
-	reconnects  metric.Int64Counter
-	peersLost   metric.Int64Counter
-	keepalive   metric.Int64Counter
-	suspicions  metric.Int64Counter
-	deaths      metric.Int64Counter
-	joins       metric.Int64Counter
+	callDur      metric.Float64Histogram
+	streamOpened metric.Int64Counter
+	streamEnded  metric.Int64Counter
+	streamElems  metric.Int64Counter
+	activated    metric.Int64Counter
+	deactivated  metric.Int64Counter
+	quorumFails  metric.Int64Counter
+	acks         metric.Int64Counter
+	sessions     metric.Int64Counter
+	reconnects   metric.Int64Counter
+	peersLost    metric.Int64Counter
+	keepalive    metric.Int64Counter
+	suspicions   metric.Int64Counter
+	deaths       metric.Int64Counter
+	joins        metric.Int64Counter
 
-	methods sync.Map // *actor.Method → *methodTel
-	kinds   sync.Map // *actor.Kind → metric.MeasurementOption
-	reg     metric.Registration
+	epoch time.Time                              // durations are read as time.Since(epoch): one clock read each
+	fns   atomic.Pointer[map[uintptr]*methodTel] // handler's func pointer → its methodTel (copy on write)
+	fnsMu sync.Mutex                             // serializes additions to fns
+	kinds sync.Map                               // *actor.Kind → metric.MeasurementOption
+	reg   metric.Registration
 
-	mu      sync.Mutex
-	peers   map[mux.NodeID]bool // peers this node had a session with (reconnects)
-	sent    metric.MeasurementOption
-	recv    metric.MeasurementOption
-	reasons sync.Map // reasonKey → metric.MeasurementOption
+	mu    sync.Mutex
+	peers map[mux.NodeID]bool // peers this node had a session with (reconnects)
+	sent  metric.MeasurementOption
+	recv  metric.MeasurementOption
+	// casty.call.envelope.size, read at collection time: a remote call
+	// pays two atomic adds, not two instrument calls.
+	bytesOut, bytesIn atomic.Int64
+	reasons           sync.Map // reasonKey → metric.MeasurementOption
 }
 
-// methodTel is what one handler's calls record: its span name and the
-// attribute sets of each outcome, built once.
+// methodTel is what one handler's calls record: its span name, the
+// attribute sets of each outcome, built once, and its calls by outcome,
+// which casty.calls reads at each collection.
 type methodTel struct {
+	t        *telemetry
+	kind     *actor.Kind
+	next     *methodTel // the same func pointer declared by another kind (one Go type, two kinds)
 	span     string
 	spanAttr trace.SpanStartOption
 	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
+	observe  [len(outcomes)]metric.ObserveOption  // the same sets, for casty.calls
+	calls    [len(outcomes)]atomic.Int64          // calls ended, by outcome
+
+	// A streaming handler's (streamtel.go): casty.stream.opened's set,
+	// casty.stream.ended's by outcome, casty.stream.elements' sent and
+	// received.
+	opened []metric.AddOption
+	ended  [len(outcomes)][]metric.AddOption
+	elems  [2][]metric.AddOption
 }
 
-func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry, error) {
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, sampling int) (*telemetry, error) {
 	// OpenTelemetry's no-op providers are no providers: nothing to pay for.
 	if _, ok := mp.(metricnoop.MeterProvider); ok {
 		mp = nil
@@ -142,7 +196,10 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 	if mp == nil && tp == nil {
 		return nil, nil
 	}
-	t := &telemetry{peers: map[mux.NodeID]bool{}}
+	if sampling <= 0 {
+		sampling = DefaultDurationSampling
+	}
+	t := &telemetry{peers: map[mux.NodeID]bool{}, every: uint64(sampling), epoch: time.Now()}
 	if tp != nil {
 		t.tracer = tp.Tracer(instrumentation)
 	}
@@ -157,15 +214,17 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 		errs = append(errs, err)
 		return c
 	}
-	// One instrument per call: the histogram's count is the number of
-	// calls (casty_call_duration_seconds_count in Prometheus), so no
-	// counter is kept beside it.
+	// A call pays no instrument: casty.calls is observed from the
+	// handlers' atomic counts at collection time, and only the sampled
+	// calls (WithDurationSampling) record their duration.
 	var err error
 	t.callDur, err = m.Float64Histogram("casty.call.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of calls made by this system, by kind, method and outcome."),
+		metric.WithDescription("Duration of a sample of the calls made by this system (one in WithDurationSampling), by kind, method and outcome."),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 	errs = append(errs, err)
-	t.callBytes = counter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
+	t.streamOpened = counter("casty.stream.opened", "{stream}", "Streams this system opened (Stream, Upload, Duplex), by kind and method.")
+	t.streamEnded = counter("casty.stream.ended", "{stream}", "Streams this system opened that ended, by kind, method and outcome.")
+	t.streamElems = counter("casty.stream.elements", "{element}", "Elements of the streams this system opened, by kind, method and direction.")
 	t.activated = counter("casty.activation.activated", "{activation}", "Activations started, by kind.")
 	t.deactivated = counter("casty.activation.deactivated", "{activation}", "Activations ended, by kind and reason.")
 	t.quorumFails = counter("casty.replication.quorum.failures", "{failure}", "Commits and confirmations that did not reach their quorum.")
@@ -209,9 +268,12 @@ func (t *telemetry) observe(sys *System) error {
 	refused := ocounter("casty.membership.refused", "{record}", "Records of new members refused because this node's member table was full.")
 	live := gauge("casty.transport.sessions", "{session}", "Live sessions to peers.")
 	traffic := ocounter("casty.transport.bytes", "By", "Bytes this node's sessions read and wrote, by direction.")
+	records := ocounter("casty.transport.records", "{record}", "Records this node's sessions read and wrote, by direction.")
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
+	calls := ocounter("casty.calls", "{call}", "Calls made by this system, by kind, method and outcome.")
+	callBytes := ocounter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -219,14 +281,31 @@ func (t *telemetry) observe(sys *System) error {
 		node := metric.WithAttributes(attrNode.String(sys.ID()))
 		o.ObserveInt64(active, int64(sys.host.Len()), node)
 		o.ObserveInt64(depth, int64(sys.host.Queued()), node)
+		if fns := t.fns.Load(); fns != nil {
+			for _, mt := range *fns {
+				for ; mt != nil; mt = mt.next {
+					for i := range mt.calls {
+						if n := mt.calls[i].Load(); n > 0 {
+							o.ObserveInt64(calls, n, mt.observe[i])
+						}
+					}
+				}
+			}
+		}
 		cl := sys.cl
 		if cl == nil {
 			return nil
 		}
+		o.ObserveInt64(callBytes, t.bytesOut.Load(), t.sent)
+		o.ObserveInt64(callBytes, t.bytesIn.Load(), t.recv)
 		o.ObserveInt64(live, int64(len(cl.node.Sessions())), node)
 		tr := cl.node.Traffic()
-		o.ObserveInt64(traffic, int64(tr.BytesOut), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("sent")))
-		o.ObserveInt64(traffic, int64(tr.BytesIn), metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("received")))
+		sent := metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("sent"))
+		recv := metric.WithAttributes(attrNode.String(sys.ID()), attrDirection.String("received"))
+		o.ObserveInt64(traffic, int64(tr.BytesOut), sent)
+		o.ObserveInt64(traffic, int64(tr.BytesIn), recv)
+		o.ObserveInt64(records, int64(tr.RecordsOut), sent)
+		o.ObserveInt64(records, int64(tr.RecordsIn), recv)
 		byState := map[gossip.Status]int64{}
 		for _, mb := range cl.agent.Members() {
 			byState[mb.Status]++
@@ -241,7 +320,7 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 		}
 		return nil
-	}, active, depth, members, refused, live, traffic, commits, commitBytes, repairs)
+	}, active, depth, members, refused, live, traffic, records, commits, commitBytes, repairs, calls, callBytes)
 	t.reg = reg
 	return err
 }
@@ -253,26 +332,63 @@ func (t *telemetry) close() {
 	}
 }
 
-func (t *telemetry) method(k *actor.Kind, m *actor.Method) *methodTel {
-	if v, ok := t.methods.Load(m); ok {
-		return v.(*methodTel)
+// method returns what calls of the handler fn (its func pointer) of k
+// record; nil when fn is not one of k's handlers. Found, it costs one
+// map read.
+func (t *telemetry) method(k *actor.Kind, fn uintptr) *methodTel {
+	if fns := t.fns.Load(); fns != nil {
+		for mt := (*fns)[fn]; mt != nil; mt = mt.next {
+			if mt.kind == k {
+				return mt
+			}
+		}
 	}
-	mt := &methodTel{span: k.Name + "." + m.Name,
-		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name))}
+	return t.addMethod(k, fn)
+}
+
+// addMethod builds the methodTel of k's handler fn, once.
+func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
+	m := k.MethodFor(fn)
+	if m == nil {
+		return nil
+	}
+	t.fnsMu.Lock()
+	defer t.fnsMu.Unlock()
+	fns := map[uintptr]*methodTel{}
+	if old := t.fns.Load(); old != nil {
+		for mt := (*old)[fn]; mt != nil; mt = mt.next {
+			if mt.kind == k {
+				return mt // added meanwhile
+			}
+		}
+		for p, mt := range *old {
+			fns[p] = mt
+		}
+	}
+	mt := &methodTel{t: t, kind: k, next: fns[fn], span: k.Name + "." + m.Name,
+		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name), spanOK)}
 	for i, o := range outcomes {
 		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
 		mt.record[i] = []metric.RecordOption{set}
+		mt.observe[i] = set
+		mt.ended[i] = []metric.AddOption{set}
 	}
-	v, _ := t.methods.LoadOrStore(m, mt)
-	return v.(*methodTel)
+	if m.Shape != actor.Unary {
+		mt.opened = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name)))}
+		for i, dir := range [2]string{"sent", "received"} {
+			mt.elems[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrDirection.String(dir)))}
+		}
+	}
+	fns[fn] = mt
+	t.fns.Store(&fns)
+	return mt
 }
 
 // callObs is one call being observed; its zero value observes nothing.
 type callObs struct {
-	t     *telemetry
-	mt    *methodTel
+	mt    *methodTel // nil: nothing to observe
 	span  trace.Span
-	start time.Time
+	start time.Duration // since t.epoch; 0 unless the call is timed (WithDurationSampling)
 }
 
 // telemetry returns s's telemetry: nil without providers, or for a zero
@@ -290,14 +406,17 @@ func (s *System) telemetry() *telemetry {
 //
 //go:noinline
 func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn any) (context.Context, callObs) {
-	m := k.MethodFor(reflect.ValueOf(fn).Pointer())
-	if m == nil {
+	mt := t.method(k, reflect.ValueOf(fn).Pointer())
+	if mt == nil {
 		return ctx, callObs{} // resolve reports it
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	o := callObs{t: t, mt: t.method(k, m), start: time.Now()}
+	o := callObs{mt: mt}
+	if t.meter != nil && (t.every == 1 || rand.Uint64N(t.every) == 0) {
+		o.start = max(time.Since(t.epoch), 1) // 1: never the "not timed" 0
+	}
 	if t.tracer != nil {
 		ctx, o.span = t.tracer.Start(ctx, o.mt.span, trace.WithSpanKind(trace.SpanKindClient), o.mt.spanAttr,
 			trace.WithAttributes(attrKey.String(key)))
@@ -307,29 +426,31 @@ func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn
 
 // end records the call's outcome.
 func (o callObs) end(err error) {
-	if o.t != nil {
+	if o.mt != nil {
 		o.finish(err)
 	}
 }
 
 //go:noinline
 func (o callObs) finish(err error) {
-	out := outcomeOf(err)
-	if o.t.meter != nil {
-		i := 0
-		for i < len(outcomes) && outcomes[i] != out {
-			i++
+	i := outcomeIndex(err)
+	if t := o.mt.t; t.meter != nil {
+		o.mt.calls[i].Add(1)
+		if o.start != 0 {
+			t.callDur.Record(context.Background(), (time.Since(t.epoch) - o.start).Seconds(), o.mt.record[i]...)
 		}
-		o.t.callDur.Record(context.Background(), time.Since(o.start).Seconds(), o.mt.record[i]...)
 	}
 	if o.span != nil {
-		endSpan(o.span, err, out)
+		endSpan(o.span, err, outcomes[i])
 	}
 }
 
+// endSpan ends s with its outcome. Every span starts with outcome ok
+// (spanOK): on success nothing is set, which spares the SDK an append
+// that grows the span's attributes; an error replaces it.
 func endSpan(s trace.Span, err error, out string) {
-	s.SetAttributes(attrOutcome.String(out))
 	if err != nil {
+		s.SetAttributes(attrOutcome.String(out))
 		s.RecordError(err)
 		s.SetStatus(codes.Error, err.Error())
 	}
@@ -373,7 +494,7 @@ func (t *telemetry) serverSpan(ctx context.Context, req *callReq) (context.Conte
 		ctx = trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(cfg))
 	}
 	return t.tracer.Start(ctx, req.Kind+"."+req.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrKind.String(req.Kind), attrMethod.String(req.Method), attrKey.String(req.Key)))
+		trace.WithAttributes(attrKind.String(req.Kind), attrMethod.String(req.Method), attrKey.String(req.Key), spanOK))
 }
 
 // ---- hooks the runtime calls (each a no-op on a nil telemetry) ----
@@ -405,11 +526,11 @@ func (t *telemetry) bytes(n int, out bool) {
 	if t == nil || t.meter == nil {
 		return
 	}
-	dir := t.recv
 	if out {
-		dir = t.sent
+		t.bytesOut.Add(int64(n))
+	} else {
+		t.bytesIn.Add(int64(n))
 	}
-	t.callBytes.Add(context.Background(), int64(n), dir)
 }
 
 // member counts a membership event.

@@ -80,7 +80,7 @@ func sum(rm metricdata.ResourceMetrics, name string, want ...attribute.KeyValue)
 
 func TestTelemetryCallMetricsMoveWithCallsFailuresAndActivations(t *testing.T) {
 	opt, collect := meters(t)
-	sys := newSys(t, opt)
+	sys := newSys(t, opt, casty.WithDurationSampling(1))
 	ctx := context.Background()
 	ref := Flakies.Ref(sys, "m")
 	for range 3 {
@@ -98,10 +98,11 @@ func TestTelemetryCallMetricsMoveWithCallsFailuresAndActivations(t *testing.T) {
 		attrs []attribute.KeyValue
 		want  int64
 	}{
-		{"casty.call.duration", []attribute.KeyValue{kind, attribute.String("casty.actor.method", "Add"), attribute.String("casty.call.outcome", "ok")}, 3},
-		{"casty.call.duration", []attribute.KeyValue{kind, attribute.String("casty.actor.method", "Fail"), attribute.String("casty.call.outcome", "failed")}, 1},
-		{"casty.call.duration", []attribute.KeyValue{kind}, 4},
-		{"casty.call.duration", []attribute.KeyValue{attribute.String("casty.call.outcome", "failed")}, 1},
+		{"casty.calls", []attribute.KeyValue{kind, attribute.String("casty.actor.method", "Add"), attribute.String("casty.call.outcome", "ok")}, 3},
+		{"casty.calls", []attribute.KeyValue{kind, attribute.String("casty.actor.method", "Fail"), attribute.String("casty.call.outcome", "failed")}, 1},
+		{"casty.calls", []attribute.KeyValue{kind}, 4},
+		{"casty.calls", []attribute.KeyValue{attribute.String("casty.call.outcome", "failed")}, 1},
+		{"casty.call.duration", []attribute.KeyValue{kind}, 4}, // WithDurationSampling(1): every call timed
 		{"casty.activation.activated", []attribute.KeyValue{kind}, 1},
 		{"casty.activation.active", nil, 1},
 		{"casty.mailbox.depth", nil, 0},
@@ -295,7 +296,7 @@ func TestTelemetryReplicationMetricsCountCommitsAcksAndQuorumFailures(t *testing
 	if n, _ := sum(rm, "casty.replication.quorum.failures"); n < 1 {
 		t.Fatalf("quorum failures: %d", n)
 	}
-	if n, _ := sum(rm, "casty.call.duration", attribute.String("casty.call.outcome", "quorum")); n != 1 {
+	if n, _ := sum(rm, "casty.calls", attribute.String("casty.call.outcome", "quorum")); n != 1 {
 		t.Fatalf("calls with outcome quorum: %d", n)
 	}
 }

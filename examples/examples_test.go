@@ -92,8 +92,8 @@ func TestExamples(t *testing.T) {
 			"one trace spans both members: true",
 			"member-b  server   shop.Order.Pay",
 			"member-a  client   shop.Order.Pay",
-			`casty_call_duration_seconds_count{casty_actor_kind="shop.Order",casty_actor_method="Pay",casty_call_outcome="ok"} 1`,
-			`casty_call_duration_seconds_count{casty_actor_kind="shop.Order",casty_actor_method="Cancel",casty_call_outcome="failed"} 1`,
+			`casty_calls_total{casty_actor_kind="shop.Order",casty_actor_method="Pay",casty_call_outcome="ok"} 1`,
+			`casty_calls_total{casty_actor_kind="shop.Order",casty_actor_method="Cancel",casty_call_outcome="failed"} 1`,
 			`casty_membership_members{casty_member_state="alive",casty_node=`,
 		}},
 	}

@@ -184,6 +184,7 @@ func (w *connWriter) writeRound() (more bool) {
 		chunk = roundChunk
 	}
 	out := w.out[:0]
+	records := 0
 	var taken [numChannels][]byte
 	if small {
 		// The common case: take every queue whole, swapping in the empty
@@ -198,6 +199,7 @@ func (w *connWriter) writeRound() (more bool) {
 		for ch, q := range taken {
 			if len(q) > 0 {
 				out = appendRecord(out, byte(ch), q)
+				records++
 			}
 		}
 	} else {
@@ -208,6 +210,7 @@ func (w *connWriter) writeRound() (more bool) {
 			}
 			n := min(len(q), chunk)
 			out = appendRecord(out, byte(ch), q[:n])
+			records++
 			if n == len(q) {
 				w.q[ch], w.off[ch] = w.q[ch][:0], 0
 			} else {
@@ -228,6 +231,9 @@ func (w *connWriter) writeRound() (more bool) {
 		}
 		if err == nil {
 			_, err = w.conn.Write(out)
+		}
+		if err == nil {
+			w.s.node.traffic.recOut.Add(uint64(records))
 		}
 	}
 	if cap(out) <= 1<<20 {
@@ -501,6 +507,9 @@ func (s *Session) readLoop() {
 	max := s.node.cfg.MaxMessage
 	for {
 		ch, n, err := rd.rr.next()
+		if err == nil {
+			s.node.traffic.recIn.Add(1)
+		}
 		if err == nil && ch == chanYamux {
 			var b []byte
 			if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {

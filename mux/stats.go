@@ -7,18 +7,24 @@ import (
 
 // Traffic is what a node's sessions carried since the node started: the
 // bytes read from and written to their connections, every record counted
-// with its header (above TLS: what TLS encrypts, not its overhead).
+// with its header (above TLS: what TLS encrypts, not its overhead), and
+// the records (SPEC.md §2) read and written, of every channel.
 type Traffic struct {
-	BytesIn, BytesOut uint64
+	BytesIn, BytesOut     uint64
+	RecordsIn, RecordsOut uint64
 }
 
-// Traffic reports the bytes this node's sessions have read and written.
-// It costs two atomic loads: metrics may poll it.
+// Traffic reports the bytes and records this node's sessions have read
+// and written. It costs four atomic loads: metrics may poll it.
 func (n *Node) Traffic() Traffic {
-	return Traffic{BytesIn: n.traffic.in.Load(), BytesOut: n.traffic.out.Load()}
+	return Traffic{BytesIn: n.traffic.in.Load(), BytesOut: n.traffic.out.Load(),
+		RecordsIn: n.traffic.recIn.Load(), RecordsOut: n.traffic.recOut.Load()}
 }
 
-type trafficCounters struct{ in, out atomic.Uint64 }
+// trafficCounters are a node's Traffic. The byte counts move per read and
+// write of a connection (countedConn), the record counts once per record
+// read (readLoop) and once per round written (writeRound).
+type trafficCounters struct{ in, out, recIn, recOut atomic.Uint64 }
 
 // countedConn counts what passes through a session's connection.
 type countedConn struct {

@@ -32,3 +32,34 @@ func TestTrafficCountsSessionBytes(t *testing.T) {
 		})
 	})
 }
+
+// A node's Traffic counts the records its sessions read and wrote: each
+// of n sequential requests leaves in a record of its own and its answer
+// comes back in one, so both ends count at least n each way.
+func TestTrafficCountsRecords(t *testing.T) {
+	const n = 20
+	forEachConn(t, func(t *testing.T, ct connType) {
+		a, b, sa, _ := connect(t, ct, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneMessage, echo)
+		})
+		before, beforeB := a.Traffic(), b.Traffic()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for range n {
+			if _, err := sa.Request(ctx, LaneMessage, []byte("ping")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := a.Traffic()
+		if out, in := after.RecordsOut-before.RecordsOut, after.RecordsIn-before.RecordsIn; out < n || in < n {
+			t.Fatalf("dialler: %d records out, %d in for %d requests", out, in, n)
+		}
+		if after.RecordsOut*recordHeaderSize > after.BytesOut || after.RecordsIn*recordHeaderSize > after.BytesIn {
+			t.Fatalf("more records than bytes allow: %+v", after)
+		}
+		waitFor(t, 5*time.Second, "the listener's counters", func() bool {
+			tb := b.Traffic()
+			return tb.RecordsIn-beforeB.RecordsIn >= n && tb.RecordsOut-beforeB.RecordsOut >= n
+		})
+	})
+}

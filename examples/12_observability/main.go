@@ -197,7 +197,7 @@ func main() {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		for _, p := range []string{"casty_call_duration_seconds_count{", "casty_activation_active{", "casty_membership_members{", "casty_transport_sessions{"} {
+		for _, p := range []string{"casty_calls_total{", "casty_activation_active{", "casty_membership_members{", "casty_transport_sessions{"} {
 			if strings.HasPrefix(line, p) && !strings.Contains(line, `casty_member_state="left"`) && !strings.Contains(line, `casty_member_state="dead"`) {
 				fmt.Println(" ", stripScope(line))
 			}
