@@ -114,6 +114,25 @@ type view struct {
 // ownerOf returns the member that serves k's actor at point: for a
 // replicated kind the first live member of its replica set on the
 // placement, otherwise the owner on the ring of live members.
+// ownerAvoiding is ownerOf without the members in avoid: the first live
+// member after them clockwise.
+func (v *view) ownerAvoiding(k *actor.Kind, point uint64, avoid map[ring.NodeID]bool) (ring.NodeID, bool) {
+	if len(avoid) == 0 {
+		return v.ownerOf(k, point)
+	}
+	r, n := v.ring, 1+len(avoid)
+	if rn := replicasOf(k); rn > 1 && v.pl != nil {
+		r, n = v.pl.ring, rn+len(avoid)
+	}
+	var buf [8]ring.NodeID
+	for _, id := range r.AppendReplicas(buf[:0], point, n) {
+		if v.up[id] && !avoid[id] {
+			return id, true
+		}
+	}
+	return ring.NodeID{}, false
+}
+
 func (v *view) ownerOf(k *actor.Kind, point uint64) (ring.NodeID, bool) {
 	if n := replicasOf(k); n > 1 && v.pl != nil {
 		var buf [8]ring.NodeID

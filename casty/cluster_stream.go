@@ -333,7 +333,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 		if err != nil {
 			return nil, fmt.Errorf("%w: malformed stream status from %s", ErrActorUnavailable, d.addr)
 		}
-		if we.Code == codeWrongOwner || we.Code == codeMoving || we.Code == codeNotApplied {
+		if we.Code == codeWrongOwner || we.Code == codeMoving || we.Code == codeLeaving || we.Code == codeNotApplied {
 			return we, nil
 		}
 		return nil, we.decode()

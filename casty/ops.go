@@ -261,7 +261,7 @@ func (cl *cluster) stateOfAny(ctx context.Context, kind, key string, decode func
 		}
 		if resp.Err != nil {
 			switch resp.Err.Code {
-			case codeWrongOwner, codeMoving:
+			case codeWrongOwner, codeMoving, codeLeaving:
 				why = append(why, resp.Err.Message)
 				continue
 			}

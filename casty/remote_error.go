@@ -24,6 +24,7 @@ const (
 	codeQuorum       = "quorum"
 	codeFull         = "replica-full"
 	codeMoving       = "moving"
+	codeLeaving      = "leaving" // the node is closing; its keys go to the next member
 	codeWrongOwner   = "wrong-owner"
 	codeChainLong    = "chain-too-long"
 	codeOverloaded   = "overloaded"
@@ -59,7 +60,7 @@ var sentinels = []struct {
 	err  error
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
-	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
+	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeLeaving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
 	{codeInvalidKey, ErrInvalidKey},

@@ -160,14 +160,23 @@ type syncRun struct {
 	counted bool // its completion was counted in replicator.pending
 }
 
+// unsyncedWait, times ReplicationTimeout, is how long a sync waits for a
+// member of a previous set that answers it has not synced the range
+// itself (and is no newcomer) before it leaves that member out. Waiting is
+// what keeps a write that member is still pulling (replica/SPEC.md,
+// "Membership changes"); the bound is what keeps syncs that would wait on
+// each other from waiting for ever, at the old rule's risk.
+const unsyncedWait = 2
+
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
 // group of ranges with one previous replica set, that set: the range's set
 // on the base placement without this member and without the newcomers
 // that said they have not finished their first syncs (StatusJoining; two
 // newcomers must not wait on each other). A member that answers it has not
-// synced a range for another reason is asked again in the next round, not
-// left out: it may hold the only copy of a write whose other holder left
-// (replica/SPEC.md, "Membership changes"). The base, not the new placement, names the set: after
+// synced a range for another reason is asked again in the next rounds, not
+// left out at once: it may hold the only copy of a write whose other
+// holder left (replica/SPEC.md, "Membership changes"); only after
+// unsyncedWait is it left out. The base, not the new placement, names the set: after
 // a leave or a removal the new placement lacks the member that went, and
 // the set it gives can hold a member that never was a replica of the
 // range, whose empty answer would count toward the sync. Rounds repeat
@@ -177,6 +186,7 @@ type syncRun struct {
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
 	skip := map[ring.NodeID]bool{self: true}
+	behind := map[ring.NodeID]time.Time{} // unsynced members, since when
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
@@ -216,6 +226,15 @@ func (r *replicator) runSync(run *syncRun) {
 			}
 			for _, id := range y.Joining() {
 				skip[ring.NodeID(id)] = true
+			}
+			now := time.Now()
+			for _, id := range y.Unsynced() {
+				since, ok := behind[ring.NodeID(id)]
+				if !ok {
+					behind[ring.NodeID(id)] = now
+				} else if now.Sub(since) > unsyncedWait*r.timeout {
+					skip[ring.NodeID(id)] = true
+				}
 			}
 		}
 		r.mu.Lock()

@@ -27,6 +27,13 @@ type dest struct {
 }
 
 func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error) {
+	return cl.targetAvoiding(k, key, at, nil)
+}
+
+// targetAvoiding is target on the ring without the members in avoid:
+// members that refused the call as leaving, whose keys go to the next
+// member clockwise (the owner once the leave is adopted).
+func (cl *cluster) targetAvoiding(k *actor.Kind, key string, at placement, avoid map[ring.NodeID]bool) (dest, error) {
 	v := cl.view.Load()
 	if k.Service {
 		if !cl.lite {
@@ -42,7 +49,7 @@ func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error)
 	if !at.known {
 		at.point = ring.Point(k.Name, key)
 	}
-	owner, ok := v.ownerOf(k, at.point)
+	owner, ok := v.ownerAvoiding(k, at.point, avoid)
 	if !ok {
 		if replicasOf(k) > 1 {
 			return dest{}, fmt.Errorf("%w: %s/%s: no replica of it is alive", ErrQuorumUnavailable, k.Name, key)
@@ -151,7 +158,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		if err := decodeCallResp(b, &resp); err != nil {
 			return nil, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
 		}
-		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving || resp.Err.Code == codeNotApplied) {
+		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving || resp.Err.Code == codeLeaving || resp.Err.Code == codeNotApplied) {
 			return resp.Err, nil
 		}
 		if resp.Err != nil {
@@ -175,12 +182,13 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 	exchange func(sess *mux.Session, d dest) (refused *wireError, err error)) (local bool, err error) {
 	var why []string
 	var last *wireError
+	var leaving map[ring.NodeID]bool // members that refused the call as leaving
 	for range routeAttempts {
 		if cl.closed.Load() {
 			return false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		changed := cl.changes()
-		d, err := cl.target(k, key, at)
+		d, err := cl.targetAvoiding(k, key, at, leaving)
 		if err != nil {
 			return false, err
 		}
@@ -213,6 +221,17 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 		if refused != nil {
 			last = refused
 			why = append(why, refused.Message)
+			if refused.Code == codeLeaving {
+				// A leaver hands its keys to the next member clockwise:
+				// go there rather than wait for this member's view to
+				// drop it. That member refuses (wrong owner) until it
+				// has adopted the leave; nothing runs either way.
+				if leaving == nil {
+					leaving = map[ring.NodeID]bool{}
+				}
+				leaving[d.id] = true
+				continue
+			}
 			cl.awaitChange(ctx, changed)
 			continue
 		}

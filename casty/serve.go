@@ -220,12 +220,12 @@ func errResp(code, msg string) callResp {
 }
 
 // admit decides whether this node takes work for req's kind and key: it
-// refuses while leaving (moving), for a kind it does not know, and for a
+// refuses while leaving, for a kind it does not know, and for a
 // key its ring gives to another node (wrong owner). Calls and streams both
 // ask.
 func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 	if cl.closed.Load() {
-		r := errResp(codeMoving, "casty: node "+cl.addr+" is leaving")
+		r := errResp(codeLeaving, "casty: node "+cl.addr+" is leaving")
 		return nil, &r
 	}
 	k := req.kind
