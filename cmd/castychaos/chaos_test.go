@@ -18,6 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runFakeMember()
 	code := m.Run()
 	if binary != "" {
 		os.RemoveAll(filepath.Dir(binary))
@@ -162,6 +163,37 @@ func TestChaosReplicatedLosesNothing(t *testing.T) {
 	for _, r := range parseSummary(t, out) {
 		if r.lost != 0 || !r.pass {
 			t.Errorf("%s: %d lost, pass=%v", r.workload, r.lost, r.pass)
+		}
+	}
+}
+
+// Clock skew, alone and combined with kills and partitions: every member
+// starts with its replication clock off by up to ±500 ms (-max-drift 1s)
+// and the nemesis restarts members with new skews. Nothing acknowledged
+// may be lost and the register's history must be linearizable.
+func TestChaosSkewLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs member processes for ~20 s")
+	}
+	code, out := chaosRun(t, 15*time.Second, "-seed", "3", "-members", "5", "-replicas", "3", "-interval", "2s",
+		"-nemesis", "skew,kill,partition", "-max-drift", "1s")
+	t.Logf("castychaos -nemesis skew,kill,partition:\n%s", out)
+	if !strings.Contains(out, "clock skews within ±500ms") || !strings.Contains(out, "gracefully with clock skew") {
+		t.Fatalf("the run did not skew the members' clocks:\n%s", out)
+	}
+	rows := parseSummary(t, out)
+	if code != 0 {
+		t.Fatalf("castychaos under skew failed a check (exit %d):\n%s", code, summaryOf(out))
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d workloads in the summary, want 4:\n%s", len(rows), summaryOf(out))
+	}
+	for _, r := range rows {
+		if r.lost != 0 || !r.pass || r.ops == 0 {
+			t.Errorf("%s: %d operations, %d lost, pass=%v", r.workload, r.ops, r.lost, r.pass)
+		}
+		if r.workload == "register" && r.linearizable != "yes" {
+			t.Errorf("register: linearizable %q, want yes", r.linearizable)
 		}
 	}
 }
