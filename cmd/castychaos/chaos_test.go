@@ -176,10 +176,13 @@ func TestChaosSkewLosesNothing(t *testing.T) {
 		t.Skip("runs member processes for ~20 s")
 	}
 	code, out := chaosRun(t, 15*time.Second, "-seed", "3", "-members", "5", "-replicas", "3", "-interval", "2s",
-		"-nemesis", "skew,kill,partition", "-max-drift", "1s")
+		"-nemesis", "skew,kill,partition", "-max-drift", "1s", "-registers", "8")
 	t.Logf("castychaos -nemesis skew,kill,partition:\n%s", out)
 	if !strings.Contains(out, "clock skews within ±500ms") || !strings.Contains(out, "gracefully with clock skew") {
 		t.Fatalf("the run did not skew the members' clocks:\n%s", out)
+	}
+	if !regexp.MustCompile(`register: \d+ operations on 8 registers checked`).MatchString(out) {
+		t.Fatalf("the register workload did not use -registers 8:\n%s", summaryOf(out))
 	}
 	rows := parseSummary(t, out)
 	if code != 0 {
@@ -237,6 +240,8 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		{"-workload", "queue"},
 		{"-nemesis", "meteor"},
 		{"-members", "0"},
+		{"-registers", "0"},
+		{"-max-drift", "-1s"},
 	} {
 		var out bytes.Buffer
 		if code := run(args, &out, &out); code != 2 {

@@ -9,9 +9,11 @@
 //
 // Workloads (-workload, comma-separated, default all):
 //
-//   - register: reads, writes and compare-and-sets on a few registers,
-//     every call recorded and the history checked for linearizability
-//     with porcupine (package castytest).
+//   - register: reads, writes and compare-and-sets on -registers
+//     registers (default 4), every call recorded and the history checked
+//     for linearizability with porcupine (package castytest), each
+//     register's on its own within 60 s: a long run needs more registers
+//     for its history to stay checkable.
 //   - set: adds of unique elements to grow-only sets; every acknowledged
 //     add must be present at the end.
 //   - counter: increments; the final value must lie within

@@ -31,6 +31,7 @@ type options struct {
 	maxOps   int64
 	interval time.Duration
 	maxDrift time.Duration
+	regs     int
 	workload string
 	nemesis  string
 	verbose  bool
@@ -52,6 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.rate, "rate", 100, "operations per second per workload, at most")
 	fs.Int64Var(&o.maxOps, "max-ops", 20000, "operations per workload, at most")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
+	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
 	fs.DurationVar(&o.maxDrift, "max-drift", time.Second, "skew nemesis: bound on the skew between two members' clocks (each within ±max-drift/2)")
 	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: kill,pause,partition,skew, all or none")
@@ -62,8 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
 	}
-	if o.members < 1 || o.replicas < 1 || o.clients < 1 || o.rate < 1 || o.duration <= 0 || o.interval <= 0 || o.maxDrift <= 0 {
-		fmt.Fprintln(stderr, "castychaos: -members, -replicas, -clients, -rate, -duration, -interval and -max-drift must be positive")
+	if o.members < 1 || o.replicas < 1 || o.clients < 1 || o.rate < 1 || o.duration <= 0 || o.interval <= 0 || o.maxDrift <= 0 || o.regs < 1 {
+		fmt.Fprintln(stderr, "castychaos: -members, -replicas, -clients, -rate, -duration, -interval, -max-drift and -registers must be positive")
 		return 2
 	}
 	fmt.Fprintf(stdout, "castychaos: seed %d (rerun with -seed %d)\n", o.seed, o.seed)
@@ -184,7 +186,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	for _, name := range workloads {
 		switch name {
 		case "register":
-			ws = append(ws, newRegisterWorkload(k, client, o.clients, logDir))
+			ws = append(ws, newRegisterWorkload(k, client, o.regs, o.clients, logDir))
 		case "set":
 			ws = append(ws, newSetWorkload(k, client, o.clients))
 		case "counter":
