@@ -202,8 +202,10 @@ func TestChaosSkewLosesNothing(t *testing.T) {
 }
 
 // TestChaosSoak is the long run behind CASTY_CHAOS_SOAK=1 (duration from
-// CASTY_CHAOS_SOAK_DURATION, default 10m): every workload, every nemesis,
-// replicas 3. It fails on any loss.
+// CASTY_CHAOS_SOAK_DURATION, default 10m): every workload, every nemesis
+// (clock skew included), replicas 3, the workloads running the whole
+// duration (-max-ops high) over 16 registers so porcupine can decide the
+// history. It fails on any loss.
 func TestChaosSoak(t *testing.T) {
 	if os.Getenv("CASTY_CHAOS_SOAK") != "1" {
 		t.Skip("set CASTY_CHAOS_SOAK=1 for the long soak")
@@ -215,7 +217,7 @@ func TestChaosSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"-members", "5", "-replicas", "3"}
+	args := []string{"-members", "5", "-replicas", "3", "-max-ops", "1000000", "-registers", "16"}
 	if s := os.Getenv("CASTY_CHAOS_SEED"); s != "" {
 		args = append(args, "-seed", s)
 	}
