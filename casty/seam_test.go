@@ -49,3 +49,28 @@ func TestCastytestSkewStampsCommits(t *testing.T) {
 		}
 	}
 }
+
+// castytest.SkewedClock skews a member started over real TCP (how a
+// castychaos member process runs): commits it stamps lead or lag the wall
+// clock by the skew, and the TCP network stays the default.
+func TestCastytestSkewedClockOverTCP(t *testing.T) {
+	nodes := startReplicated(t, 3, castytest.SkewedClock(-time.Hour))
+	const key = "skewed-tcp"
+	callUntil(t, 10*time.Second, "an add", func(ctx context.Context) (int, error) {
+		return casty.Call(ctx, Ledgers.Ref(nodes[0], key), (*Ledger).Add, 1)
+	})
+	held := 0
+	for _, n := range nodes {
+		wall, ok := casty.ReplicaWall(n, Ledgers.Name(), key)
+		if !ok {
+			continue
+		}
+		held++
+		if behind := time.Duration(time.Now().UnixMilli()-wall) * time.Millisecond; behind < 59*time.Minute || behind > 61*time.Minute {
+			t.Errorf("%s holds the commit stamped %v behind the wall clock, want about an hour", n.Addr(), behind)
+		}
+	}
+	if held < 2 {
+		t.Fatalf("%d members hold the commit, want a majority of 3", held)
+	}
+}

@@ -112,7 +112,9 @@
 //     reads the wall clock plus d. casty's HLC bounds no drift
 //     (hlc.Config.MaxDrift 0), so the member is not refused; the HLC
 //     orders its stamps after every stamp it has seen. Timers and
-//     timeouts keep the real clock.
+//     timeouts keep the real clock. SkewedClock(d) is the same skew as a
+//     casty.Option, for a member started with casty.Start over TCP
+//     outside a Cluster (the member processes of cmd/castychaos).
 //
 // Every random choice (which write a lossy or duplicating link hits, the
 // jitter of a delay) is drawn from a math/rand/v2 generator per direction

@@ -18,6 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runFakeMember()
 	code := m.Run()
 	if binary != "" {
 		os.RemoveAll(filepath.Dir(binary))
@@ -166,9 +167,45 @@ func TestChaosReplicatedLosesNothing(t *testing.T) {
 	}
 }
 
+// Clock skew, alone and combined with kills and partitions: every member
+// starts with its replication clock off by up to ±500 ms (-max-drift 1s)
+// and the nemesis restarts members with new skews. Nothing acknowledged
+// may be lost and the register's history must be linearizable.
+func TestChaosSkewLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs member processes for ~20 s")
+	}
+	code, out := chaosRun(t, 15*time.Second, "-seed", "3", "-members", "5", "-replicas", "3", "-interval", "2s",
+		"-nemesis", "skew,kill,partition", "-max-drift", "1s", "-registers", "8")
+	t.Logf("castychaos -nemesis skew,kill,partition:\n%s", out)
+	if !strings.Contains(out, "clock skews within ±500ms") || !strings.Contains(out, "gracefully with clock skew") {
+		t.Fatalf("the run did not skew the members' clocks:\n%s", out)
+	}
+	if !regexp.MustCompile(`register: \d+ operations on 8 registers checked`).MatchString(out) {
+		t.Fatalf("the register workload did not use -registers 8:\n%s", summaryOf(out))
+	}
+	rows := parseSummary(t, out)
+	if code != 0 {
+		t.Fatalf("castychaos under skew failed a check (exit %d):\n%s", code, summaryOf(out))
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d workloads in the summary, want 4:\n%s", len(rows), summaryOf(out))
+	}
+	for _, r := range rows {
+		if r.lost != 0 || !r.pass || r.ops == 0 {
+			t.Errorf("%s: %d operations, %d lost, pass=%v", r.workload, r.ops, r.lost, r.pass)
+		}
+		if r.workload == "register" && r.linearizable != "yes" {
+			t.Errorf("register: linearizable %q, want yes", r.linearizable)
+		}
+	}
+}
+
 // TestChaosSoak is the long run behind CASTY_CHAOS_SOAK=1 (duration from
-// CASTY_CHAOS_SOAK_DURATION, default 10m): every workload, every nemesis,
-// replicas 3. It fails on any loss.
+// CASTY_CHAOS_SOAK_DURATION, default 10m): every workload, every nemesis
+// (clock skew included), replicas 3, the workloads running the whole
+// duration (-max-ops high) over 16 registers so porcupine can decide the
+// history. It fails on any loss.
 func TestChaosSoak(t *testing.T) {
 	if os.Getenv("CASTY_CHAOS_SOAK") != "1" {
 		t.Skip("set CASTY_CHAOS_SOAK=1 for the long soak")
@@ -180,7 +217,7 @@ func TestChaosSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"-members", "5", "-replicas", "3"}
+	args := []string{"-members", "5", "-replicas", "3", "-max-ops", "1000000", "-registers", "16"}
 	if s := os.Getenv("CASTY_CHAOS_SEED"); s != "" {
 		args = append(args, "-seed", s)
 	}
@@ -205,6 +242,8 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		{"-workload", "queue"},
 		{"-nemesis", "meteor"},
 		{"-members", "0"},
+		{"-registers", "0"},
+		{"-max-drift", "-1s"},
 	} {
 		var out bytes.Buffer
 		if code := run(args, &out, &out); code != 2 {

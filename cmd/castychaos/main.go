@@ -5,12 +5,15 @@
 //
 //	castychaos -duration 30s -members 5 -replicas 3 -seed 42
 //	castychaos -workload register,counter -nemesis kill
+//	castychaos -nemesis skew,kill,partition -max-drift 2s
 //
 // Workloads (-workload, comma-separated, default all):
 //
-//   - register: reads, writes and compare-and-sets on a few registers,
-//     every call recorded and the history checked for linearizability
-//     with porcupine (package castytest).
+//   - register: reads, writes and compare-and-sets on -registers
+//     registers (default 4), every call recorded and the history checked
+//     for linearizability with porcupine (package castytest), each
+//     register's on its own within 60 s: a long run needs more registers
+//     for its history to stay checkable.
 //   - set: adds of unique elements to grow-only sets; every acknowledged
 //     add must be present at the end.
 //   - counter: increments; the final value must lie within
@@ -22,9 +25,11 @@
 // Nemeses (-nemesis, comma-separated, default all; "none" for none):
 // kill (SIGKILL, restart after a hold), pause (SIGSTOP/SIGCONT), partition
 // (iptables, root only: installed with apt-get when missing, skipped with
-// a message without root). Faults combine: sometimes two at once on
-// different members, never more than a minority of the members. Clock skew is not injected: it needs a casty option to
-// skew a member's clock, which does not exist yet (see TODO in member.go).
+// a message without root), skew (every member starts with its replication
+// clock skewed by its own offset within ±max-drift/2, and the fault
+// restarts a member gracefully — SIGTERM, so it drains and leaves — with
+// a new one; castytest.SkewedClock). Faults combine: sometimes two at once
+// on different members, never more than a minority of the members.
 //
 // Every run prints its seed, each fault as it is injected and healed, and
 // a summary table; the exit code is 0 when every check passed, 1 when one

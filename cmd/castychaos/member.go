@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
 )
 
 // clusterConfig makes membership react in seconds, so a short run sees
@@ -33,13 +34,11 @@ func clusterConfig() casty.Config {
 	}
 }
 
-// TODO(clock skew): a clock-skew nemesis needs a casty option that sets a
-// member's physical clock (an offset within Config's MaxDrift, fed to its
-// HLC). casty has no such option yet, so castychaos injects no skew; add
-// a -skew flag to member mode when the option lands.
-
 // member runs one cluster member until SIGTERM or SIGINT (the controller
 // SIGKILLs it to crash it). It declares the same kinds as the controller.
+// With -skew its replication clock (the HLC's physical clock) reads the
+// wall clock plus the skew (castytest.SkewedClock); the controller keeps
+// skews within ±max-drift/2.
 func member(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("castychaos member", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,6 +47,7 @@ func member(args []string, stderr io.Writer) int {
 	replicas := fs.Int("replicas", 3, "copies of each actor")
 	cluster := fs.String("cluster", "castychaos", "cluster name")
 	verbose := fs.Bool("v", false, "log to stderr")
+	skew := fs.Duration("skew", 0, "offset of the replication clock from the wall clock (may be negative)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -60,9 +60,13 @@ func member(args []string, stderr io.Writer) int {
 	if *seeds != "" {
 		seedList = strings.Split(*seeds, ",")
 	}
+	opts := []casty.Option{casty.WithConfig(clusterConfig()), casty.Seeds(seedList...),
+		casty.ClusterName(*cluster), casty.WithLogger(logger)}
+	if *skew != 0 {
+		opts = append(opts, castytest.SkewedClock(*skew))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	sys, err := casty.Start(ctx, *addr, casty.WithConfig(clusterConfig()), casty.Seeds(seedList...),
-		casty.ClusterName(*cluster), casty.WithLogger(logger))
+	sys, err := casty.Start(ctx, *addr, opts...)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "castychaos member %s: %v\n", *addr, err)

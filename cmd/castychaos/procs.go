@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,6 +32,8 @@ type proc struct {
 	addr  string // 127.0.0.x:port
 	ip    string
 	uid   int
+
+	skew atomic.Int64 // time.Duration its next start skews its clock by (-skew)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -85,6 +88,9 @@ func (p *procs) start(m *proc, seeds []string) error {
 	defer m.mu.Unlock()
 	args := []string{"member", "-addr", m.addr, "-seeds", strings.Join(seeds, ","),
 		"-replicas", strconv.Itoa(p.replicas), "-cluster", p.cluster}
+	if d := m.clockSkew(); d != 0 {
+		args = append(args, "-skew", d.String())
+	}
 	if p.verbose {
 		args = append(args, "-v")
 	}
@@ -95,7 +101,7 @@ func (p *procs) start(m *proc, seeds []string) error {
 		return err
 	}
 	defer log.Close() // the child holds its own copy
-	fmt.Fprintf(log, "--- start %d at %s\n", m.starts, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(log, "--- start %d at %s, clock skew %s\n", m.starts, time.Now().Format(time.RFC3339Nano), signed(m.clockSkew()))
 	cmd.Stdout, cmd.Stderr = log, log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -158,6 +164,47 @@ func (p *procs) kill(m *proc) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-exits
 	stdin.Close()
+}
+
+// stop ends m as an operator restarting it would: SIGTERM, so its
+// member closes gracefully (drains, hands its actors off, leaves), and
+// SIGKILL if it is still running after grace. It waits until the process
+// is reaped and leaves m killed, ready for start.
+func (p *procs) stop(m *proc, grace time.Duration) {
+	m.mu.Lock()
+	cmd, exits, stdin, state := m.cmd, m.exits, m.stdin, m.state
+	m.state = killed
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if state != killed {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT) // a stopped process cannot die of SIGTERM
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-exits:
+		case <-t.C:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		t.Stop()
+	}
+	<-exits
+	stdin.Close()
+}
+
+// setSkew sets the clock skew m's next start runs with.
+func (m *proc) setSkew(d time.Duration) { m.skew.Store(int64(d)) }
+
+// clockSkew is the clock skew m's current (or next) process runs with.
+func (m *proc) clockSkew() time.Duration { return time.Duration(m.skew.Load()) }
+
+// signed formats d with its sign: +250ms, -1.2s, 0s.
+func signed(d time.Duration) string {
+	if d > 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }
 
 // signal sends sig to m's process group and records the new state.

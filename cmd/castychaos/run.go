@@ -30,6 +30,8 @@ type options struct {
 	rate     int
 	maxOps   int64
 	interval time.Duration
+	maxDrift time.Duration
+	regs     int
 	workload string
 	nemesis  string
 	verbose  bool
@@ -51,8 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.rate, "rate", 100, "operations per second per workload, at most")
 	fs.Int64Var(&o.maxOps, "max-ops", 20000, "operations per workload, at most")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
+	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
-	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: kill,pause,partition, all or none")
+	fs.DurationVar(&o.maxDrift, "max-drift", time.Second, "skew nemesis: bound on the skew between two members' clocks (each within ±max-drift/2)")
+	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: kill,pause,partition,skew, all or none")
 	fs.BoolVar(&o.verbose, "v", false, "members log to their log files")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -60,8 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
 	}
-	if o.members < 1 || o.replicas < 1 || o.clients < 1 || o.rate < 1 || o.duration <= 0 || o.interval <= 0 {
-		fmt.Fprintln(stderr, "castychaos: -members, -replicas, -clients, -rate, -duration and -interval must be positive")
+	if o.members < 1 || o.replicas < 1 || o.clients < 1 || o.rate < 1 || o.duration <= 0 || o.interval <= 0 || o.maxDrift <= 0 || o.regs < 1 {
+		fmt.Fprintln(stderr, "castychaos: -members, -replicas, -clients, -rate, -duration, -interval, -max-drift and -registers must be positive")
 		return 2
 	}
 	fmt.Fprintf(stdout, "castychaos: seed %d (rerun with -seed %d)\n", o.seed, o.seed)
@@ -109,7 +113,6 @@ func chaos(o options, stdout io.Writer) (int, error) {
 			faults = slices.DeleteFunc(faults, func(f string) bool { return f == faultPartition })
 		}
 	}
-	fmt.Fprintln(stdout, "castychaos: clock-skew nemesis not available: casty has no option to skew a member's clock yet (TODO in member.go)")
 	fmt.Fprintf(stdout, "castychaos: %d members, replicas %d, %d clients per workload, workloads %s, nemesis %s, duration %s\n",
 		o.members, o.replicas, o.clients, strings.Join(workloads, ","), orNone(faults), o.duration)
 
@@ -158,6 +161,14 @@ func chaos(o options, stdout io.Writer) (int, error) {
 		return 2, err
 	}
 	defer procs.stopAll(5 * time.Second)
+	if slices.Contains(faults, faultSkew) {
+		// Skewed from the start, each member by its own offset.
+		rng := rand.New(rand.NewPCG(uint64(o.seed), skewStream))
+		for _, m := range procs.members {
+			m.setSkew(drawSkew(rng, o.maxDrift))
+		}
+		fmt.Fprintf(stdout, "castychaos: clock skews within ±%s (-max-drift %s): %s\n", o.maxDrift/2, o.maxDrift, skews(procs))
+	}
 
 	k := declare(o.replicas)
 	client, err := startCluster(ctx, procs, cluster)
@@ -175,7 +186,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	for _, name := range workloads {
 		switch name {
 		case "register":
-			ws = append(ws, newRegisterWorkload(k, client, o.clients, logDir))
+			ws = append(ws, newRegisterWorkload(k, client, o.regs, o.clients, logDir))
 		case "set":
 			ws = append(ws, newSetWorkload(k, client, o.clients))
 		case "counter":
@@ -189,7 +200,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	start := time.Now()
 	runCtx, endRun := context.WithTimeout(ctx, o.duration)
 	defer endRun()
-	nem := &nemesis{procs: procs, part: part, faults: faults, combine: len(faults) > 1, interval: o.interval,
+	nem := &nemesis{procs: procs, part: part, faults: faults, combine: len(faults) > 1, interval: o.interval, maxDrift: o.maxDrift,
 		rng: rand.New(rand.NewPCG(uint64(o.seed), 0)), out: stdout, start: start, counts: map[string]int{}}
 	var wg sync.WaitGroup
 	wg.Go(func() { nem.run(runCtx) })
@@ -242,6 +253,20 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stdout, "castychaos: FAIL: a check failed; member logs kept in %s\n", logDir)
 	return 1, nil
+}
+
+// skewStream is the rng stream of the members' first skews (the nemesis
+// draws from stream 0, the workloads' clients from 1 up to a few
+// thousand).
+const skewStream = 1 << 32
+
+// skews lists each member's clock skew.
+func skews(p *procs) string {
+	parts := make([]string, len(p.members))
+	for i, m := range p.members {
+		parts[i] = fmt.Sprintf("member %d %s", m.index, signed(m.clockSkew()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s []string) string {
@@ -352,6 +377,9 @@ func summary(w io.Writer, o options, n *nemesis, rows []row, elapsed time.Durati
 	n.mu.Unlock()
 	fmt.Fprintf(w, "\ncastychaos: seed %d, %d members, replicas %d, %s (%.1fs to the final reads), faults injected: %d (%s)\n",
 		o.seed, o.members, o.replicas, o.duration, elapsed.Seconds(), total, strings.Join(parts, ", "))
+	if slices.Contains(n.faults, faultSkew) {
+		fmt.Fprintf(w, "castychaos: clock skews at the end: %s\n", skews(n.procs))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\toperations\tok\tfailed\tindeterminate\tlost\tlinearizable\tresult\t")
 	pass := true

@@ -98,8 +98,6 @@ func uniqueValue(client int, seq int64) int64 { return int64(client+1)*1_000_000
 
 // ---- register ----
 
-const registerKeys = 4
-
 type registerOp = castytest.RegisterOp[int64]
 type registerResult = castytest.RegisterResult[int64]
 
@@ -108,6 +106,7 @@ type registerResult = castytest.RegisterResult[int64]
 type registerWorkload struct {
 	kinds   kinds
 	sys     *casty.System
+	keys    int // registers
 	logDir  string
 	history *castytest.History[registerOp, registerResult]
 	t       tally
@@ -116,8 +115,8 @@ type registerWorkload struct {
 	last    map[lastKey]int64 // the last value a client saw or wrote in a register (for CAS)
 }
 
-func newRegisterWorkload(k kinds, sys *casty.System, clients int, logDir string) *registerWorkload {
-	return &registerWorkload{kinds: k, sys: sys, logDir: logDir, seq: make([]atomic.Int64, clients),
+func newRegisterWorkload(k kinds, sys *casty.System, keys, clients int, logDir string) *registerWorkload {
+	return &registerWorkload{kinds: k, sys: sys, keys: keys, logDir: logDir, seq: make([]atomic.Int64, clients),
 		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}}
 }
 
@@ -129,7 +128,7 @@ type lastKey struct {
 func (w *registerWorkload) name() string { return "register" }
 
 func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
-	key := fmt.Sprint("reg-", rng.IntN(registerKeys))
+	key := fmt.Sprint("reg-", rng.IntN(w.keys))
 	ref := w.kinds.registers.Ref(w.sys, key)
 	switch rng.IntN(3) {
 	case 0:
@@ -187,7 +186,7 @@ func (w *registerWorkload) recall(client int, key string) int64 {
 // successful CAS to that register (never of 0) had been acknowledged
 // before the read was called: the register forgot an acknowledged write.
 func (w *registerWorkload) final(ctx context.Context) row {
-	for i := range registerKeys {
+	for i := range w.keys {
 		key := fmt.Sprint("reg-", i)
 		ref := w.kinds.registers.Ref(w.sys, key)
 		p := w.history.Begin(len(w.seq), castytest.ReadOp[int64](key)) // a client of its own
@@ -219,7 +218,7 @@ func (w *registerWorkload) final(ctx context.Context) row {
 		r.linearizable = "unknown"
 	}
 	r.pass = res.Ok() && r.lost == 0
-	r.detail = fmt.Sprintf("%d operations checked (%d indeterminate); %d reads saw the initial value after an acknowledged write", res.Ops, res.Indeterminate, r.lost)
+	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate); %d reads saw the initial value after an acknowledged write", res.Ops, w.keys, res.Indeterminate, r.lost)
 	if !res.Ok() {
 		path := w.logDir + "/register.html"
 		if err := res.WriteHTML(path); err == nil {

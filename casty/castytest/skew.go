@@ -1,0 +1,27 @@
+package castytest
+
+import (
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/internal/seam"
+)
+
+// SkewedClock returns a casty.Option that skews the member it starts:
+// its replication clock (its HLC's physical clock, hlc.Config.Physical)
+// reads the wall clock plus d, which may be negative. It is Cluster.Skew
+// for a member started with casty.Start over real TCP, outside a Cluster:
+// a member process of a chaos run (cmd/castychaos) passes it to run with
+// a wrong clock. Timers and timeouts keep the real clock.
+//
+// casty's HLC sets no bound on drift (hlc.Config.MaxDrift 0), so no skew
+// is refused: the HLC orders the member's stamps after every stamp it has
+// seen, and members that hear from it run their clocks ahead with it. A
+// test that means "skew within MaxDrift" chooses d within the bound it
+// means. It is a testing aid: give it to no production member. Members of
+// a Cluster take their skew from Cluster.Skew; this option is overridden
+// there.
+func SkewedClock(d time.Duration) casty.Option {
+	m := &seam.Member{Physical: func() int64 { return time.Now().Add(d).UnixMilli() }}
+	return seam.Option(m).(casty.Option)
+}

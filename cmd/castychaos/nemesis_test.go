@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeMemberEnv, set to a file's path, makes the test binary run as a
+// fake member when the nemesis starts it ("member" and the member's
+// flags): it listens on its address, appends "start <addr> <skew>" to the
+// file, and on SIGTERM appends "term <addr>" and exits. No casty runs, so
+// the nemesis's plumbing is tested in milliseconds.
+const fakeMemberEnv = "CASTYCHAOS_FAKE_MEMBER"
+
+func fakeMember(path string, args []string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fs := flag.NewFlagSet("fake member", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "", "")
+	fs.String("seeds", "", "")
+	fs.Int("replicas", 0, "")
+	fs.String("cluster", "", "")
+	fs.Bool("v", false, "")
+	skew := fs.Duration("skew", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return 1
+	}
+	defer ln.Close()
+	record := func(line string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+	record(fmt.Sprintf("start %s %s", *addr, *skew))
+	eof := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+	select {
+	case <-term:
+		record("term " + *addr)
+	case <-eof:
+	}
+	return 0
+}
+
+// TestMain's first lines (chaos_test.go) run fakeMember when the
+// environment asks for it.
+func runFakeMember() {
+	if path := os.Getenv(fakeMemberEnv); path != "" && len(os.Args) > 1 && os.Args[1] == "member" {
+		os.Exit(fakeMember(path, os.Args[2:]))
+	}
+}
+
+func TestDrawSkewStaysWithinHalfTheDrift(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var neg, pos bool
+	for range 10000 {
+		d := drawSkew(rng, 300*time.Millisecond)
+		if d < -150*time.Millisecond || d > 150*time.Millisecond || d%time.Millisecond != 0 {
+			t.Fatalf("drawSkew(300ms) = %v, want whole milliseconds within ±150ms", d)
+		}
+		neg, pos = neg || d < 0, pos || d > 0
+	}
+	if !neg || !pos {
+		t.Fatalf("10000 skews drawn, negative %v, positive %v: want both", neg, pos)
+	}
+	if d := drawSkew(rng, time.Millisecond); d != 0 {
+		t.Fatalf("drawSkew(1ms) = %v, want 0 (no whole millisecond fits in ±0.5ms)", d)
+	}
+}
+
+// The skew fault, alone and combined with kills, over fake member
+// processes: a skewed restart is graceful (SIGTERM) and hands the new
+// process a -skew within ±maxDrift/2, the one it logs; a kill restarts a
+// member with the skew it had; every fault is logged and counted, and
+// every member runs after each round.
+func TestNemesisSkewRestartsMembersWithinMaxDrift(t *testing.T) {
+	events := t.TempDir() + "/events"
+	t.Setenv(fakeMemberEnv, events)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProcs(exe, "test", 5, 3, false, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.stopAll(5 * time.Second) })
+	const maxDrift = 400 * time.Millisecond
+	rng := rand.New(rand.NewPCG(7, skewStream))
+	for _, m := range p.members {
+		m.setSkew(drawSkew(rng, maxDrift))
+		if err := p.start(m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	n := &nemesis{procs: p, faults: []string{faultSkew, faultKill}, combine: true, interval: time.Second, maxDrift: maxDrift,
+		rng: rand.New(rand.NewPCG(7, 0)), out: &out, start: time.Now(), counts: map[string]int{}}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel() // every hold ends at once: inject, heal, next round
+	// Every fake listens once it has recorded its start and is ready
+	// for SIGTERM.
+	ready := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, m := range p.members {
+			if err := waitListening(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ready()
+	const rounds = 16
+	for range rounds {
+		n.round(ended)
+		ready()
+		for _, m := range p.members {
+			if st := m.current(); st != running {
+				t.Fatalf("member %d is %v after a round, want running:\n%s", m.index, st, out.String())
+			}
+		}
+	}
+	p.stopAll(5 * time.Second) // every fake has recorded its last start
+
+	logged := map[string][]time.Duration{} // addr → skews the nemesis logged, in order
+	for _, mm := range skewLogRE.FindAllStringSubmatch(out.String(), -1) {
+		d, err := time.ParseDuration(strings.TrimPrefix(mm[2], "+"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged[mm[1]] = append(logged[mm[1]], d)
+	}
+	skews, kills := n.counts[faultSkew], n.counts[faultKill]
+	if skews == 0 || kills == 0 || strings.Count(out.String(), "kill -9 member") != kills {
+		t.Fatalf("%d skew and %d kill faults counted, want both and each logged:\n%s", skews, kills, out.String())
+	}
+	total := 0
+	for _, l := range logged {
+		total += len(l)
+	}
+	if total != skews {
+		t.Fatalf("%d skewed restarts logged, %d counted:\n%s", total, skews, out.String())
+	}
+
+	// Replay the fakes' events per address.
+	f, err := os.Open(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type life struct {
+		skew    time.Duration
+		termed  bool // the last process got SIGTERM (a graceful restart or the end)
+		starts  int
+		changed []time.Duration // skews started with after a SIGTERM, in order
+	}
+	lives := map[string]*life{}
+	starts, terms := 0, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		addr := fields[1]
+		l := lives[addr]
+		switch fields[0] {
+		case "start":
+			starts++
+			d, err := time.ParseDuration(fields[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d < -maxDrift/2 || d > maxDrift/2 {
+				t.Errorf("%s started with skew %v, beyond ±%v", addr, d, maxDrift/2)
+			}
+			if l == nil {
+				lives[addr] = &life{skew: d, starts: 1}
+				continue
+			}
+			switch {
+			case l.termed:
+				l.changed = append(l.changed, d)
+			case d != l.skew:
+				t.Errorf("%s restarted after a kill with skew %v, want the %v it had", addr, d, l.skew)
+			}
+			l.skew, l.termed = d, false
+			l.starts++
+		case "term":
+			terms++
+			l.termed = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := len(p.members) + skews + kills; starts != want {
+		t.Errorf("%d processes started, want %d (5 + %d skews + %d kills)", starts, want, skews, kills)
+	}
+	if want := skews + len(p.members); terms != want {
+		t.Errorf("%d SIGTERMs recorded, want %d (one per skewed restart, one per member at the end)", terms, want)
+	}
+	for _, m := range p.members {
+		l := lives[m.addr]
+		if l == nil {
+			t.Fatalf("member %d never started", m.index)
+		}
+		if !slices.Equal(l.changed, logged[m.addr]) {
+			t.Errorf("member %d was restarted gracefully with skews %v, the nemesis logged %v", m.index, l.changed, logged[m.addr])
+		}
+		if l.skew != m.clockSkew() {
+			t.Errorf("member %d's last process ran with skew %v, the controller records %v", m.index, l.skew, m.clockSkew())
+		}
+	}
+}
+
+// skewLogRE matches the nemesis's line for a skewed restart: address and
+// new skew.
+var skewLogRE = regexp.MustCompile(`restart member \d+ \((\S+)\) gracefully with clock skew (\S+) \(was`)
