@@ -244,32 +244,38 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 }
 
 // dialOwner connects to d, the key's owner on the view whose change
-// channel is changed. The dial is abandoned as soon as the view moves the
-// key to another member: a member whose process is stopped, or whose host
-// vanished, still completes TCP connects in its kernel (or times out on
-// them) but never the handshake, and its neighbours suspecting it — the
+// channel is changed. The caller stops waiting as soon as the view moves
+// the key to another member: a member whose process is stopped, or whose
+// host vanished, still completes TCP connects in its kernel (or times out
+// on them) but never the handshake, and its neighbours suspecting it — the
 // view moving — is the first sign. The caller then retries on the new
-// owner, as after any failed dial (nothing was sent).
+// owner, as after any failed dial (nothing was sent). The dial itself goes
+// on, bounded by mux's connect and handshake timeouts and ended by Close:
+// a handshake abandoned half way would close a connection its peer may
+// already use (the session to a peer is shared, both ways).
 func (cl *cluster) dialOwner(ctx context.Context, k *actor.Kind, key string, at placement, d dest, changed <-chan struct{}) (*mux.Session, error) {
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
+	type dialed struct {
+		s   *mux.Session
+		err error
+	}
+	done := make(chan dialed, 1)
 	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-changed:
-				if nd, err := cl.target(k, key, at); err != nil || nd.local || nd.id != d.id {
-					cancel()
-					return
-				}
-				changed = cl.changes()
-			}
-		}
+		s, err := cl.node.Connect(context.WithoutCancel(ctx), mux.NodeID(d.id), d.addr)
+		done <- dialed{s, err}
 	}()
-	return cl.node.Connect(dctx, mux.NodeID(d.id), d.addr)
+	for {
+		select {
+		case r := <-done:
+			return r.s, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+			if nd, err := cl.target(k, key, at); err != nil || nd.local || nd.id != d.id {
+				return nil, fmt.Errorf("the key moved from %s while dialling it", d.addr)
+			}
+			changed = cl.changes()
+		}
+	}
 }
 
 // awaitChange waits a little for the membership view to move.
