@@ -169,7 +169,7 @@ func TestAnswerIsCountedAsAnswered(t *testing.T) {
 	}
 	rm := collect()
 	for outcome, want := range map[string]int64{"answered": 2, "failed": 0} {
-		n, _ := sum(rm, "casty.call.duration", attribute.String("casty.actor.kind", Carts.Name()), attribute.String("casty.call.outcome", outcome))
+		n, _ := sum(rm, "casty.calls", attribute.String("casty.actor.kind", Carts.Name()), attribute.String("casty.call.outcome", outcome))
 		if n != want {
 			t.Errorf("calls with outcome %s: %d, want %d", outcome, n, want)
 		}
