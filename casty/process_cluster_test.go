@@ -33,6 +33,7 @@ func TestHelperMember(t *testing.T) {
 	cfg := casty.Config{RemoveDeadAfter: time.Hour}
 	if os.Getenv("CASTY_HELPER_CONFIG") == "fast" {
 		cfg = replicationConfig()
+		cfg.RepairInterval = time.Second // anti-entropy and pruning in test time
 	}
 	var seeds []string
 	if s := os.Getenv("CASTY_HELPER_SEEDS"); s != "" {
@@ -59,7 +60,7 @@ func TestHelperMember(t *testing.T) {
 			fmt.Println("CLOSED", err)
 			os.Exit(0)
 		case <-tick.C:
-			if s := fmt.Sprintf("STATUS %d %v", casty.Placed(sys), casty.Synced(sys)); s != last {
+			if s := fmt.Sprintf("STATUS %d %v %d", casty.Placed(sys), casty.Synced(sys), sys.Replication().Keys); s != last {
 				fmt.Println(s)
 				last = s
 			}
@@ -138,9 +139,17 @@ func startProcMember(t *testing.T, seeds []string, config string) *procMember {
 // settled reports whether the child has adopted a placement of n members
 // and finished its syncs.
 func (p *procMember) settled(n int) bool {
+	placed, synced, _ := p.state()
+	return placed == n && synced
+}
+
+// state is the child's last STATUS: the members of the placement it acts
+// on, whether its syncs are done, and the actors it holds a copy of.
+func (p *procMember) state() (placed int, synced bool, keys int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.status == fmt.Sprintf("STATUS %d true", n)
+	fmt.Sscanf(p.status, "STATUS %d %t %d", &placed, &synced, &keys)
+	return placed, synced, keys
 }
 
 // stopped reports whether the child is stopped (SIGSTOP), as Linux's

@@ -183,3 +183,84 @@ func TestRollingRestartOfProcessesLosesNothing(t *testing.T) {
 	t.Logf("rolling restart of %d member processes in %v under %d callers: %s, %d acknowledged adds lost",
 		n, took.Round(time.Millisecond), callers, load, lost)
 }
+
+// TestJoinerTakesOverAndOldReplicasDropProcesses: with members in separate
+// processes, a fourth member joins three that hold Replicas(3) counters;
+// it takes its share of the copies, the others drop the copies of the
+// ranges they left (anti-entropy's pruning), and every counter reads what
+// was acknowledged.
+func TestJoinerTakesOverAndOldReplicasDropProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes; skipped with -short")
+	}
+	const keys = 60
+	members, lite := startProcCluster(t, 3, "fast")
+	for i := range keys {
+		n := callUntil(t, 10*time.Second, "add", func(ctx context.Context) (int, error) {
+			return casty.Call(ctx, Ledgers.Ref(lite, fmt.Sprint("join", i)), (*Ledger).Add, i+1)
+		})
+		if n != i+1 {
+			t.Fatalf("join%d = %d, want %d", i, n, i+1)
+		}
+	}
+	for _, p := range members {
+		waitFor(t, 30*time.Second, "every member holds every copy (3 members, Replicas(3))", func() bool {
+			_, _, held := p.state()
+			return held >= keys
+		})
+	}
+	joiner := startProcMember(t, []string{members[0].addr}, "fast")
+	all := append(members, joiner)
+	waitProcSettled(t, all, lite, 4)
+	waitFor(t, 30*time.Second, "the joiner holds its share", func() bool {
+		_, _, held := joiner.state()
+		return held > 0
+	})
+	// Pruning runs with anti-entropy (RepairInterval, 1 s in the child
+	// members): each old member drops the copies of the ranges the joiner
+	// took from it.
+	for _, p := range members {
+		waitFor(t, 60*time.Second, "an old member drops the copies of the ranges it left", func() bool {
+			_, _, held := p.state()
+			return held < keys
+		})
+	}
+	for i := range keys {
+		n := callUntil(t, 10*time.Second, "read", func(ctx context.Context) (int, error) {
+			return casty.Call0(ctx, Ledgers.Ref(lite, fmt.Sprint("join", i)), (*Ledger).Get)
+		})
+		if n != i+1 {
+			t.Fatalf("after the join, join%d = %d, want %d", i, n, i+1)
+		}
+	}
+}
+
+// TestDeletedStateStaysDeletedThroughAProcessKill: an actor deletes its
+// replicated state (Self(ctx).DeleteState), then its owner's process is
+// killed; the next call, served by another process, starts from zero.
+func TestDeletedStateStaysDeletedThroughAProcessKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes; skipped with -short")
+	}
+	members, lite := startProcCluster(t, 3, "fast")
+	const key = "proc-forget"
+	owner := procOwning(t, members, lite, Forgettables.Name(), key)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Forgettables.Ref(lite, key), (*Forgettable).Add, 7); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := casty.Call0(ctx, Forgettables.Ref(lite, key), (*Forgettable).Forget); err != nil || !ok {
+		t.Fatalf("DeleteState: %v, %v", ok, err)
+	}
+	owner.signal(t, syscall.SIGKILL)
+	<-owner.exited
+	n := callUntil(t, 30*time.Second, "adding to the deleted actor after its owner was killed", func(ctx context.Context) (int, error) {
+		if m, ok := lite.OwnerOf(Forgettables.Name(), key); !ok || m.Addr == owner.addr {
+			return 0, fmt.Errorf("still routed to the killed owner")
+		}
+		return casty.Call(ctx, Forgettables.Ref(lite, key), (*Forgettable).Add, 1)
+	})
+	if n != 1 {
+		t.Fatalf("after DeleteState and a kill: %d, want 1 (a fresh state)", n)
+	}
+}
