@@ -18,8 +18,8 @@ import (
 // time from the crash to the first successful write through another
 // member, which must carry on from the last acknowledged state. It runs 3
 // trials by default and 50 with CASTY_FIGURES=1 (the figure in
-// BENCHMARKS.md: go test -run TestFailoverAfterOwnerCrash -count 1 -v
-// ./casty/ with CASTY_FIGURES=1, without -race).
+// BENCHMARKS.md: go test -timeout 30m -run TestFailoverAfterOwnerCrash
+// -count 1 -v ./casty/ with CASTY_FIGURES=1, without -race).
 func TestFailoverAfterOwnerCrash(t *testing.T) {
 	trials := 3
 	if os.Getenv("CASTY_FIGURES") != "" {
