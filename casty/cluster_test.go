@@ -694,9 +694,9 @@ func TestClusterMisplacedPointNeverActivatesOnANonOwner(t *testing.T) {
 	ctx := context.Background()
 	key := keyOn(t, nodes[0], nodes[0], Wheres.Name())
 	lying := casty.Misplaced(Wheres.Ref(nodes[0], key), casty.PointOwnedBy(nodes[0], nodes[1]))
-	_, err := casty.Call0(ctx, lying, (*Where).Hit)
+	out, err := casty.Call0(ctx, lying, (*Where).Hit)
 	if !errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "does not own") {
-		t.Fatalf("call with a misplaced point: %v (want ErrActorUnavailable: does not own)", err)
+		t.Fatalf("call with a misplaced point: %q %v (want ErrActorUnavailable: does not own)", out, err)
 	}
 	if n := nodes[1].Active(); n != 0 {
 		t.Fatalf("the non-owner has %d activations, want none", n)

@@ -272,6 +272,15 @@ func (n *Node) goTracked(f func()) bool {
 // a live session to that node already exists and wins the tie-break (see
 // the package docs), that one is returned and the new connection drains.
 // On a closed node, or one that Close interrupted, it fails with ErrClosed.
+//
+// ctx bounds the connect and the caller's wait, not the handshake: once
+// the hello is on its way the listener may register the session and route
+// work over it, and a dialler that hung up half way would make it fail
+// there — and, as the winner of the tie-break, take a healthy session down
+// with it. So when ctx ends during the handshake, Dial returns ctx's error
+// at once and the handshake goes on, bounded by Config.HandshakeTimeout
+// and interrupted by Close; if it succeeds, the session is registered
+// like any other.
 func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 	if n.isClosed() {
 		return nil, ErrClosed
@@ -290,12 +299,29 @@ func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 		return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	s, err := n.dialConn(ctx, conn, host)
-	if err != nil && !errors.Is(err, ErrClosed) && n.isClosed() {
-		// Close interrupted the handshake: say so, not only how it broke.
-		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	type dialed struct {
+		s   *Session
+		err error
 	}
-	return s, err
+	done := make(chan dialed, 1)
+	if !n.goTracked(func() {
+		s, err := n.dialConn(context.WithoutCancel(ctx), conn, host)
+		done <- dialed{s, err}
+	}) {
+		conn.Close()
+		return nil, ErrClosed
+	}
+	var r dialed
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mux: dial %s: %w (the handshake goes on)", addr, ctx.Err())
+	}
+	if r.err != nil && !errors.Is(r.err, ErrClosed) && n.isClosed() {
+		// Close interrupted the handshake: say so, not only how it broke.
+		r.err = fmt.Errorf("%w: %w", ErrClosed, r.err)
+	}
+	return r.s, r.err
 }
 
 // Connect returns the live session to peer, dialling addr if there is
