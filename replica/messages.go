@@ -90,7 +90,7 @@ const (
 	StatusUnsynced               // sync refused: the replica has not synced that range itself
 	StatusFull                   // refused: the replica is at its limit and holds nothing of this actor
 	StatusLagging                // sync refused for now: the replica has not adopted the request's newer placement; ask again
-	StatusJoining                // sync refused: as StatusUnsynced, from a newcomer still taking its first ranges
+	StatusJoining                // sync answered by a newcomer still taking its first ranges: its copies, but not a vote (as StatusUnsynced)
 )
 
 var statusNames = [...]string{"ok", "stale", "need-full", "pending", "missing", "corrupt", "behind", "unsynced", "full", "lagging", "joining"}

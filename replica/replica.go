@@ -491,12 +491,15 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 		// placement: the requester asks again.
 		out.Status = StatusLagging
 		return
-	case !synced:
+	case !synced && !r.joining:
 		out.Status = StatusUnsynced
-		if r.joining {
-			out.Status = StatusJoining
-		}
 		return
+	case !synced:
+		// A newcomer is left out of the requester's count, but hands over
+		// the copies it has pulled so far: they may be the only live
+		// ones of a write whose holders went while it pulled (SPEC.md,
+		// "Membership changes").
+		out.Status = StatusJoining
 	}
 	if batch <= 0 {
 		batch = pager.DefaultBatchSize

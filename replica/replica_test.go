@@ -459,3 +459,100 @@ func TestOnlyANewcomerAnswersJoining(t *testing.T) {
 		t.Fatalf("unsynced %v, joining %v: want both unsynced, only the newcomer joining", u, j)
 	}
 }
+
+// A newcomer left out of a sync's count still hands over the copies it
+// has pulled so far, and a sync that left it out (a Copies group) waits
+// for them: they may be the only live ones of a write whose holders went
+// while it pulled (replica/sim, TestLinearizableLeavingOutNewcomersUnderOtherChanges,
+// seed 752 with NoNewcomerCopies).
+func TestLeftOutNewcomerHandsOverItsCopies(t *testing.T) {
+	point := func(_, key string) uint64 { return uint64(len(key)) }
+	rng := Range{Start: 1, End: 2} // holds point 2 ("xx")
+	nc := NewReplica(point)
+	nc.Joined()
+	nc.Observe(1)
+	nc.Unsync("k", rng)
+	w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(4, 3), Pages: []pager.Page{{Key: "V", Data: []byte{7}}}})
+	w.Key, w.Version = "xx", 1
+	if _, err := nc.Adopt("k", Record{Key: "xx", Accepted: w.Ballot, Stamp: w.Delta.Stamp, Pages: w.Delta.Pages}); err != nil {
+		t.Fatal(err)
+	}
+	got := nc.Handle(&Msg{Op: OpSync, Kind: "k", Ranges: []Range{rng}, Version: 1}, 0)
+	if got.Status != StatusJoining || len(got.Records) != 1 || got.Records[0].Key != "xx" {
+		t.Fatalf("a newcomer's answer: %v with %d records, want joining with its copy", got.Status, len(got.Records))
+	}
+
+	empty := NewReplica(point) // the member the walk takes instead: it missed the write
+	empty.Observe(1)
+	local := NewReplica(point)
+	local.Observe(1)
+	local.Unsync("k", rng)
+	y := NewJointSync("k", []Range{rng}, 1, 0, []Group{
+		{Members: []NodeID{{1}}, Need: 1},
+		{Members: []NodeID{{9}}, Need: 1, Copies: true},
+	}, local, 0)
+	outs := y.Start()
+	if len(outs) != 2 {
+		t.Fatalf("%d requests, want one to each group", len(outs))
+	}
+	for _, o := range outs {
+		if o.To == (NodeID{1}) {
+			y.Step(o.To, empty.Handle(o.Msg, 0))
+		}
+	}
+	if y.Done() {
+		t.Fatal("done before the left-out newcomer handed over its copies")
+	}
+	if r := y.Retry(); len(r) != 1 || r[0].To != (NodeID{9}) {
+		t.Fatalf("retry asks %v, want only the newcomer", r)
+	}
+	y.Step(NodeID{9}, nc.Handle(outs[1].Msg, 0))
+	if !y.Done() {
+		t.Fatal("not done once the newcomer handed over its copies")
+	}
+	if st, ok := local.Get("k", "xx"); !ok || st.Stamp != w.Delta.Stamp {
+		t.Fatalf("the newcomer's copy was not adopted: %+v %v", st, ok)
+	}
+	if len(y.Joining()) != 1 {
+		t.Fatalf("joining %v: the newcomer's answer is still not a vote", y.Joining())
+	}
+}
+
+// A newcomer's copies never stand for its vote: in a group that needs
+// votes, a joining answer counts for nothing.
+func TestNewcomersCopiesAreNotAVote(t *testing.T) {
+	rng := Range{Start: 1, End: 3}
+	nc := NewReplica(nil)
+	nc.Joined()
+	nc.Observe(1)
+	nc.Unsync("k", rng)
+	y := NewSync("k", []Range{rng}, 1, 0, []NodeID{{2}}, 1, NewReplica(nil), 0)
+	outs := y.Start()
+	y.Step(NodeID{2}, nc.Handle(outs[0].Msg, 0))
+	if y.Done() {
+		t.Fatal("a newcomer's joining answer counted as a vote")
+	}
+	if r := y.Retry(); len(r) != 1 {
+		t.Fatalf("the newcomer is not asked again for its vote: %v", r)
+	}
+}
+
+// An abandoned sync marks nothing synced, whatever answers arrive after.
+func TestAbandonedSyncMarksNothing(t *testing.T) {
+	rng := Range{Start: 1, End: 3}
+	local := NewReplica(nil)
+	local.Observe(1)
+	local.Unsync("k", rng)
+	holder := NewReplica(nil)
+	holder.Observe(1)
+	y := NewSync("k", []Range{rng}, 1, 0, []NodeID{{2}}, 1, local, 0)
+	outs := y.Start()
+	y.Abandon()
+	y.Step(NodeID{2}, holder.Handle(outs[0].Msg, 0))
+	if y.Done() || local.syncedRange("k", rng) {
+		t.Fatalf("an abandoned sync finished (done %v) or marked its range", y.Done())
+	}
+	if len(y.Retry()) != 0 {
+		t.Fatal("an abandoned sync asks again")
+	}
+}

@@ -40,9 +40,11 @@ type Sync struct {
 
 	cursor   map[NodeID]string
 	finished map[NodeID]bool
+	copied   map[NodeID]bool // newcomers that handed over their copies in full (StatusJoining)
 	unsynced map[NodeID]bool // members that answered they have not synced the ranges
 	joining  map[NodeID]bool // of those, newcomers still taking their first ranges
 	done     bool
+	dropped  bool // abandoned: it marks nothing and takes no more replies
 }
 
 // Unsynced returns the members that answered that they have not synced
@@ -67,9 +69,17 @@ func (y *Sync) members(set map[NodeID]bool) []NodeID {
 }
 
 // Group is a set of members a sync must hear Need of.
+//
+// In a Copies group a newcomer's answer counts as heard once it has handed
+// over its copies in full, though it is still joining: the runtime puts
+// there the newcomers it leaves out of the count (Joining), so that what
+// they pulled so far is not lost with the members they pulled it from
+// (SPEC.md, "Membership changes"). They answer at once whatever their own
+// syncs' progress, so waiting for them never waits on a sync.
 type Group struct {
 	Members []NodeID
 	Need    int
+	Copies  bool
 }
 
 // NewSync prepares the sync of kind's range rng, entered at placement
@@ -86,7 +96,7 @@ func NewSync(kind string, rngs []Range, version, digest uint64, prev []NodeID, n
 // this member in the new placement.
 func NewJointSync(kind string, rngs []Range, version, digest uint64, groups []Group, local *Replica, batch int) *Sync {
 	y := &Sync{kind: kind, rngs: rngs, version: version, digest: digest, groups: groups, local: local, batch: batch,
-		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}, unsynced: map[NodeID]bool{}, joining: map[NodeID]bool{}}
+		cursor: map[NodeID]string{}, finished: map[NodeID]bool{}, copied: map[NodeID]bool{}, unsynced: map[NodeID]bool{}, joining: map[NodeID]bool{}}
 	seen := map[NodeID]bool{}
 	for _, g := range groups {
 		for _, id := range g.Members {
@@ -104,7 +114,7 @@ func (y *Sync) satisfied() bool {
 	for _, g := range y.groups {
 		n := 0
 		for _, id := range g.Members {
-			if y.finished[id] {
+			if y.finished[id] || g.Copies && y.copied[id] {
 				n++
 			}
 		}
@@ -118,6 +128,16 @@ func (y *Sync) satisfied() bool {
 // Done reports whether the range is synced.
 func (y *Sync) Done() bool { return y.done }
 
+// Abandon stops a sync that has not finished without marking its ranges
+// synced: the runtime replaces it by one that must hear more (the member
+// re-entered a range under a newer placement while this one ran). It
+// adopts no reply from then on.
+func (y *Sync) Abandon() {
+	if !y.done {
+		y.dropped = true
+	}
+}
+
 // Ranges returns the ranges being synced.
 func (y *Sync) Ranges() []Range { return y.rngs }
 
@@ -127,6 +147,9 @@ func (y *Sync) ask(to NodeID) Out {
 
 // Start asks every member of the previous set.
 func (y *Sync) Start() []Out {
+	if y.dropped {
+		return nil
+	}
 	if y.satisfied() {
 		y.finish()
 		return nil
@@ -140,36 +163,50 @@ func (y *Sync) Start() []Out {
 
 // Retry asks again every member that has not finished answering.
 func (y *Sync) Retry() []Out {
-	if y.done {
+	if y.done || y.dropped {
 		return nil
 	}
 	var out []Out
 	for _, id := range y.prev {
-		if !y.finished[id] {
+		if !y.finished[id] && !(y.copied[id] && !y.votes(id)) {
 			out = append(out, y.ask(id))
 		}
 	}
 	return out
 }
 
+// votes reports whether id is in a group that needs its vote (not only
+// its copies).
+func (y *Sync) votes(id NodeID) bool {
+	for _, g := range y.groups {
+		if !g.Copies && slices.Contains(g.Members, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // Step takes one reply: its records are adopted; a cut reply is continued
 // from its last record.
 func (y *Sync) Step(from NodeID, m *Msg) []Out {
-	if y.done || m.Op != OpSynced || !slices.Equal(m.Ranges, y.rngs) || m.Kind != y.kind || y.finished[from] {
+	if y.done || y.dropped || m.Op != OpSynced || !slices.Equal(m.Ranges, y.rngs) || m.Kind != y.kind || y.finished[from] {
 		return nil
 	}
 	if m.Status == StatusUnsynced || m.Status == StatusJoining {
 		y.unsynced[from] = true
 		y.joining[from] = m.Status == StatusJoining
 	}
-	if m.Status != StatusOK {
+	copies := m.Status == StatusJoining // a newcomer's copies: adopted, not a vote
+	if m.Status != StatusOK && !copies {
 		return nil // unsynced or behind: that member does not count (yet)
 	}
-	if m.Version != y.version || m.Brief {
+	if m.Version != y.version || m.Brief || copies && y.copied[from] {
 		return nil // an answer to another request (a repair's): not this sync's
 	}
-	delete(y.unsynced, from)
-	delete(y.joining, from)
+	if !copies {
+		delete(y.unsynced, from)
+		delete(y.joining, from)
+	}
 	if m.Key != y.cursor[from] {
 		return nil // a duplicate or late reply to an earlier request
 	}
@@ -182,7 +219,12 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 		y.cursor[from] = m.Records[len(m.Records)-1].Key
 		return []Out{y.ask(from)}
 	}
-	y.finished[from] = true
+	if copies {
+		y.copied[from] = true
+		y.cursor[from] = "" // asked again for its vote, from the start
+	} else {
+		y.finished[from] = true
+	}
 	if y.satisfied() {
 		y.finish()
 	}

@@ -106,6 +106,15 @@ type Config struct {
 	// without them instead, as casty's runSync does (replica/SPEC.md,
 	// "Membership changes"). Other unsynced members are waited for.
 	SkipUnsynced bool
+	// NoNewcomerCopies makes newcomers answer syncs without their copies,
+	// and syncs not wait for those they leave out — the rule before
+	// SPEC.md's "Membership changes" had them handed over; runs with it
+	// show the loss that rule had.
+	NoNewcomerCopies bool
+	// ForgetUnfinishedSyncs makes a member that re-enters a range whose
+	// sync it had not finished sync from the new base set alone — the rule
+	// before SPEC.md's "Membership changes" kept the old sets too.
+	ForgetUnfinishedSyncs bool
 }
 
 func (c *Config) defaults() {
@@ -443,6 +452,11 @@ func (s *Sim) group(i int) int {
 
 // send puts a message on the wire from a to b.
 func (s *Sim) send(from, to int, m *replica.Msg) {
+	if s.cfg.NoNewcomerCopies && m.Op == replica.OpSynced && m.Status == replica.StatusJoining && len(m.Records) > 0 {
+		c := *m
+		c.Records, c.More = nil, false // the old answer: no copies
+		m = &c
+	}
 	b, err := m.Encode()
 	if err != nil {
 		panic(fmt.Sprintf("sim: encode: %v", err))
@@ -916,6 +930,12 @@ func (s *Sim) adopt(n *node, v int) {
 		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
 		n.rep.Unsync(kind, keyRange(k))
 		args := syncArgs{version: v, base: v - 1, skip: []int{n.i}, leave: s.leaves[v]}
+		if old, ok := n.syncOf[k]; ok && n.syncs[k] != nil && !s.cfg.ForgetUnfinishedSyncs {
+			// Back in a range it left before its sync there was done: the
+			// sets that sync had to hear from must still answer (they can
+			// hold writes the new base set never saw).
+			args.prior = append(slices.Clone(old.prior), old.base)
+		}
 		if args.leave {
 			s.stats.LeaveSyncs++
 		}
@@ -932,7 +952,9 @@ func (s *Sim) adopt(n *node, v int) {
 type syncArgs struct {
 	version, base int
 	skip          []int
-	leave         bool // begun on a placement a leave published
+	copies        []int // newcomers left out: asked for their copies only
+	prior         []int // bases of unfinished syncs this one replaced: their sets answer too
+	leave         bool  // begun on a placement a leave published
 }
 
 // newSync makes n's sync of key k: from k's replica set on placement
@@ -945,7 +967,28 @@ func (s *Sim) newSync(k int, n *node, args syncArgs) *replica.Sync {
 		ids = append(ids, s.nodes[i].id)
 	}
 	n.syncOf[k] = args
-	return replica.NewSync(kind, []replica.Range{keyRange(k)}, uint64(args.version), 0, ids, replica.SyncNeed(len(prev), s.cfg.W), n.rep, 0)
+	groups := []replica.Group{{Members: ids, Need: replica.SyncNeed(len(prev), s.cfg.W)}}
+	for _, b := range args.prior {
+		pm := s.rank(k, slices.DeleteFunc(slices.Clone(s.placements[b-1]), func(i int) bool { return slices.Contains(args.skip, i) }))
+		var pids []replica.NodeID
+		for _, i := range pm {
+			pids = append(pids, s.nodes[i].id)
+		}
+		groups = append(groups, replica.Group{Members: pids, Need: replica.SyncNeed(len(pm), s.cfg.W)})
+	}
+	if len(args.copies) > 0 && !s.cfg.NoNewcomerCopies {
+		var cs []replica.NodeID
+		for _, i := range args.copies {
+			// A newcomer removed since (it died) can no longer answer.
+			if slices.Contains(s.placements[args.version-1], i) {
+				cs = append(cs, s.nodes[i].id)
+			}
+		}
+		if len(cs) > 0 {
+			groups = append(groups, replica.Group{Members: cs, Need: len(cs), Copies: true})
+		}
+	}
+	return replica.NewJointSync(kind, []replica.Range{keyRange(k)}, uint64(args.version), 0, groups, n.rep, 0)
 }
 
 // synced ends n's finished sync of key k.
@@ -984,6 +1027,7 @@ func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
 		for _, id := range y.Joining() {
 			if i := s.index(id); !slices.Contains(args.skip, i) {
 				args.skip = append(slices.Clone(args.skip), i)
+				args.copies = append(slices.Clone(args.copies), i)
 				again = true
 				s.tracef("n%d k%d sync leaves out n%d (joining)", n.i, k, i)
 			}
