@@ -113,6 +113,7 @@ func (a *Agent) run() {
 				continue
 			}
 			m.ClientOnly = ev.ClientOnly
+			m.Via = ev.From
 			out = a.node.Step(now, m)
 		case <-timer.C:
 			out = a.node.Tick(a.clock())

@@ -129,6 +129,7 @@ type event struct {
 	node int
 	from int
 	data []byte
+	via  string // Inject: the connection the frame came over
 	addr string
 	gen  uint64
 	why  gossip.LinkFailure
@@ -454,8 +455,12 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 // Inject delivers m to node i one LatencyMin from now, as if some peer had
 // sent it: m.From is whatever the caller wrote, like a forger on the network
 // would. The frame goes through the wire codec; Config.Trace sees from = -1.
-func (s *Sim) Inject(i int, m *core.Message) {
-	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, data: core.EncodeMessage(m)})
+func (s *Sim) Inject(i int, m *core.Message) { s.InjectVia(i, Forger.Addr, m) }
+
+// InjectVia is Inject over a connection whose peer the transport knows as
+// via (core.Message.Via): a forger holding several connections.
+func (s *Sim) InjectVia(i int, via string, m *core.Message) {
+	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, via: via, data: core.EncodeMessage(m)})
 }
 
 // Run advances the simulation by d.
@@ -518,6 +523,11 @@ func (s *Sim) handle(e *event) {
 		}
 		if m.Kind == core.KindGossip {
 			s.stats.PayloadDeliveries++
+		}
+		if e.from >= 0 {
+			m.Via = s.nodes[e.from].peer.Addr // the connection it came over
+		} else {
+			m.Via = e.via
 		}
 		if s.cfg.Trace != nil {
 			s.cfg.Trace(s.now, e.from, e.node, m)
