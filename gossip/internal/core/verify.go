@@ -54,6 +54,7 @@ const maxSourceProbing = maxProbing / 4
 // source is where claims came from: the connection a frame arrived over.
 type source struct {
 	q      []NodeID // its claims waiting for a probe slot, oldest first (ids of claims gone since are skipped)
+	probed []NodeID // its claims probed, in the order their first PING went out (likewise)
 	held   int      // its claims
 	flight int      // its claims with a PING in flight
 	fresh  int      // its claims about ids the table does not hold
@@ -239,11 +240,12 @@ func (n *Node) preemptFor(s *source) bool {
 		return false
 	}
 	var victim *claim
-	for _, c := range n.claims {
-		if c.nonce == 0 || c.rec.Status.Gone() || n.srcs[c.via].flight != most {
+	for via, o := range n.srcs {
+		if o.flight != most {
 			continue
 		}
-		if victim == nil || c.sent.Before(victim.sent) || (c.sent.Equal(victim.sent) && c.rec.ID.Compare(victim.rec.ID) < 0) {
+		if c := n.oldestProbe(via, o); c != nil && (victim == nil || c.sent.Before(victim.sent) ||
+			(c.sent.Equal(victim.sent) && c.rec.ID.Compare(victim.rec.ID) < 0)) {
 			victim = c
 		}
 	}
@@ -253,6 +255,27 @@ func (n *Node) preemptFor(s *source) bool {
 	n.log.Debug("gossip: probe slot given to another source", "record", victim.rec.String(), "from", victim.via)
 	n.dropClaim(victim.rec.ID)
 	return true
+}
+
+// oldestProbe returns the claim of source via (counts s) whose probe went
+// out first, among those that may be abandoned (not LEFT or DEAD), dropping
+// the ids of claims settled since from the front of s.probed.
+func (n *Node) oldestProbe(via string, s *source) *claim {
+	live := func(id NodeID) *claim {
+		if c, ok := n.claims[id]; ok && c.via == via && c.nonce != 0 {
+			return c
+		}
+		return nil
+	}
+	for len(s.probed) > 0 && live(s.probed[0]) == nil {
+		s.probed = s.probed[1:]
+	}
+	for _, id := range s.probed {
+		if c := live(id); c != nil && !c.rec.Status.Gone() {
+			return c
+		}
+	}
+	return nil
 }
 
 // queueClaim probes c now if it may, else queues it.
@@ -273,7 +296,15 @@ func (n *Node) queueClaim(c *claim) {
 func (n *Node) probe(c *claim) {
 	if c.nonce == 0 {
 		n.probing++
-		n.srcs[c.via].flight++
+		s := n.srcs[c.via]
+		s.flight++
+		s.probed = append(s.probed, c.rec.ID)
+		if len(s.probed) > 2*s.flight+16 { // drop ids of claims settled meanwhile
+			s.probed = slices.DeleteFunc(s.probed, func(id NodeID) bool {
+				o, ok := n.claims[id]
+				return !ok || o.via != c.via || (o.nonce == 0 && o != c)
+			})
+		}
 	} else {
 		delete(n.byNonce, c.nonce)
 	}
