@@ -111,3 +111,35 @@ func TestForgedFloodDoesNotDelayAnHonestJoin(t *testing.T) {
 			c.perSecond, c.conns, ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1], len(ds), refused)
 	}
 }
+
+// TestForgedAnsweredFloodIsBoundedByTheTable plays the stronger forger of
+// gossip/SPEC.md's stated limits: it answers the admission probes at the
+// addresses it names (which an authenticated transport leaves only to
+// holders of a credential), so its fakes are adopted. What holds is the
+// bound: no member ever holds more than MaxTableSize records and claims,
+// and the excess is refused and counted. What it costs is stated, not
+// defended: once the tables are full of members the forger keeps
+// answering for, a real joiner is refused by every member, whether the
+// forger goes on naming new fakes or not (SECURITY.md, "Not yet
+// defended"): this test logs it and asserts only the bound.
+func TestForgedAnsweredFloodIsBoundedByTheTable(t *testing.T) {
+	const n, bound = 10, 256
+	for _, keep := range []bool{true, false} {
+		for seed := range uint64(seeds(3, 20)) {
+			g := gossip.DefaultConfig()
+			g.MaxTableSize = bound
+			r, err := ForgedAnsweredFlood(Config{Seed: seed + 1, Gossip: g}, n, 1000, keep, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.MaxHeld > bound {
+				t.Fatalf("seed %d: a member held %d records and claims, over the bound %d", seed+1, r.MaxHeld, bound)
+			}
+			if r.FakesHeld == 0 || r.Refused == 0 {
+				t.Fatalf("seed %d: the answering forger got %d fakes held and %d refusals; the scenario does not fill the table", seed+1, r.FakesHeld, r.Refused)
+			}
+			t.Logf("flooding on after the join %v, seed %d: joined %v after %v; fakes held %d (of %d table slots, joiner's included), refused %d, most held at one member %d",
+				keep, seed+1, r.Joined, r.Join, r.FakesHeld, (n+1)*bound, r.Refused, r.MaxHeld)
+		}
+	}
+}

@@ -72,6 +72,11 @@ type Config struct {
 	OnEvent func(at time.Duration, node int, ev gossip.Event)
 	// Trace, if set, sees every message delivered to a running node.
 	Trace func(at time.Duration, from, to int, m *core.Message)
+	// Answer, if set, is a host outside the cluster (a forger) reached at
+	// every address no node has: it sees each message sent there and may
+	// return a reply, delivered to the sender one round trip later over a
+	// connection whose peer is that address. Nil: such sends are lost.
+	Answer func(to gossip.Peer, m *core.Message) *core.Message
 }
 
 func (c *Config) defaults() {
@@ -420,6 +425,12 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	s.stats.ByKind[snd.Msg.Kind]++
 	s.stats.BytesByKind[snd.Msg.Kind] += uint64(len(b))
 	j, ok := s.byAddr[snd.To.Addr]
+	if !ok && s.cfg.Answer != nil {
+		if r := s.cfg.Answer(snd.To, snd.Msg); r != nil {
+			s.push(&event{at: s.now + s.latency() + s.latency(), kind: evDeliver, node: sn.idx, from: -1, via: snd.To.Addr, data: core.EncodeMessage(r)})
+		}
+		return
+	}
 	if !ok || !s.reachable(sn.idx, j) {
 		if ok && !sn.failing[j] {
 			sn.failing[j] = true
