@@ -42,8 +42,12 @@ func (s secrets) apply(c *mux.Config) {
 // connection must then prove a secret (this one, or the operator or
 // client secret) by challenge and response in its handshake, and only a
 // node proving this one may be a member. The secret never crosses the
-// wire, but the connections are not encrypted: use WithTLS as well where
-// the network is not trusted. At least 16 bytes; use 32 random ones. Give
+// wire, but it authenticates the handshake only: frames are neither
+// encrypted nor individually authenticated, so whoever is on the path can
+// read them, and alter or inject frames after the handshake. Where the
+// network is not trusted, use WithTLS with a CA (mutual TLS, with
+// Identity), alone or as well: SECURITY.md explains why confidentiality
+// and integrity are left to TLS. At least 16 bytes; use 32 random ones. Give
 // it to members only: whoever holds it can join as a member and do
 // anything (SECURITY.md).
 func WithClusterSecret(secret []byte) Option {

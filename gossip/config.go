@@ -66,9 +66,12 @@ type Config struct {
 	// MaxTableSize bounds the member table: its records (tombstones
 	// included) plus the second-hand records waiting for an admission
 	// probe (SPEC.md, Admission). When it is reached, new unverified
-	// records (and tombstones of ids the table does not hold) are dropped,
-	// with a debug log line; a record already held is never evicted for
-	// them. Default 4096; zero means 4096; at most 65536.
+	// records (and tombstones of ids the table does not hold) are dropped
+	// and counted (Stats.Refused, a WARN line per 10 s at most); a table
+	// record is never evicted for them, but an unverified record of the
+	// connection holding the most gives way to one from a connection
+	// holding fewer (SPEC.md, Admission: Bound). Default 4096; zero means
+	// 4096; at most 65536.
 	MaxTableSize int
 	// Seeds are addresses tried, in random order, to join. Empty means the
 	// node starts a cluster of its own.

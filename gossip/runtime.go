@@ -40,9 +40,11 @@ type Agent struct {
 type Stats struct {
 	// Refused counts records about members the table did not hold that
 	// were dropped because the table was full (Config.MaxTableSize): a
-	// flood of forged claims, or a cluster larger than the bound. Nothing
-	// held is evicted for them (SPEC.md, Admission: Bound); refusals are
-	// also logged, at most one WARN line per 10 s.
+	// flood of forged claims, or a cluster larger than the bound; it also
+	// counts the unverified records of the connection holding the most
+	// that gave way to another connection's. No table record is evicted
+	// for them (SPEC.md, Admission: Bound); refusals are also logged, at
+	// most one WARN line per 10 s.
 	Refused uint64
 	// Unverified is how many second-hand records wait for a probe
 	// (SPEC.md, Admission).
@@ -113,6 +115,7 @@ func (a *Agent) run() {
 				continue
 			}
 			m.ClientOnly = ev.ClientOnly
+			m.Via = ev.From
 			out = a.node.Step(now, m)
 		case <-timer.C:
 			out = a.node.Tick(a.clock())

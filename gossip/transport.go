@@ -40,7 +40,7 @@ type Transport interface {
 // TransportEvent is an inbound frame (Frame non-nil) or the failure of the
 // link to From (Failure non-zero).
 type TransportEvent struct {
-	From    string      // the peer's advertised address, when known
+	From    string      // the peer's advertised address, when known; second-hand records are probed fairly between the Froms they arrived from (SPEC.md, Admission)
 	Frame   []byte      // one encoded membership message (SPEC.md), opaque to the transport
 	Failure LinkFailure // non-zero: the link to From failed
 	// ClientOnly marks a frame that arrived over a connection whose peer

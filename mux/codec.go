@@ -60,13 +60,28 @@ func (zlibCodec) compress(dst, src []byte) []byte {
 	return buf.Bytes()
 }
 
+// zlibReaders holds zlib readers for reuse: each holds a 32 KiB window
+// and its Huffman tables, allocated again for every message otherwise.
+var zlibReaders sync.Pool
+
 func (zlibCodec) decompress(src []byte, max int) ([]byte, error) {
-	r, err := zlib.NewReader(bytes.NewReader(src))
+	var r io.ReadCloser
+	var err error
+	if pooled, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		r, err = pooled, pooled.(zlib.Resetter).Reset(bytes.NewReader(src), nil)
+	} else {
+		r, err = zlib.NewReader(bytes.NewReader(src))
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	// zlib declares no size: grow by doubling from a guess, never past
+	// max+1 bytes (one byte more tells a bomb).
+	out, err := readBounded(r, initialGuess(len(src), max), max+1)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	zlibReaders.Put(r)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +89,37 @@ func (zlibCodec) decompress(src []byte, max int) ([]byte, error) {
 		return nil, errDecompressedTooLarge
 	}
 	return out, nil
+}
+
+// initialGuess is the first buffer for a decompressed size nobody
+// declared: four times the compressed size, at least 4 KiB, at most limit.
+func initialGuess(compressed, limit int) int {
+	return min(limit, max(4<<10, 4*compressed))
+}
+
+// readBounded reads r to its end into a buffer of capacity guess, doubled
+// as it fills but never past limit: the buffer is what is returned, and a
+// reader producing more than limit bytes stops at limit.
+func readBounded(r io.Reader, guess, limit int) ([]byte, error) {
+	buf := make([]byte, 0, min(guess, limit))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= limit {
+				return buf, nil
+			}
+			next := make([]byte, len(buf), min(2*cap(buf), limit))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 type zstdCodec struct{}
@@ -99,38 +145,75 @@ func (zstdCodec) compress(dst, src []byte) []byte {
 	return zstdEnc.EncodeAll(src, dst[:0])
 }
 
+// The zstd decoder is shared and created on first use. Created without a
+// reader it starts no goroutines; DecodeAll is safe for concurrent use
+// (up to GOMAXPROCS at a time, the rest wait for a block decoder). It
+// decodes into the buffer it is given and never past that buffer's
+// capacity (WithDecodeAllCapLimit), which is how decompress bounds the
+// output; the window is the output itself, so no window is allocated.
+var (
+	zstdDecOnce sync.Once
+	zstdDec     *zstd.Decoder
+)
+
+func zstdDecInit() {
+	zstdDecOnce.Do(func() {
+		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderLowmem(true), zstd.WithDecodeAllCapLimit(true))
+	})
+}
+
+// zstdMaxRatio is the most a zstd frame can decode to per input byte: a
+// block of at most 128 KiB output costs at least 4 bytes (an RLE block's
+// 3-byte header and its byte).
+const zstdMaxRatio = (128 << 10) / 4
+
+// zstdSlack is room past the content size that the decoder's 16-byte
+// copies may touch without reallocating the buffer (its
+// compressedBlockOverAlloc).
+const zstdSlack = 32
+
 func (zstdCodec) decompress(src []byte, max int) ([]byte, error) {
-	// Refuse frames that declare a larger content size before decoding,
-	// then bound the actual output while decoding.
 	var h zstd.Header
 	if err := h.Decode(src); err != nil {
 		return nil, err
 	}
-	if h.HasFCS && h.FrameContentSize > uint64(max) {
-		return nil, errDecompressedTooLarge
+	zstdDecInit()
+	// Our encoder (EncodeAll) declares the content size: decode into a
+	// buffer of exactly that size. Refuse a frame declaring more than the
+	// limit, or more than its input can decode to, before allocating.
+	if h.HasFCS {
+		if h.FrameContentSize > uint64(max) {
+			return nil, errDecompressedTooLarge
+		}
+		if h.FrameContentSize > uint64(len(src))*zstdMaxRatio {
+			return nil, errors.New("zstd frame declares more than it can hold")
+		}
+		return zstdDecodeWithin(src, int(h.FrameContentSize)+zstdSlack, max)
 	}
-	out, err := boundedZstd(src, max)
-	if err != nil {
-		return nil, err
+	// No declared size: start from a guess and double, never past the
+	// limit. Each attempt decodes again; senders that declare the size
+	// (ours always do) never take this path.
+	limit := min(max, len(src)*zstdMaxRatio)
+	for c := initialGuess(len(src), limit); ; c = min(2*c, limit) {
+		out, err := zstdDecodeWithin(src, c+zstdSlack, max)
+		if !errors.Is(err, zstd.ErrDecoderSizeExceeded) || c >= limit {
+			return out, err
+		}
 	}
-	return out, nil
 }
 
-// boundedZstd decodes src block by block through a stream reader limited
-// to limit+1 bytes, so an undeclared-size bomb cannot allocate past limit.
-func boundedZstd(src []byte, limit int) ([]byte, error) {
-	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxWindow(uint64(max(limit, 8<<20))))
+// zstdDecodeWithin decodes src into a new buffer of capacity c; output
+// past c is ErrDecoderSizeExceeded, past max errDecompressedTooLarge.
+func zstdDecodeWithin(src []byte, c, max int) ([]byte, error) {
+	out, err := zstdDec.DecodeAll(src, make([]byte, 0, c))
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) && c > max {
+		return nil, errDecompressedTooLarge
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	out, err := io.ReadAll(io.LimitReader(d, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > limit {
+	if len(out) > max {
 		return nil, errDecompressedTooLarge
 	}
 	return out, nil

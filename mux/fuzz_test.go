@@ -2,10 +2,14 @@ package mux
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // FuzzEnvelope feeds arbitrary bytes to the lane decoder. It must never
@@ -242,5 +246,63 @@ func TestTieBreakIsSymmetricAndTotal(t *testing.T) {
 		if tieBreak(c.a, c.b) != c.aWins || tieBreak(c.b, c.a) == c.aWins {
 			t.Errorf("case %d: not the expected, symmetric answer", i)
 		}
+	}
+}
+
+// TestZstdBombsAreRefusedWithinTheLimit sends the zstd decoder frames that
+// decode past the limit, declared or not, and a frame declaring more than
+// its blocks can hold: each is refused, and what the refusal allocates is
+// bounded by the limit (twice it, for the doubling an undeclared size
+// needs), not by what the frame would decode to. A frame of exactly the
+// limit that does not declare its size still decodes.
+func TestZstdBombsAreRefusedWithinTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	streamed := func(src []byte) []byte { // no content size in the header
+		var buf bytes.Buffer
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(src); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	// Magic, a single-segment descriptor with an 8-byte content size of
+	// 1 MiB (the limit), and one last RLE block of 1 byte repeated 16 times.
+	lying := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0}
+	lying = binary.LittleEndian.AppendUint64(lying, limit)
+	lying = append(lying, 0x83, 0x00, 0x00, 'x') // last, RLE, size 16
+	cases := []struct {
+		name     string
+		frame    []byte
+		maxAlloc uint64
+	}{
+		{"declared", zstdCodec{}.compress(nil, make([]byte, limit+1)), 64 << 10},
+		{"undeclared", streamed(make([]byte, 4*limit)), 2*limit + 128<<10},
+		{"declares more than it holds", lying, 64 << 10},
+	}
+	_, _ = zstdCodec{}.decompress(zstdCodec{}.compress(nil, []byte("warm up")), limit)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			out, err := zstdCodec{}.decompress(c.frame, limit)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatalf("%d bytes of a %d-byte frame accepted", len(out), len(c.frame))
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > c.maxAlloc {
+				t.Fatalf("refusing it allocated %d bytes, more than %d", alloc, c.maxAlloc)
+			}
+		})
+	}
+	src := codecPayload(limit)
+	if out, err := (zstdCodec{}).decompress(streamed(src), limit); err != nil || !bytes.Equal(out, src) {
+		t.Fatalf("an undeclared frame of exactly the limit: %d bytes, %v", len(out), err)
 	}
 }

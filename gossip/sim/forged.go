@@ -162,3 +162,122 @@ func ForgedDeparture(cfg Config, n int, status gossip.Status, kind core.Kind) (F
 	r.Ended = s.AllSee(victim, IsAlive) && s.Converged()
 	return r, nil
 }
+
+// fakeMembersFrom returns k fake ALIVE records numbered from first (see
+// FakeMembers).
+func fakeMembersFrom(first, k int) []gossip.Member {
+	out := make([]gossip.Member, k)
+	for i := range out {
+		var id gossip.NodeID
+		id[0] = 0xfa
+		binary.BigEndian.PutUint32(id[12:], uint32(first+i))
+		out[i] = gossip.Member{ID: id, Addr: fmt.Sprintf("fake%d:7000", first+i), Status: gossip.Alive}
+	}
+	return out
+}
+
+// ForgedFloodResult is what ForgedFlood measures.
+type ForgedFloodResult struct {
+	Join          time.Duration // joiner added -> ALIVE at every member (limit if never)
+	Joined        bool          // within the limit
+	FakeEvents    int           // member events about a fake, at any node
+	Refused       uint64        // records refused by full tables, all members together
+	MaxUnverified int           // most second-hand records one node held at once
+	MaxHeld       int           // most table records plus second-hand records at one node (sampled every 100 ms)
+	FakesHeld     int           // fake records in the tables at the end, all members together
+}
+
+// ForgedFlood settles an n-node cluster, then has the forger send every
+// member, every 100 ms, a SYNC naming perSecond/10 fake members never
+// named before, at addresses nobody answers at, split over conns
+// connections of the forger. After 5 s of it (every member's probe slots
+// taken), a real node joins, and the flood goes on until the joiner is
+// ALIVE at every member or limit has passed. With perSecond 0 it is the
+// same join without a flood.
+func ForgedFlood(cfg Config, n, perSecond, conns int, limit time.Duration) (ForgedFloodResult, error) {
+	return floodJoin(cfg, n, perSecond, conns, false, true, limit)
+}
+
+// ForgedAnsweredFlood is ForgedFlood over one connection by the stronger
+// forger of gossip/SPEC.md's stated limits: it answers the admission
+// probes at the addresses it names (as an insider of the transport
+// could), so its fakes are adopted until tables reach
+// Config.Gossip.MaxTableSize. With keepFlooding false it stops naming new
+// fakes when the real node joins (but goes on answering).
+func ForgedAnsweredFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
+	return floodJoin(cfg, n, perSecond, 1, true, keepFlooding, limit)
+}
+
+func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit time.Duration) (ForgedFloodResult, error) {
+	var r ForgedFloodResult
+	user := cfg.OnEvent
+	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
+		if ev.Member.ID[0] == 0xfa {
+			r.FakeEvents++
+		}
+		if user != nil {
+			user(at, o, ev)
+		}
+	}
+	if answer {
+		cfg.Answer = func(to gossip.Peer, m *core.Message) *core.Message {
+			var k int
+			if m.Kind != core.KindPing || m.Digest == 0 {
+				return nil
+			}
+			if _, err := fmt.Sscanf(to.Addr, "fake%d:7000", &k); err != nil {
+				return nil
+			}
+			fake := fakeMembersFrom(k, 1)[0]
+			return &core.Message{Kind: core.KindPong, From: fake.Peer(), Digest: m.Digest}
+		}
+	}
+	s, err := Build(cfg, n)
+	if err != nil {
+		return r, err
+	}
+	members := s.Running()
+	named := 0
+	flooding := true
+	flood := func(until time.Duration, cond func() bool) bool {
+		for s.Now() < until {
+			if k := perSecond / 10; k > 0 && flooding {
+				fs := fakeMembersFrom(named, k)
+				named += k
+				for _, i := range members {
+					for c := range conns { // the frame split over the forger's connections
+						part := fs[c*len(fs)/conns : (c+1)*len(fs)/conns]
+						s.InjectVia(i, fmt.Sprintf("forger%d:7000", c), &core.Message{Kind: core.KindSync, From: Forger, Members: part})
+					}
+				}
+			}
+			if s.RunUntil(min(until, s.Now()+100*time.Millisecond), func() bool {
+				for _, i := range s.Running() {
+					r.MaxUnverified = max(r.MaxUnverified, s.Node(i).Unverified())
+				}
+				return cond != nil && cond()
+			}) && cond != nil {
+				return true
+			}
+			for _, i := range s.Running() {
+				r.MaxHeld = max(r.MaxHeld, len(s.Node(i).Members())+s.Node(i).Unverified())
+			}
+		}
+		return false
+	}
+	flood(s.Now()+5*time.Second, nil)
+	flooding = keep
+	t0 := s.Now()
+	j := s.AddNode()
+	r.Joined = flood(t0+limit, func() bool { return s.AllSee(j, IsAlive) })
+	r.Join = s.Now() - t0
+	for _, i := range s.Running() {
+		r.Refused += s.Node(i).Refused()
+		for _, m := range s.Node(i).Members() {
+			if m.ID[0] == 0xfa && !m.Status.Gone() {
+				r.FakesHeld++
+			}
+		}
+	}
+	return r, nil
+}

@@ -72,6 +72,11 @@ type Config struct {
 	OnEvent func(at time.Duration, node int, ev gossip.Event)
 	// Trace, if set, sees every message delivered to a running node.
 	Trace func(at time.Duration, from, to int, m *core.Message)
+	// Answer, if set, is a host outside the cluster (a forger) reached at
+	// every address no node has: it sees each message sent there and may
+	// return a reply, delivered to the sender one round trip later over a
+	// connection whose peer is that address. Nil: such sends are lost.
+	Answer func(to gossip.Peer, m *core.Message) *core.Message
 }
 
 func (c *Config) defaults() {
@@ -129,6 +134,7 @@ type event struct {
 	node int
 	from int
 	data []byte
+	via  string // Inject: the connection the frame came over
 	addr string
 	gen  uint64
 	why  gossip.LinkFailure
@@ -419,6 +425,12 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	s.stats.ByKind[snd.Msg.Kind]++
 	s.stats.BytesByKind[snd.Msg.Kind] += uint64(len(b))
 	j, ok := s.byAddr[snd.To.Addr]
+	if !ok && s.cfg.Answer != nil {
+		if r := s.cfg.Answer(snd.To, snd.Msg); r != nil {
+			s.push(&event{at: s.now + s.latency() + s.latency(), kind: evDeliver, node: sn.idx, from: -1, via: snd.To.Addr, data: core.EncodeMessage(r)})
+		}
+		return
+	}
 	if !ok || !s.reachable(sn.idx, j) {
 		if ok && !sn.failing[j] {
 			sn.failing[j] = true
@@ -454,8 +466,12 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 // Inject delivers m to node i one LatencyMin from now, as if some peer had
 // sent it: m.From is whatever the caller wrote, like a forger on the network
 // would. The frame goes through the wire codec; Config.Trace sees from = -1.
-func (s *Sim) Inject(i int, m *core.Message) {
-	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, data: core.EncodeMessage(m)})
+func (s *Sim) Inject(i int, m *core.Message) { s.InjectVia(i, Forger.Addr, m) }
+
+// InjectVia is Inject over a connection whose peer the transport knows as
+// via (core.Message.Via): a forger holding several connections.
+func (s *Sim) InjectVia(i int, via string, m *core.Message) {
+	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, via: via, data: core.EncodeMessage(m)})
 }
 
 // Run advances the simulation by d.
@@ -518,6 +534,11 @@ func (s *Sim) handle(e *event) {
 		}
 		if m.Kind == core.KindGossip {
 			s.stats.PayloadDeliveries++
+		}
+		if e.from >= 0 {
+			m.Via = s.nodes[e.from].peer.Addr // the connection it came over
+		} else {
+			m.Via = e.via
 		}
 		if s.cfg.Trace != nil {
 			s.cfg.Trace(s.now, e.from, e.node, m)

@@ -286,4 +286,29 @@ func forged(n, k int, seed0 uint64, row func(string, int, string, string, time.T
 		fmt.Sprintf("LEFT/DEAD events for the victim %d; longest non-ALIVE spell at one node p99 %v, max %v; not ALIVE everywhere at the end %d",
 			removals, r(sim.Percentile(spells, 99)), r(sim.Percentile(spells, 100)), notEnded),
 		"0 removals; spell <= 2 s", t)
+	for _, c := range []struct{ perSecond, conns int }{{0, 1}, {1000, 4}, {5000, 8}} {
+		t = time.Now()
+		var joins []time.Duration
+		var refused uint64
+		for i := range k {
+			res, err := sim.ForgedFlood(sim.Config{Seed: seed0 + uint64(i)}, n, c.perSecond, c.conns, 60*time.Second)
+			if err == nil && !res.Joined {
+				err = fmt.Errorf("sim: seed %d: the joiner is not ALIVE everywhere after 60 s of flood", seed0+uint64(i))
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				*fail = true
+				continue
+			}
+			joins = append(joins, res.Join)
+			refused = max(refused, res.Refused)
+		}
+		name := "a join, no flood (baseline of the rows below)"
+		if c.perSecond > 0 {
+			name = fmt.Sprintf("a join while every member gets %d forged new-member claims a second over %d connections", c.perSecond, c.conns)
+		}
+		row(name, k, fmt.Sprintf("joiner ALIVE everywhere p50 %v, p99 %v, max %v; most refused by full tables in a run %d",
+			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), refused),
+			"as without a flood", t)
+	}
 }

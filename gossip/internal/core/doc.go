@@ -15,7 +15,8 @@
 // failures with LinkDown (that report is the main source of suspicion; the
 // other is a probe answered by another node at a member's address), and
 // call Tick no later than Output.Next. A runtime over an authenticated
-// transport also sets Message.ClientOnly on what it steps.
+// transport also sets Message.ClientOnly on what it steps, and every runtime
+// sets Message.Via to the connection's peer as the transport knows it.
 //
 // The package is internal so that package gossip names only what a user of
 // the module needs; gossip re-exports the member vocabulary (NodeID, Peer,

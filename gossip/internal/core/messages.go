@@ -105,4 +105,10 @@ type Message struct {
 	// credential (gossip.TransportEvent.ClientOnly). Such a sender cannot
 	// vouch for a member-role record (SPEC.md, Admission).
 	ClientOnly bool
+	// Via is not on the wire either: the runtime sets it to the address of
+	// the connection's peer as the transport knows it
+	// (gossip.TransportEvent.From). Claims are probed fairly between the
+	// connections they arrived over (SPEC.md, Admission); empty means the
+	// sender's address (From.Addr) stands for the connection.
+	Via string
 }

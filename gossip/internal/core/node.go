@@ -147,15 +147,18 @@ type Node struct {
 
 	// second-hand records awaiting a probe (verify.go)
 	claims   map[NodeID]*claim
-	byNonce  map[uint64]NodeID // the claim each PING in flight probes
-	claimQ   []NodeID          // claims waiting for a probe slot, oldest first
-	probing  int               // claims with a PING in flight
-	fresh    int               // claims about ids the table does not hold
-	refused  uint64            // claims dropped because the table was full
-	refLog   time.Time         // when refusals may next be logged
-	refLast  uint64            // Refused at the last log line
-	nonces   *rand.ChaCha8     // probe nonces; nil: drawn from rng (Config.Rand set)
-	claimMin time.Time         // no claim deadline is earlier (may be stale-early)
+	byNonce  map[uint64]NodeID  // the claim each PING in flight probes
+	srcs     map[string]*source // per connection: its claims' queue and counts
+	turn     []string           // sources with queued claims, in round-robin order
+	rr       int                // the source in turn whose claim is probed next
+	via      string             // the source of the message being stepped
+	probing  int                // claims with a PING in flight
+	fresh    int                // claims about ids the table does not hold
+	refused  uint64             // claims dropped because the table was full
+	refLog   time.Time          // when refusals may next be logged
+	refLast  uint64             // Refused at the last log line
+	nonces   *rand.ChaCha8      // probe nonces; nil: drawn from rng (Config.Rand set)
+	claimMin time.Time          // no claim deadline is earlier (may be stale-early)
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -274,7 +277,7 @@ func (n *Node) Leave(now time.Time) Output {
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
 	n.lazyQ, n.unsent, n.watched = nil, nil, nil
-	n.claims, n.claimQ, n.byNonce, n.probing, n.fresh = nil, nil, nil, 0, 0
+	n.claims, n.srcs, n.turn, n.byNonce, n.probing, n.fresh = nil, nil, nil, nil, 0, 0
 	n.joining = false
 	return n.finish()
 }
@@ -301,6 +304,10 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 		return n.finish()
 	}
 	n.heardFrom(m.From.ID)
+	n.via = m.Via
+	if n.via == "" {
+		n.via = m.From.Addr
+	}
 	switch m.Kind {
 	case KindJoin:
 		n.onJoin(m)
@@ -385,7 +392,7 @@ func (n *Node) begin(now time.Time) {
 // output over.
 func (n *Node) finish() Output {
 	n.keepEagerLink()
-	if len(n.claimQ) > 0 && !n.leaving {
+	if len(n.turn) > 0 && !n.leaving {
 		n.pumpClaims()
 	}
 	n.flushLazy()

@@ -32,14 +32,34 @@ import (
 //
 // Claims and table records together stay within Config.MaxTableSize: a claim
 // about an id the table does not hold (or a tombstone of one) is dropped when
-// the table is full. Probes of ALIVE/SUSPECT claims run at most maxProbing at
-// a time; a claim that could not be probed within NeighborTimeout of its
-// arrival is dropped (anti-entropy brings an honest record back), so every
-// claim is settled or gone within (1 + probeAttempts) × NeighborTimeout.
+// the table is full, unless another source holds more such claims than the
+// claim's own, in which case one of that source's unprobed claims makes room.
+// Probes of ALIVE/SUSPECT claims run at most maxProbing at a time, at most
+// maxSourceProbing of them for the claims of one source (the connection
+// they arrived over, Message.Via), and a freed slot goes to the sources with
+// queued claims in turn; a claim that could not be probed within
+// NeighborTimeout of its arrival is dropped (anti-entropy brings an honest
+// record back), so every claim is settled or gone within
+// (1 + probeAttempts) × NeighborTimeout. A flood of claims from one
+// connection thus delays the claims relayed by others by at most one turn.
 
 // maxProbing bounds the admission probes in flight (LEFT and DEAD probes,
 // about members the table holds and so bounded by it, are not held back).
 const maxProbing = 64
+
+// maxSourceProbing bounds the admission probes in flight for the claims of
+// one source: a flood from one connection leaves the other slots to the rest.
+const maxSourceProbing = maxProbing / 4
+
+// source is where claims came from: the connection a frame arrived over.
+type source struct {
+	q      []NodeID // its claims waiting for a probe slot, oldest first (ids of claims gone since are skipped)
+	probed []NodeID // its claims probed, in the order their first PING went out (likewise)
+	held   int      // its claims
+	flight int      // its claims with a PING in flight
+	fresh  int      // its claims about ids the table does not hold
+	inTurn bool     // in Node.turn
+}
 
 // probeAttempts is how many PINGs a claim gets, NeighborTimeout apart.
 const probeAttempts = 2
@@ -52,6 +72,7 @@ type claim struct {
 	rec     Member
 	age     time.Duration // tombstone age at the sender (LEFT)
 	fresh   bool          // the table held no record of the id: counts against the bound
+	via     string        // the source it arrived from
 	created time.Time
 	nonce   uint64    // of the PING in flight; 0 while none is
 	sent    time.Time // when that PING went out
@@ -125,6 +146,7 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		if moved { // the probe in flight asks the wrong address
 			if c.nonce != 0 {
 				n.probing--
+				n.srcs[c.via].flight--
 				delete(n.byNonce, c.nonce)
 			}
 			c.nonce, c.tries, c.created = 0, 0, n.now
@@ -134,17 +156,20 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		return
 	}
 	_, known := n.table.Get(rec.ID)
-	if !known && n.full() {
+	if !known && n.full() && !n.evictFor(n.via) {
 		n.refuse(rec)
 		return
 	}
-	c := &claim{rec: rec, age: age, fresh: !known, created: n.now}
+	c := &claim{rec: rec, age: age, fresh: !known, via: n.via, created: n.now}
 	if n.claims == nil {
 		n.claims = make(map[NodeID]*claim)
 	}
 	n.claims[rec.ID] = c
+	src := n.source(c.via)
+	src.held++
 	if !known {
 		n.fresh++
+		src.fresh++
 	}
 	if d := n.claimDeadline(c); len(n.claims) == 1 || d.Before(n.claimMin) {
 		n.claimMin = d
@@ -152,19 +177,134 @@ func (n *Node) hold(rec Member, age time.Duration) {
 	n.queueClaim(c)
 }
 
+// source returns the counts of the claims from via, created if none.
+func (n *Node) source(via string) *source {
+	s, ok := n.srcs[via]
+	if !ok {
+		s = &source{}
+		if n.srcs == nil {
+			n.srcs = make(map[string]*source)
+		}
+		n.srcs[via] = s
+	}
+	return s
+}
+
+// evictFor makes room in a full table for a claim from via: if another
+// source holds more claims about ids the table does not hold than via does
+// (by two or more), its newest unprobed one is dropped (and counted as
+// refused). It reports whether it made room.
+func (n *Node) evictFor(via string) bool {
+	mine := 0
+	if s, ok := n.srcs[via]; ok {
+		mine = s.fresh
+	}
+	var hog string
+	most := mine + 1
+	for v, s := range n.srcs {
+		if s.fresh > most || (s.fresh == most && hog != "" && v < hog) {
+			hog, most = v, s.fresh
+		}
+	}
+	if hog == "" {
+		return false
+	}
+	s := n.srcs[hog]
+	for i := len(s.q) - 1; i >= 0; i-- {
+		c, ok := n.claims[s.q[i]]
+		if ok && c.via == hog && c.nonce == 0 && c.fresh {
+			s.q = slices.Delete(s.q, i, i+1)
+			n.dropClaim(c.rec.ID)
+			n.refuse(c.rec)
+			return true
+		}
+	}
+	return false
+}
+
+// preemptFor frees a probe slot for a claim of s when all are taken: if
+// other sources have more probes in flight than s, the probe sent first
+// among those of the sources with the most is abandoned and its claim
+// dropped (an honest record comes back with anti-entropy). So the slots are
+// shared evenly between the sources that want them, a source's probe is
+// abandoned only for one with fewer, and a flood over many connections
+// cannot hold every slot while the claims of others wait out their
+// NeighborTimeout: an answered probe takes a round trip, an unanswered one
+// is the oldest in flight.
+func (n *Node) preemptFor(s *source) bool {
+	most := s.flight
+	for _, o := range n.srcs {
+		most = max(most, o.flight)
+	}
+	if most <= s.flight {
+		return false
+	}
+	var victim *claim
+	for via, o := range n.srcs {
+		if o.flight != most {
+			continue
+		}
+		if c := n.oldestProbe(via, o); c != nil && (victim == nil || c.sent.Before(victim.sent) ||
+			(c.sent.Equal(victim.sent) && c.rec.ID.Compare(victim.rec.ID) < 0)) {
+			victim = c
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	n.log.Debug("gossip: probe slot given to another source", "record", victim.rec.String(), "from", victim.via)
+	n.dropClaim(victim.rec.ID)
+	return true
+}
+
+// oldestProbe returns the claim of source via (counts s) whose probe went
+// out first, among those that may be abandoned (not LEFT or DEAD), dropping
+// the ids of claims settled since from the front of s.probed.
+func (n *Node) oldestProbe(via string, s *source) *claim {
+	live := func(id NodeID) *claim {
+		if c, ok := n.claims[id]; ok && c.via == via && c.nonce != 0 {
+			return c
+		}
+		return nil
+	}
+	for len(s.probed) > 0 && live(s.probed[0]) == nil {
+		s.probed = s.probed[1:]
+	}
+	for _, id := range s.probed {
+		if c := live(id); c != nil && !c.rec.Status.Gone() {
+			return c
+		}
+	}
+	return nil
+}
+
 // queueClaim probes c now if it may, else queues it.
 func (n *Node) queueClaim(c *claim) {
-	if c.rec.Status.Gone() || n.probing < maxProbing {
+	s := n.srcs[c.via]
+	if c.rec.Status.Gone() || (s.flight < maxSourceProbing && (n.probing < maxProbing || n.preemptFor(s))) {
 		n.probe(c)
 		return
 	}
-	n.claimQ = append(n.claimQ, c.rec.ID)
+	if !s.inTurn {
+		s.inTurn = true
+		n.turn = append(n.turn, c.via)
+	}
+	s.q = append(s.q, c.rec.ID)
 }
 
 // probe sends c's member a PING with a fresh nonce.
 func (n *Node) probe(c *claim) {
 	if c.nonce == 0 {
 		n.probing++
+		s := n.srcs[c.via]
+		s.flight++
+		s.probed = append(s.probed, c.rec.ID)
+		if len(s.probed) > 2*s.flight+16 { // drop ids of claims settled meanwhile
+			s.probed = slices.DeleteFunc(s.probed, func(id NodeID) bool {
+				o, ok := n.claims[id]
+				return !ok || o.via != c.via || (o.nonce == 0 && o != c)
+			})
+		}
 	} else {
 		delete(n.byNonce, c.nonce)
 	}
@@ -193,20 +333,51 @@ func (n *Node) nonce() uint64 {
 	}
 }
 
-// pumpClaims probes queued claims while there is room.
+// pumpClaims probes queued claims while there is room: one claim from each
+// source in turn, skipping sources at their own bound.
 func (n *Node) pumpClaims() {
-	for len(n.claimQ) > 0 && n.probing < maxProbing {
-		id := n.claimQ[0]
-		n.claimQ = n.claimQ[1:]
-		if c, ok := n.claims[id]; ok && c.nonce == 0 {
-			n.probe(c)
+	for idle := 0; n.probing < maxProbing && len(n.turn) > 0 && idle < len(n.turn); {
+		if n.rr >= len(n.turn) {
+			n.rr = 0
+		}
+		via := n.turn[n.rr]
+		s := n.srcs[via]
+		if s.flight >= maxSourceProbing {
+			n.rr++
+			idle++
+			continue
+		}
+		probed := false
+		for len(s.q) > 0 && !probed {
+			id := s.q[0]
+			s.q = s.q[1:]
+			if c, ok := n.claims[id]; ok && c.via == via && c.nonce == 0 {
+				n.probe(c)
+				probed = true
+			}
+		}
+		if probed {
+			idle = 0
+		} else {
+			idle++
+		}
+		if len(s.q) > 0 {
+			n.rr++
+			continue
+		}
+		n.turn = slices.Delete(n.turn, n.rr, n.rr+1)
+		s.q, s.inTurn = nil, false
+		if s.held == 0 {
+			delete(n.srcs, via)
 		}
 	}
-	if len(n.claimQ) > 2*len(n.claims)+64 { // drop ids of claims gone meanwhile
-		n.claimQ = slices.DeleteFunc(n.claimQ, func(id NodeID) bool {
-			c, ok := n.claims[id]
-			return !ok || c.nonce != 0
-		})
+	for _, via := range n.turn { // drop ids of claims gone meanwhile
+		if s := n.srcs[via]; len(s.q) > 2*s.held+64 {
+			s.q = slices.DeleteFunc(s.q, func(id NodeID) bool {
+				c, ok := n.claims[id]
+				return !ok || c.via != via || c.nonce != 0
+			})
+		}
 	}
 }
 
@@ -215,12 +386,19 @@ func (n *Node) dropClaim(id NodeID) *claim {
 	if !ok {
 		return nil
 	}
+	s := n.srcs[c.via]
 	if c.nonce != 0 {
 		n.probing--
+		s.flight--
 		delete(n.byNonce, c.nonce)
 	}
 	if c.fresh {
 		n.fresh--
+		s.fresh--
+	}
+	s.held--
+	if s.held == 0 && !s.inTurn {
+		delete(n.srcs, c.via)
 	}
 	delete(n.claims, id)
 	return c
@@ -366,7 +544,7 @@ func (n *Node) claimLinkDown(addr string) {
 func (n *Node) tickClaims() {
 	if len(n.claims) == 0 {
 		n.claims = nil
-		n.claimQ = nil
+		n.srcs, n.turn, n.rr = nil, nil, 0
 		n.byNonce = nil
 		return
 	}

@@ -423,3 +423,56 @@ func TestTableFullRefusalsAreCountedAndLoggedAtAPace(t *testing.T) {
 		t.Fatalf("after the interval: log lines %q; want a second one with %q", ls, want)
 	}
 }
+
+// A flood of claims over a few connections neither takes every probe slot
+// nor fills the table against a claim relayed over another connection: the
+// honest record is probed at once and adopted when its member answers
+// (SPEC.md, Admission). Before probes were shared between sources the
+// flood held all 64 slots (the honest claim waited in a queue and was
+// dropped unprobed) and, at the table bound, the honest claim was refused.
+func TestFloodOfClaimsDoesNotStarveAnotherConnectionsClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		conns   int
+		perConn int
+		bound   int
+	}{
+		{"probe slots, 4 connections", 4, 250, 0},
+		{"probe slots, 100 connections", 100, 10, 0},
+		{"table bound", 1, 1000, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := newTestNet(t)
+			c := testCfg()
+			c.MaxTableSize = tc.bound
+			n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tn.nodes["a0:1"], tn.order = n, []string{"a0:1"}
+			tn.out("a0:1", n.Start(tn.now))
+			fs := fakes(tc.conns * tc.perConn)
+			for _, f := range fs {
+				tn.cut[f.Addr] = true // nobody answers there
+			}
+			for k := range tc.conns {
+				part := fs[k*tc.perConn : (k+1)*tc.perConn]
+				tn.out("a0:1", n.Step(tn.now, &Message{Kind: KindSync, From: forger, Via: fmt.Sprintf("forger%d:1", k), Members: part}))
+			}
+			tn.run()
+			j := tn.add("a09:1", 10) // started, known to nobody yet
+			out := n.Step(tn.now, &Message{Kind: KindGossip, From: Peer{ID: NodeID{2}, Addr: "a01:1"}, Members: []Member{j.Self()}})
+			if got := countSends(out.Sends, KindPing); got != 1 {
+				t.Fatalf("the honest claim got %d probes at once, want 1 (refused so far: %d)", got, n.Refused())
+			}
+			tn.out("a0:1", out)
+			tn.run()
+			if m, ok := n.Member(j.Self().ID); !ok || m.Status != Alive {
+				t.Fatalf("the honest member was not adopted: %v %v", m, ok)
+			}
+			if lim := n.tableLimit(); n.table.Len()+n.Unverified() > lim {
+				t.Fatalf("table + unverified = %d, over the bound %d", n.table.Len()+n.Unverified(), lim)
+			}
+		})
+	}
+}
