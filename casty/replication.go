@@ -58,7 +58,8 @@ type replicator struct {
 	// then each newer placement restarts its syncs (generation syncGen).
 	settledJoin bool
 	syncGen     uint64
-	pending     int // syncs of the current generation not done
+	pending     int        // syncs of the current generation not done
+	runs        []*syncRun // the syncs of the current generation not done
 
 	react    sync.Mutex // guards reacting, reagain
 	reacting bool       // a reactivation of durable actors runs

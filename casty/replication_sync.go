@@ -109,6 +109,10 @@ func (r *replicator) adopt(pl *layout) {
 		r.syncGen++ // syncs of an earlier placement stop
 		r.pending = 0
 		r.rep.ForgetUnsynced() // and their ranges are marked anew below
+		for _, run := range r.runs {
+			run.abandon()
+		}
+		r.runs = nil
 	case old != nil:
 		base = old.ring
 	}
@@ -132,13 +136,16 @@ func (r *replicator) adopt(pl *layout) {
 				if b == nil {
 					b = without(pl.ring, self)
 				}
-				runs = append(runs, &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, base: b, pl: pl, gen: r.syncGen})
+				run := &syncRun{kind: d.k.Name, n: n, w: d.repl.write.Of(n), rngs: rngs, base: b, pl: pl, gen: r.syncGen}
+				r.reenter(run)
+				runs = append(runs, run)
 			}
 		}
 	}
 	r.rep.ObserveDigest(pl.version, pl.digest)
 	r.pl = pl
 	r.pending += len(runs)
+	r.runs = append(r.runs, runs...)
 	if r.pending == 0 && r.joiner {
 		r.settledJoin = true
 		r.rep.JoinSettled()
@@ -149,15 +156,56 @@ func (r *replicator) adopt(pl *layout) {
 	}
 }
 
+// reenter ties run to the unfinished syncs of its kind whose ranges it
+// overlaps (r.mu held): the member left those ranges and came back before
+// they synced. Each must then hear the previous sets of both — the older
+// base's members can hold writes the newer base never saw (a leaver still
+// handing off, say), and the newer base's those made while this member
+// was away — so each takes the other's bases, and the older one's rounds
+// in flight are abandoned, lest one finish on its old sets alone
+// (replica/SPEC.md, "Membership changes").
+func (r *replicator) reenter(run *syncRun) {
+	for _, old := range r.runs {
+		if old.kind != run.kind || old.gen != run.gen || len(old.rngs) == 0 || !overlaps(old.rngs, run.rngs) {
+			continue
+		}
+		run.prior = append(run.prior, old.base)
+		run.prior = append(run.prior, old.prior...)
+		old.prior = append(old.prior, run.base)
+		old.abandon()
+	}
+}
+
+func overlaps(a, b []replica.Range) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Overlaps(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // syncRun is the sync of one kind's entered ranges on one placement.
 type syncRun struct {
 	kind    string
 	n, w    int
 	rngs    []replica.Range // not synced yet
 	base    *ring.Ring      // the placement the ranges' previous sets are on
+	prior   []*ring.Ring    // more bases whose sets must answer too (reenter)
 	pl      *layout
 	gen     uint64
-	counted bool // its completion was counted in replicator.pending
+	counted bool            // its completion was counted in replicator.pending
+	live    []*replica.Sync // the syncs of its round in flight (r.mu)
+}
+
+// abandon stops run's rounds in flight without marking anything synced
+// (r.mu held); its next round starts from its bases as they are now.
+func (run *syncRun) abandon() {
+	for _, y := range run.live {
+		y.Abandon()
+	}
 }
 
 // unsyncedWait, times ReplicationTimeout, is how long a sync waits for a
@@ -169,10 +217,13 @@ type syncRun struct {
 const unsyncedWait = 2
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
-// group of ranges with one previous replica set, that set: the range's set
-// on the base placement without this member and without the newcomers
-// that said they have not finished their first syncs (StatusJoining; two
-// newcomers must not wait on each other). A member that answers it has not
+// group of ranges with the same previous replica sets, those sets: the
+// range's set on each base placement (run.base, and run.prior when the
+// member re-entered ranges it had not synced) without this member and
+// without the newcomers that said they have not finished their first
+// syncs (StatusJoining; two newcomers must not wait on each other); what a
+// newcomer's joining answer carries is adopted all the same, but not
+// waited for (replica/SPEC.md says why casty stops there). A member that answers it has not
 // synced a range for another reason is asked again in the next rounds, not
 // left out at once: it may hold the only copy of a write whose other
 // holder left (replica/SPEC.md, "Membership changes"); only after
@@ -190,10 +241,9 @@ func (r *replicator) runSync(run *syncRun) {
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
-		type group struct {
-			prev []replica.NodeID
-			need int
-			rngs []replica.Range
+		type batch struct {
+			groups []replica.Group
+			rngs   []replica.Range
 		}
 		// The requests carry the newest placement this member adopted,
 		// not the one the run began on: members that adopted a newer
@@ -202,32 +252,40 @@ func (r *replicator) runSync(run *syncRun) {
 		// version only fences old owners further.
 		r.mu.Lock()
 		cur := r.pl
+		bases := append([]*ring.Ring{run.base}, run.prior...)
+		rngs := run.rngs
 		r.mu.Unlock()
 		v := r.cl.view.Load()
-		var groups []*group
-		prevRing := previousRing(run.base, skip)
-		for _, rng := range run.rngs {
-			full := prevRing.Replicas(rng.End, run.n)
-			prev, need := answerable(full, replica.SyncNeed(len(full), run.w), func(id ring.NodeID) bool {
-				return !cur.placed(id) && v.left[id] == ""
-			})
-			i := slices.IndexFunc(groups, func(g *group) bool { return g.need == need && slices.Equal(g.prev, prev) })
-			if i < 0 {
-				groups = append(groups, &group{prev: prev, need: need})
-				i = len(groups) - 1
+		gone := func(id ring.NodeID) bool { return !cur.placed(id) && v.left[id] == "" }
+		var batches []*batch
+		prevRings := make([]*ring.Ring, len(bases))
+		for i, b := range bases {
+			prevRings[i] = previousRing(b, skip)
+		}
+		for _, rng := range rngs {
+			var groups []replica.Group
+			for i := range bases {
+				full := prevRings[i].Replicas(rng.End, run.n)
+				prev, need := answerable(full, replica.SyncNeed(len(full), run.w), gone)
+				groups = append(groups, replica.Group{Members: prev, Need: need})
 			}
-			groups[i].rngs = append(groups[i].rngs, rng)
+			i := slices.IndexFunc(batches, func(bt *batch) bool { return sameGroups(bt.groups, groups) })
+			if i < 0 {
+				batches = append(batches, &batch{groups: groups})
+				i = len(batches) - 1
+			}
+			batches[i].rngs = append(batches[i].rngs, rng)
 		}
 		var remaining []replica.Range
-		for _, g := range groups {
-			y := replica.NewSync(run.kind, g.rngs, cur.version, cur.digest, g.prev, g.need, r.rep, r.batch)
-			if !r.syncRound(y) {
-				remaining = append(remaining, g.rngs...)
+		for _, bt := range batches {
+			y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
+			if !r.syncRound(run, y) {
+				remaining = append(remaining, bt.rngs...)
 			}
+			now := time.Now()
 			for _, id := range y.Joining() {
 				skip[ring.NodeID(id)] = true
 			}
-			now := time.Now()
 			for _, id := range y.Unsynced() {
 				since, ok := behind[ring.NodeID(id)]
 				if !ok {
@@ -292,18 +350,27 @@ func (r *replicator) settled() bool {
 	return r.pl != nil && r.pending == 0
 }
 
-// syncRound runs y until it is done or a round of requests brought nothing
-// more; it reports whether y is done.
-func (r *replicator) syncRound(y *replica.Sync) bool {
+// syncRound runs y, a sync of run, until it is done or a round of
+// requests brought nothing more; it reports whether y is done. While it
+// runs, y is one of run's live syncs, which reenter may abandon.
+func (r *replicator) syncRound(run *syncRun, y *replica.Sync) bool {
 	r.mu.Lock()
+	run.live = append(run.live, y)
 	outs := y.Start()
 	r.mu.Unlock()
-	if !r.exchange(outs, y.Step, y.Done) {
-		return false
-	}
+	ok := r.exchange(outs, y.Step, y.Done)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return y.Done()
+	run.live = slices.DeleteFunc(run.live, func(x *replica.Sync) bool { return x == y })
+	return ok && y.Done()
+}
+
+// sameGroups reports whether a and b ask the same members for the same
+// counts.
+func sameGroups(a, b []replica.Group) bool {
+	return slices.EqualFunc(a, b, func(x, y replica.Group) bool {
+		return x.Need == y.Need && x.Copies == y.Copies && slices.Equal(x.Members, y.Members)
+	})
 }
 
 // exchange sends outs, feeds each answer to step (under r.mu) and sends
@@ -375,6 +442,7 @@ func (r *replicator) syncDone(run *syncRun) bool {
 	}
 	if !run.counted {
 		run.counted = true
+		r.runs = slices.DeleteFunc(r.runs, func(x *syncRun) bool { return x == run })
 		r.pending--
 		if r.pending == 0 && r.joiner {
 			r.settledJoin = true
