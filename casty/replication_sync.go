@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/replica"
 	"github.com/casty-go/casty/ring"
 )
@@ -237,7 +238,8 @@ const unsyncedWait = 2
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
 	skip := map[ring.NodeID]bool{self: true}
-	behind := map[ring.NodeID]time.Time{} // unsynced members, since when
+	behind := map[ring.NodeID]time.Time{}   // unsynced members, since when
+	departed := map[ring.NodeID]time.Time{} // leavers with no session, since when
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
@@ -256,7 +258,21 @@ func (r *replicator) runSync(run *syncRun) {
 		rngs := run.rngs
 		r.mu.Unlock()
 		v := r.cl.view.Load()
-		gone := func(id ring.NodeID) bool { return !cur.placed(id) && v.left[id] == "" }
+		now := time.Now()
+		for id := range v.left {
+			if _, ok := r.cl.node.Session(mux.NodeID(id)); ok {
+				delete(departed, id)
+			} else if _, ok := departed[id]; !ok {
+				departed[id] = now
+			}
+		}
+		gone := func(id ring.NodeID) bool {
+			if cur.placed(id) {
+				return false
+			}
+			since, unreachable := departed[id]
+			return v.left[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
+		}
 		var batches []*batch
 		prevRings := make([]*ring.Ring, len(bases))
 		for i, b := range bases {
@@ -313,7 +329,11 @@ func (r *replicator) runSync(run *syncRun) {
 // answerable returns the members of a previous set that can still answer
 // a sync, and how many of them it must hear: need, or all of them when
 // fewer remain. Members removed from the placement as dead (gone, and not
-// a leaver still handing off) never will; with one of a Replicas(3) set
+// a leaver still handing off) never will, nor will a leaver whose process
+// is gone — its handoff over (or cut short by HandoffTimeout), it stays
+// in the view as LEFT: runSync counts a leaver it has had no session with
+// for unsyncedWait as gone, lest syncs that still name it (a re-entered
+// range's older set, say) wait for it for ever; with one of a Replicas(3) set
 // gone the other two must both answer, as before, and with two gone the
 // one left is enough — a write acknowledged by the dead alone is lost
 // with them, beyond what the replica count tolerates (replica/SPEC.md,
