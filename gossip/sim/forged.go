@@ -220,6 +220,17 @@ func ForgedClientFlood(cfg Config, n, perSecond int, keepFlooding bool, limit ti
 	return floodJoin(cfg, n, perSecond, 1, true, true, keepFlooding, limit)
 }
 
+// ForgedClientConnFlood is ForgedClientFlood by a forger that also opens a
+// connection of its own for each fake, advertising the fake's address (so
+// each fake's GOSSIP of its own record arrives over a connection whose
+// peer is that address), as a client-credential holder reconnecting once
+// per fake could: the rule that a client-only sender introduces only its
+// own record then admits each fake, and only the number of connections
+// and addresses the forger can get bounds it.
+func ForgedClientConnFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
+	return floodJoin(cfg, n, perSecond, -1, true, true, keepFlooding, limit)
+}
+
 func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, limit time.Duration) (ForgedFloodResult, error) {
 	var r ForgedFloodResult
 	user := cfg.OnEvent
@@ -256,6 +267,10 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, l
 	members := s.Running()
 	named := 0
 	flooding := true
+	perFake := conns < 0 // ForgedClientConnFlood: one connection per fake
+	if perFake {
+		conns = 1
+	}
 	flood := func(until time.Duration, cond func() bool) bool {
 		for s.Now() < until {
 			if k := perSecond / 10; k > 0 && flooding {
@@ -273,8 +288,12 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, l
 							part[j].Role = gossip.RoleClient
 						}
 						s.InjectClientVia(i, via, &core.Message{Kind: core.KindSync, From: Forger, Members: part})
-						for _, f := range part { // each fake "speaking for itself" over the one connection
-							s.InjectClientVia(i, via, &core.Message{Kind: core.KindGossip, From: f.Peer(), Members: []gossip.Member{f}})
+						for _, f := range part { // each fake "speaking for itself", over the one connection or its own
+							v := via
+							if perFake {
+								v = f.Addr
+							}
+							s.InjectClientVia(i, v, &core.Message{Kind: core.KindGossip, From: f.Peer(), Members: []gossip.Member{f}})
 						}
 					}
 				}
