@@ -185,6 +185,7 @@ type ForgedFloodResult struct {
 	MaxUnverified int           // most second-hand records one node held at once
 	MaxHeld       int           // most table records plus second-hand records at one node (sampled every 100 ms)
 	FakesHeld     int           // fake records in the tables at the end, all members together
+	FakeProbes    int           // admission PINGs the answering forger saw at fake addresses
 }
 
 // ForgedFlood settles an n-node cluster, then has the forger send every
@@ -195,7 +196,7 @@ type ForgedFloodResult struct {
 // ALIVE at every member or limit has passed. With perSecond 0 it is the
 // same join without a flood.
 func ForgedFlood(cfg Config, n, perSecond, conns int, limit time.Duration) (ForgedFloodResult, error) {
-	return floodJoin(cfg, n, perSecond, conns, false, true, limit)
+	return floodJoin(cfg, n, perSecond, conns, false, false, true, limit)
 }
 
 // ForgedAnsweredFlood is ForgedFlood over one connection by the stronger
@@ -205,10 +206,32 @@ func ForgedFlood(cfg Config, n, perSecond, conns int, limit time.Duration) (Forg
 // Config.Gossip.MaxTableSize. With keepFlooding false it stops naming new
 // fakes when the real node joins (but goes on answering).
 func ForgedAnsweredFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
-	return floodJoin(cfg, n, perSecond, 1, true, keepFlooding, limit)
+	return floodJoin(cfg, n, perSecond, 1, true, false, keepFlooding, limit)
 }
 
-func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit time.Duration) (ForgedFloodResult, error) {
+// ForgedClientFlood is ForgedAnsweredFlood by a forger that holds only the
+// client credential (a lite client's secret): its frames and its answers
+// arrive over connections that proved no member credential
+// (core.Message.ClientOnly), and its fakes are lite clients (a member-role
+// record is refused from such a sender anyway). Besides the SYNC naming the
+// fakes, it sends each fake's own record as a GOSSIP from that fake over
+// the same connection, as if each fake spoke for itself.
+func ForgedClientFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
+	return floodJoin(cfg, n, perSecond, 1, true, true, keepFlooding, limit)
+}
+
+// ForgedClientConnFlood is ForgedClientFlood by a forger that also opens a
+// connection of its own for each fake, advertising the fake's address (so
+// each fake's GOSSIP of its own record arrives over a connection whose
+// peer is that address), as a client-credential holder reconnecting once
+// per fake could: the rule that a client-only sender introduces only its
+// own record then admits each fake, and only the number of connections
+// and addresses the forger can get bounds it.
+func ForgedClientConnFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
+	return floodJoin(cfg, n, perSecond, -1, true, true, keepFlooding, limit)
+}
+
+func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, limit time.Duration) (ForgedFloodResult, error) {
 	var r ForgedFloodResult
 	user := cfg.OnEvent
 	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
@@ -219,6 +242,7 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit tim
 			user(at, o, ev)
 		}
 	}
+	cfg.AnswerClientOnly = client
 	if answer {
 		cfg.Answer = func(to gossip.Peer, m *core.Message) *core.Message {
 			var k int
@@ -228,7 +252,11 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit tim
 			if _, err := fmt.Sscanf(to.Addr, "fake%d:7000", &k); err != nil {
 				return nil
 			}
+			r.FakeProbes++
 			fake := fakeMembersFrom(k, 1)[0]
+			if client {
+				fake.Role = gossip.RoleClient
+			}
 			return &core.Message{Kind: core.KindPong, From: fake.Peer(), Digest: m.Digest}
 		}
 	}
@@ -239,6 +267,10 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit tim
 	members := s.Running()
 	named := 0
 	flooding := true
+	perFake := conns < 0 // ForgedClientConnFlood: one connection per fake
+	if perFake {
+		conns = 1
+	}
 	flood := func(until time.Duration, cond func() bool) bool {
 		for s.Now() < until {
 			if k := perSecond / 10; k > 0 && flooding {
@@ -247,7 +279,22 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, keep bool, limit tim
 				for _, i := range members {
 					for c := range conns { // the frame split over the forger's connections
 						part := fs[c*len(fs)/conns : (c+1)*len(fs)/conns]
-						s.InjectVia(i, fmt.Sprintf("forger%d:7000", c), &core.Message{Kind: core.KindSync, From: Forger, Members: part})
+						via := fmt.Sprintf("forger%d:7000", c)
+						if !client {
+							s.InjectVia(i, via, &core.Message{Kind: core.KindSync, From: Forger, Members: part})
+							continue
+						}
+						for j := range part {
+							part[j].Role = gossip.RoleClient
+						}
+						s.InjectClientVia(i, via, &core.Message{Kind: core.KindSync, From: Forger, Members: part})
+						for _, f := range part { // each fake "speaking for itself", over the one connection or its own
+							v := via
+							if perFake {
+								v = f.Addr
+							}
+							s.InjectClientVia(i, v, &core.Message{Kind: core.KindGossip, From: f.Peer(), Members: []gossip.Member{f}})
+						}
 					}
 				}
 			}

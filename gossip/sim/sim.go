@@ -77,6 +77,10 @@ type Config struct {
 	// return a reply, delivered to the sender one round trip later over a
 	// connection whose peer is that address. Nil: such sends are lost.
 	Answer func(to gossip.Peer, m *core.Message) *core.Message
+	// AnswerClientOnly marks Answer's replies as arriving over connections
+	// that proved only the client credential (core.Message.ClientOnly): the
+	// forger holds a lite client's secret, not the member one.
+	AnswerClientOnly bool
 }
 
 func (c *Config) defaults() {
@@ -135,6 +139,7 @@ type event struct {
 	from int
 	data []byte
 	via  string // Inject: the connection the frame came over
+	cli  bool   // Inject, Answer: that connection proved only the client credential
 	addr string
 	gen  uint64
 	why  gossip.LinkFailure
@@ -427,7 +432,7 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 	j, ok := s.byAddr[snd.To.Addr]
 	if !ok && s.cfg.Answer != nil {
 		if r := s.cfg.Answer(snd.To, snd.Msg); r != nil {
-			s.push(&event{at: s.now + s.latency() + s.latency(), kind: evDeliver, node: sn.idx, from: -1, via: snd.To.Addr, data: core.EncodeMessage(r)})
+			s.push(&event{at: s.now + s.latency() + s.latency(), kind: evDeliver, node: sn.idx, from: -1, via: snd.To.Addr, cli: s.cfg.AnswerClientOnly, data: core.EncodeMessage(r)})
 		}
 		return
 	}
@@ -472,6 +477,13 @@ func (s *Sim) Inject(i int, m *core.Message) { s.InjectVia(i, Forger.Addr, m) }
 // via (core.Message.Via): a forger holding several connections.
 func (s *Sim) InjectVia(i int, via string, m *core.Message) {
 	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, via: via, data: core.EncodeMessage(m)})
+}
+
+// InjectClientVia is InjectVia over a connection that proved only the
+// client credential (core.Message.ClientOnly): a forger holding a lite
+// client's secret.
+func (s *Sim) InjectClientVia(i int, via string, m *core.Message) {
+	s.push(&event{at: s.now + s.cfg.LatencyMin, kind: evDeliver, node: i, from: -1, via: via, cli: true, data: core.EncodeMessage(m)})
 }
 
 // Run advances the simulation by d.
@@ -538,7 +550,7 @@ func (s *Sim) handle(e *event) {
 		if e.from >= 0 {
 			m.Via = s.nodes[e.from].peer.Addr // the connection it came over
 		} else {
-			m.Via = e.via
+			m.Via, m.ClientOnly = e.via, e.cli
 		}
 		if s.cfg.Trace != nil {
 			s.cfg.Trace(s.now, e.from, e.node, m)

@@ -311,4 +311,30 @@ func forged(n, k int, seed0 uint64, row func(string, int, string, string, time.T
 			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), refused),
 			"as without a flood", t)
 	}
+	// the forger holding only the client credential, answering its probes
+	// (sim.ForgedClientFlood); MaxTableSize 256, which an answered flood by
+	// a member-credential holder fills (TestForgedAnsweredFloodIsBoundedByTheTable)
+	t = time.Now()
+	joins = joins[:0]
+	fakes, probes := 0, 0
+	for i := range k {
+		g := gossip.DefaultConfig()
+		g.MaxTableSize = 256
+		res, err := sim.ForgedClientFlood(sim.Config{Seed: seed0 + uint64(i), Gossip: g}, n, 1000, true, 30*time.Second)
+		if err == nil && !res.Joined {
+			err = fmt.Errorf("sim: seed %d: the joiner is not ALIVE everywhere after 30 s of the client-credential flood", seed0+uint64(i))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			*fail = true
+			continue
+		}
+		joins = append(joins, res.Join)
+		fakes = max(fakes, res.FakesHeld+res.FakeEvents)
+		probes = max(probes, res.FakeProbes)
+	}
+	row("a join while a forger holding the client credential names 1,000 fake lite clients a second to every member and answers their probes (MaxTableSize 256)", k,
+		fmt.Sprintf("joiner ALIVE everywhere p50 %v, p99 %v, max %v; most fakes held or evented in a run %d, probed %d",
+			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), fakes, probes),
+		"as without a flood; 0 fakes", t)
 }

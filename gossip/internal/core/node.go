@@ -152,6 +152,7 @@ type Node struct {
 	turn     []string           // sources with queued claims, in round-robin order
 	rr       int                // the source in turn whose claim is probed next
 	via      string             // the source of the message being stepped
+	client   bool               // the message being stepped proved no member credential (Message.ClientOnly)
 	probing  int                // claims with a PING in flight
 	fresh    int                // claims about ids the table does not hold
 	refused  uint64             // claims dropped because the table was full
@@ -308,6 +309,7 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 	if n.via == "" {
 		n.via = m.From.Addr
 	}
+	n.client = m.ClientOnly
 	switch m.Kind {
 	case KindJoin:
 		n.onJoin(m)
@@ -469,6 +471,9 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 	}
 	cur, known := n.table.Get(rec.ID)
 	if known && !Supersedes(rec, cur) {
+		return false
+	}
+	if !known && !n.mayIntroduce(rec, from) {
 		return false
 	}
 	live := known && !cur.Status.Gone()

@@ -132,6 +132,9 @@ func (n *Node) onGossip(m *Message) {
 	if !n.plausible(rec, m.From) || n.unvouched(rec, m) {
 		return // neither applied nor forwarded
 	}
+	if _, known := n.table.Get(rec.ID); !known && !n.mayIntroduce(rec, m.From) {
+		return // likewise: a client-only sender's record of another (verify.go)
+	}
 	id := idOf(rec)
 	from := m.From.ID
 	if _, dup := n.seen[id]; dup {

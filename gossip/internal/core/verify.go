@@ -447,6 +447,56 @@ func (n *Node) unvouched(rec Member, m *Message) bool {
 	return true
 }
 
+// mayIntroduce reports, logging why not, whether rec, about an id the table
+// holds no record of (not even a tombstone), may become a claim or a
+// tombstone when the message being stepped arrived over a connection that
+// proved no member credential (Node.client). Such a sender (a lite client,
+// or whoever holds only the client or operator secret) introduces at most
+// its own record: the one about the sender (from), at the address of the
+// connection it came over (Node.via), while no other new claim of that
+// connection waits and the table holds no other record at that address
+// that is suspected or gone. Otherwise one credential would let its holder
+// name as many lite clients as it can answer for and fill every table to
+// Config.MaxTableSize (SPEC.md, Admission): now each one takes a
+// connection of its own, which the transport's connection limits bound, and
+// cycling identities at one address is held to one new id per
+// SuspicionTimeout + TombstoneTTL (the address's previous identity is
+// suspected when the next is admitted, Failure detection input 3). Records
+// of others that the table already holds follow the other rules, which
+// add no entry. Members relay new records for each other as before, so a
+// lite client's own relay of other clients is lost, not their
+// dissemination.
+func (n *Node) mayIntroduce(rec Member, from Peer) bool {
+	if !n.client {
+		return true
+	}
+	why := ""
+	switch {
+	case rec.ID != from.ID || rec.Addr != from.Addr || rec.Addr != n.via:
+		why = "not the sender's own record at its connection's address"
+	default:
+		if _, ok := n.claims[rec.ID]; ok {
+			return true // merged into the claim held (hold)
+		}
+		if s, ok := n.srcs[n.via]; ok && s.fresh > 0 {
+			why = "the connection has another new record waiting for its probe"
+			break
+		}
+		for _, o := range n.table.At(rec.Addr) {
+			if o.ID != rec.ID && o.Status != Alive {
+				why = "the address's previous identity is suspected or gone"
+				break
+			}
+		}
+		if why == "" {
+			return true
+		}
+	}
+	n.log.Debug("gossip: a sender that proved no member credential may not introduce this record",
+		"record", rec.String(), "from", from.Addr, "why", why)
+	return false
+}
+
 // onPong settles the claim whose probe it answers: same id, address, role
 // and nonce; Flag set means the member is leaving. A PONG echoing the nonce
 // of a probe sent to an address, but from another id, says that address now

@@ -476,3 +476,92 @@ func TestFloodOfClaimsDoesNotStarveAnotherConnectionsClaim(t *testing.T) {
 		})
 	}
 }
+
+// A sender whose connection proved no member credential (a lite client, or
+// whoever holds only the client secret) introduces at most its own record:
+// records of other ids it names in a SYNC or a GOSSIP, ALIVE or tombstone,
+// are neither held, probed, adopted nor forwarded, so it cannot fill the table with
+// fakes it answers for. Its own record, at its connection's address, is
+// probed and admitted; another id at that address is not while the
+// previous one is suspected; and the same records over a member
+// connection are probed as before.
+func TestClientOnlySenderIntroducesOnlyItself(t *testing.T) {
+	const k = 50
+	tn := cluster(t, 3)
+	n := tn.nodes["a0:1"]
+	lite := Member{ID: NodeID{0xc1}, Addr: "lite:1", Role: RoleClient, Status: Alive}
+	fakes := make([]Member, k)
+	for i := range fakes {
+		fakes[i] = Member{ID: NodeID{0xfa, byte(i)}, Addr: fmt.Sprintf("fake%d:1", i), Role: RoleClient, Status: Alive}
+		if i%5 == 0 {
+			fakes[i].Status = Dead
+		}
+	}
+	before := n.table.Len()
+	for _, kind := range []Kind{KindSync, KindGossip} {
+		for _, f := range fakes {
+			out := n.Step(tn.now, &Message{Kind: kind, From: lite.Peer(), Members: []Member{f}, ClientOnly: true, Via: lite.Addr})
+			if countSends(out.Sends, KindPing)+countSends(out.Sends, KindGossip) != 0 || len(out.Events) != 0 {
+				t.Fatalf("%v naming %v from a client-only sender: sends %v, events %v", kind, f, out.Sends, out.Events)
+			}
+		}
+	}
+	out := n.Step(tn.now, &Message{Kind: KindSync, From: lite.Peer(), Members: fakes, ClientOnly: true, Via: lite.Addr})
+	if n.Unverified() != 0 || n.table.Len() != before || countSends(out.Sends, KindPing) != 0 {
+		t.Fatalf("a client-only sender's %d records of others: %d held, table %d -> %d, %d probes",
+			k, n.Unverified(), before, n.table.Len(), countSends(out.Sends, KindPing))
+	}
+	// its own record, in the same frame as the fakes, is probed and admitted
+	out = n.Step(tn.now, &Message{Kind: KindSync, From: lite.Peer(), Members: append([]Member{lite}, fakes...), ClientOnly: true, Via: lite.Addr})
+	pings := pingsTo(out.Sends)
+	if len(pings) != 1 || pings[lite.Addr] == 0 {
+		t.Fatalf("probes after the client's own record: %v", pings)
+	}
+	n.Step(tn.now, &Message{Kind: KindPong, From: lite.Peer(), Digest: pings[lite.Addr], ClientOnly: true, Via: lite.Addr})
+	if m, ok := n.Member(lite.ID); !ok || m.Status != Alive || n.table.Len() != before+1 {
+		t.Fatalf("the client's own record was not admitted (table %d -> %d)", before, n.table.Len())
+	}
+	// its own record at another address than its connection's is not
+	other := Member{ID: NodeID{0xc3}, Addr: "elsewhere:1", Role: RoleClient, Status: Alive}
+	out = n.Step(tn.now, &Message{Kind: KindGossip, From: other.Peer(), Members: []Member{other}, ClientOnly: true, Via: lite.Addr})
+	if countSends(out.Sends, KindPing) != 0 {
+		t.Fatalf("a record at an address other than the connection's was probed: %v", out.Sends)
+	}
+	// a new identity at the lite client's address is admitted (a restart)
+	// and the old one suspected; a third is not while the old one is
+	// suspected
+	for i, id := range []NodeID{{0xc4}, {0xc5}} {
+		re := Member{ID: id, Addr: lite.Addr, Role: RoleClient, Status: Alive}
+		out = n.Step(tn.now, &Message{Kind: KindGossip, From: re.Peer(), Members: []Member{re}, ClientOnly: true, Via: lite.Addr})
+		pings = pingsTo(out.Sends)
+		if i == 1 {
+			if len(pings) != 0 {
+				t.Fatalf("a third identity at the address was probed while the first is suspected: %v", out.Sends)
+			}
+			break
+		}
+		n.Step(tn.now, &Message{Kind: KindPong, From: re.Peer(), Digest: pings[lite.Addr], ClientOnly: true, Via: lite.Addr})
+		if m, ok := n.Member(re.ID); !ok || m.Status != Alive {
+			t.Fatal("a restarted lite client's new identity was not admitted")
+		}
+		if m, _ := n.Member(lite.ID); m.Status != Suspect {
+			t.Fatalf("the restarted lite client's old identity is %v, want suspect", m.Status)
+		}
+	}
+	// control: relayed over a member connection, the records are probed
+	out = n.Step(tn.now, &Message{Kind: KindSync, From: forger, Members: fakes})
+	if n.Unverified() == 0 || countSends(out.Sends, KindPing) == 0 {
+		t.Fatalf("over a member connection the records were not held and probed: %d held", n.Unverified())
+	}
+}
+
+// pingsTo returns the nonce of the PING sent to each address among sends.
+func pingsTo(sends []Send) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, s := range sends {
+		if s.Msg.Kind == KindPing {
+			out[s.To.Addr] = s.Msg.Digest
+		}
+	}
+	return out
+}
