@@ -47,15 +47,7 @@ type ForgedSyncResult struct {
 // real joiner is not ALIVE everywhere within 10 s after that.
 func ForgedSync(cfg Config, n, fakes, frames int) (ForgedSyncResult, error) {
 	var r ForgedSyncResult
-	user := cfg.OnEvent
-	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
-		if ev.Member.ID[0] == 0xfa {
-			r.FakeEvents++
-		}
-		if user != nil {
-			user(at, o, ev)
-		}
-	}
+	countFakeEvents(&cfg, &r.FakeEvents)
 	s, err := Build(cfg, n)
 	if err != nil {
 		return r, err
@@ -233,15 +225,7 @@ func ForgedClientConnFlood(cfg Config, n, perSecond int, keepFlooding bool, limi
 
 func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, limit time.Duration) (ForgedFloodResult, error) {
 	var r ForgedFloodResult
-	user := cfg.OnEvent
-	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
-		if ev.Member.ID[0] == 0xfa {
-			r.FakeEvents++
-		}
-		if user != nil {
-			user(at, o, ev)
-		}
-	}
+	countFakeEvents(&cfg, &r.FakeEvents)
 	cfg.AnswerClientOnly = client
 	if answer {
 		cfg.Answer = func(to gossip.Peer, m *core.Message) *core.Message {
@@ -327,4 +311,19 @@ func floodJoin(cfg Config, n, perSecond, conns int, answer, client, keep bool, l
 		}
 	}
 	return r, nil
+}
+
+// countFakeEvents makes cfg count into n the membership events about fake
+// members (ids starting 0xfa) that any node reports, and still pass every
+// event to the OnEvent cfg had.
+func countFakeEvents(cfg *Config, n *int) {
+	user := cfg.OnEvent
+	cfg.OnEvent = func(at time.Duration, o int, ev gossip.Event) {
+		if ev.Member.ID[0] == 0xfa {
+			*n++
+		}
+		if user != nil {
+			user(at, o, ev)
+		}
+	}
 }
