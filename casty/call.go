@@ -27,17 +27,25 @@ func (r Ref[T]) check() error {
 	return nil
 }
 
-// resolve finds the handler fn (a method expression like (*T).Greet) names.
-func resolve[T any](ref Ref[T], fn any) (*actor.Method, error) {
-	if err := ref.check(); err != nil {
+// resolve finds the handler fn (a method expression like (*T).Greet)
+// names, and what keeps a call through ref from reaching it: meth is the
+// handler whenever fn is one of the kind's, even when err refuses the call
+// (the telemetry counts such a call under its handler), and err is nil
+// when the call can be made.
+func resolve[T any](ref Ref[T], fn any) (meth *actor.Method, err error) {
+	err = ref.check()
+	if ref.sys == nil || ref.kind == nil {
 		return nil, err
 	}
 	m := ref.kind.MethodFor(reflect.ValueOf(fn).Pointer())
+	if err != nil {
+		return m, err
+	}
 	if m == nil {
 		return nil, ref.kind.ErrNotHandler(fn)
 	}
 	if m.Shape != actor.Unary {
-		return nil, fmt.Errorf("%w: (*%v).%s is a streaming handler: call it with Stream, Upload or Duplex, not Call, Call0, Do or Do0",
+		return m, fmt.Errorf("%w: (*%v).%s is a streaming handler: call it with Stream, Upload or Duplex, not Call, Call0, Do or Do0",
 			ErrNotAHandler, ref.kind.Type, m.Name)
 	}
 	return m, nil
@@ -128,24 +136,25 @@ const notAppliedTries = 6
 // empty key with ErrInvalidKey, and m when it is not a handler of T with
 // ErrNotAHandler, each before anything is sent.
 func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
+	meth, err := resolve(ref, m)
 	var obs callObs
-	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
-		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	if t := ref.sys.telemetry(); t != nil && meth != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, meth, ref.key)
 	}
-	r, err := callOnce[T, Q, R](ctx, ref, m, q)
-	if errors.Is(err, errNotApplied) {
-		r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce[T, Q, R](ctx, ref, m, q) })
+	var r R
+	if err == nil {
+		r, err = callOnce(ctx, ref, meth, m, q)
+		if errors.Is(err, errNotApplied) {
+			r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce(ctx, ref, meth, m, q) })
+		}
 	}
 	obs.end(err)
 	return r, answered(err)
 }
 
-func callOnce[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
+// callOnce makes a call of Call that resolve let through.
+func callOnce[T, Q, R any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(*T, context.Context, Q) (R, error), q Q) (R, error) {
 	var zero R
-	meth, err := resolve(ref, m)
-	if err != nil {
-		return zero, err
-	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servQR[T, Q, R]{m} })
 		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
@@ -173,24 +182,25 @@ func (e *callR[T, R]) Invoke(ctx context.Context, state any) (err error) {
 
 // Call0 is Call for handlers without an argument: M(ctx) (R, error).
 func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
+	meth, err := resolve(ref, m)
 	var obs callObs
-	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
-		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	if t := ref.sys.telemetry(); t != nil && meth != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, meth, ref.key)
 	}
-	r, err := call0Once[T, R](ctx, ref, m)
-	if errors.Is(err, errNotApplied) {
-		r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once[T, R](ctx, ref, m) })
+	var r R
+	if err == nil {
+		r, err = call0Once(ctx, ref, meth, m)
+		if errors.Is(err, errNotApplied) {
+			r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once(ctx, ref, meth, m) })
+		}
 	}
 	obs.end(err)
 	return r, answered(err)
 }
 
-func call0Once[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context) (R, error)) (R, error) {
+// call0Once makes a call of Call0 that resolve let through.
+func call0Once[T, R any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(*T, context.Context) (R, error)) (R, error) {
 	var zero R
-	meth, err := resolve(ref, m)
-	if err != nil {
-		return zero, err
-	}
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servR[T, R]{m} })
 		if resp, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {
@@ -217,23 +227,23 @@ func (e *doQ[T, Q]) Invoke(ctx context.Context, state any) error {
 
 // Do is Call for handlers without a result: M(ctx, Q) error.
 func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
+	meth, err := resolve(ref, m)
 	var obs callObs
-	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
-		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	if t := ref.sys.telemetry(); t != nil && meth != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, meth, ref.key)
 	}
-	err := doOnce[T, Q](ctx, ref, m, q)
-	if errors.Is(err, errNotApplied) {
-		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce[T, Q](ctx, ref, m, q) })
+	if err == nil {
+		err = doOnce(ctx, ref, meth, m, q)
+		if errors.Is(err, errNotApplied) {
+			_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce(ctx, ref, meth, m, q) })
+		}
 	}
 	obs.end(err)
 	return answered(err)
 }
 
-func doOnce[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) error, q Q) error {
-	meth, err := resolve(ref, m)
-	if err != nil {
-		return err
-	}
+// doOnce makes a call of Do that resolve let through.
+func doOnce[T, Q any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(*T, context.Context, Q) error, q Q) error {
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return servQ[T, Q]{m} })
 		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, func(dst []byte) ([]byte, error) { return wire.AppendValue(dst, q) }); !local {
@@ -254,23 +264,23 @@ func (e *do0[T]) Invoke(ctx context.Context, state any) error { return e.m(state
 
 // Do0 is Call for handlers with neither argument nor result: M(ctx) error.
 func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
+	meth, err := resolve(ref, m)
 	var obs callObs
-	if t := ref.sys.telemetry(); t != nil && ref.kind != nil {
-		ctx, obs = t.startCall(ctx, ref.kind, ref.key, m)
+	if t := ref.sys.telemetry(); t != nil && meth != nil {
+		ctx, obs = t.startCall(ctx, ref.kind, meth, ref.key)
 	}
-	err := do0Once[T](ctx, ref, m)
-	if errors.Is(err, errNotApplied) {
-		_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once[T](ctx, ref, m) })
+	if err == nil {
+		err = do0Once(ctx, ref, meth, m)
+		if errors.Is(err, errNotApplied) {
+			_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once(ctx, ref, meth, m) })
+		}
 	}
 	obs.end(err)
 	return answered(err)
 }
 
-func do0Once[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) error) error {
-	meth, err := resolve(ref, m)
-	if err != nil {
-		return err
-	}
+// do0Once makes a call of Do0 that resolve let through.
+func do0Once[T any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(*T, context.Context) error) error {
 	if cl := ref.sys.cl; cl != nil {
 		typedInvokers.attach(meth, func() typedUnary { return serv0[T]{m} })
 		if _, local, err := cl.dispatch(ctx, ref.kind, ref.key, ref.at, callReq{Op: opCall, Method: meth.Name}, nil); !local {

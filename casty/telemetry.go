@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -48,12 +49,17 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithDurationSampling sets which calls casty.call.duration times: one
-// call in n, drawn at random, is timed and recorded; n = 1 times every
-// call. The default (n ≤ 0, or no option) is DefaultDurationSampling.
-// casty.calls counts every call whatever n (TELEMETRY.md). Timing a call
-// costs two clock reads and the SDK's histogram Record — on the benchmark
-// VM as much as half a sequential local call (BENCHMARKS.md) — so
-// sampling is what keeps metrics cheap on the local call path; the
+// call in n on average, picked at random, is timed and recorded; n = 1
+// times every call. The default (n ≤ 0, or no option) is
+// DefaultDurationSampling. casty.calls counts every call whatever n
+// (TELEMETRY.md). Timing a call costs two clock reads and the SDK's
+// histogram Record — on the benchmark VM as much as half a sequential
+// local call (BENCHMARKS.md) — so sampling is what keeps metrics cheap on
+// the local call path. The pick costs a call no random draw: a hash of
+// each handler's call count, seeded at random, picks one call end in n,
+// and the next call of that handler to start is timed. The gaps between
+// timed calls are random, so the sample follows no period of the
+// workload, and a call's pick never depends on its own duration: the
 // sampled durations are an unbiased sample of each handler's and
 // outcome's durations.
 func WithDurationSampling(n int) Option {
@@ -130,7 +136,7 @@ var outcomes = [...]string{outcomeOK, outcomeFailed, outcomeAnswered, outcomeTim
 type telemetry struct {
 	tracer trace.Tracer // nil without a TracerProvider
 	meter  metric.Meter // nil without a MeterProvider
-	every  uint64       // one call in every is timed (WithDurationSampling)
+	every  uint64       // one call in every is timed (WithDurationSampling), at most 1<<32
 
 	callDur      metric.Float64Histogram
 	streamOpened metric.Int64Counter
@@ -148,11 +154,17 @@ type telemetry struct {
 	deaths       metric.Int64Counter
 	joins        metric.Int64Counter
 
-	epoch time.Time                              // durations are read as time.Since(epoch): one clock read each
-	fns   atomic.Pointer[map[uintptr]*methodTel] // handler's func pointer → its methodTel (copy on write)
-	fnsMu sync.Mutex                             // serializes additions to fns
-	kinds sync.Map                               // *actor.Kind → metric.MeasurementOption
-	reg   metric.Registration
+	epoch time.Time // durations are read as time.Since(epoch): one clock read each
+	// The handlers' methodTels: a call finds its kind's kindTel in
+	// byKind, by a hash of the kind's pointer, and its handler's methodTel
+	// there by the handler's index (actor.Method.Index) — two loads and a
+	// compare, no map read. Built on a kind's and a handler's first call,
+	// under addMu; methods lists them all for casty.calls' callback.
+	byKind  [kindSlots]atomic.Pointer[kindTel]
+	methods atomic.Pointer[[]*methodTel] // copy on write
+	addMu   sync.Mutex                   // serializes additions to byKind and methods
+	kinds   sync.Map                     // *actor.Kind → metric.MeasurementOption
+	reg     metric.Registration
 
 	mu    sync.Mutex
 	peers map[mux.NodeID]bool // peers this node had a session with (reconnects)
@@ -164,18 +176,38 @@ type telemetry struct {
 	reasons           sync.Map // reasonKey → metric.MeasurementOption
 }
 
-// methodTel is what one handler's calls record: its span name, the
-// attribute sets of each outcome, built once, and its calls by outcome,
-// which casty.calls reads at each collection.
+// kindSlots is the number of byKind's chains: more than the kinds of
+// most programs, so that a chain is one kindTel long.
+const kindSlots = 64
+
+// kindSlot returns k's chain in byKind: a multiplicative hash of its
+// pointer (kinds are heap objects, which do not move).
+func kindSlot(k *actor.Kind) uint64 {
+	return uint64(uintptr(unsafe.Pointer(k))) * 0x9e3779b97f4a7c15 >> 58 // 64 slots
+}
+
+// kindTel is one kind's methodTels, by handler index (actor.Method.Index).
+type kindTel struct {
+	k       *actor.Kind
+	next    *kindTel // another kind in the same slot
+	methods []atomic.Pointer[methodTel]
+}
+
+// methodTel is what one handler's calls record: its calls by outcome,
+// which casty.calls reads at each collection, its span name, and the
+// attribute sets of each outcome, built once. The fields a call touches
+// come first.
 type methodTel struct {
 	t        *telemetry
+	calls    [len(outcomes)]atomic.Int64          // calls ended, by outcome
+	timeNext atomic.Bool                          // a call end was picked: time the next call to start (sampled)
+	seed     uint64                               // of the picks (picked)
+	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
 	kind     *actor.Kind
-	next     *methodTel // the same func pointer declared by another kind (one Go type, two kinds)
+	meth     *actor.Method
 	span     string
 	spanAttr trace.SpanStartOption
-	record   [len(outcomes)][]metric.RecordOption // by outcome; a slice so that no variadic one is allocated per call
-	observe  [len(outcomes)]metric.ObserveOption  // the same sets, for casty.calls
-	calls    [len(outcomes)]atomic.Int64          // calls ended, by outcome
+	observe  [len(outcomes)]metric.ObserveOption // the same sets, for casty.calls
 
 	// A streaming handler's (streamtel.go): casty.stream.opened's set,
 	// casty.stream.ended's by outcome, casty.stream.elements' sent and
@@ -199,7 +231,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, sampling int
 	if sampling <= 0 {
 		sampling = DefaultDurationSampling
 	}
-	t := &telemetry{peers: map[mux.NodeID]bool{}, every: uint64(sampling), epoch: time.Now()}
+	t := &telemetry{peers: map[mux.NodeID]bool{}, every: min(uint64(sampling), 1<<32), epoch: time.Now()}
 	if tp != nil {
 		t.tracer = tp.Tracer(instrumentation)
 	}
@@ -281,13 +313,11 @@ func (t *telemetry) observe(sys *System) error {
 		node := metric.WithAttributes(attrNode.String(sys.ID()))
 		o.ObserveInt64(active, int64(sys.host.Len()), node)
 		o.ObserveInt64(depth, int64(sys.host.Queued()), node)
-		if fns := t.fns.Load(); fns != nil {
-			for _, mt := range *fns {
-				for ; mt != nil; mt = mt.next {
-					for i := range mt.calls {
-						if n := mt.calls[i].Load(); n > 0 {
-							o.ObserveInt64(calls, n, mt.observe[i])
-						}
+		if ms := t.methods.Load(); ms != nil {
+			for _, mt := range *ms {
+				for i := range mt.calls {
+					if n := mt.calls[i].Load(); n > 0 {
+						o.ObserveInt64(calls, n, mt.observe[i])
 					}
 				}
 			}
@@ -333,39 +363,50 @@ func (t *telemetry) close() {
 }
 
 // method returns what calls of the handler fn (its func pointer) of k
-// record; nil when fn is not one of k's handlers. Found, it costs one
-// map read.
+// record; nil when fn is not one of k's handlers.
 func (t *telemetry) method(k *actor.Kind, fn uintptr) *methodTel {
-	if fns := t.fns.Load(); fns != nil {
-		for mt := (*fns)[fn]; mt != nil; mt = mt.next {
-			if mt.kind == k {
-				return mt
-			}
-		}
-	}
-	return t.addMethod(k, fn)
-}
-
-// addMethod builds the methodTel of k's handler fn, once.
-func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
 	m := k.MethodFor(fn)
 	if m == nil {
 		return nil
 	}
-	t.fnsMu.Lock()
-	defer t.fnsMu.Unlock()
-	fns := map[uintptr]*methodTel{}
-	if old := t.fns.Load(); old != nil {
-		for mt := (*old)[fn]; mt != nil; mt = mt.next {
-			if mt.kind == k {
-				return mt // added meanwhile
+	return t.methodOf(k, m)
+}
+
+// methodOf returns what calls of k's handler m record. Once built, it
+// costs two atomic loads and a compare (byKind).
+func (t *telemetry) methodOf(k *actor.Kind, m *actor.Method) *methodTel {
+	for kt := t.byKind[kindSlot(k)].Load(); kt != nil; kt = kt.next {
+		if kt.k == k {
+			if m.Index >= 0 && m.Index < len(kt.methods) {
+				if mt := kt.methods[m.Index].Load(); mt != nil {
+					return mt
+				}
 			}
-		}
-		for p, mt := range *old {
-			fns[p] = mt
+			break
 		}
 	}
-	mt := &methodTel{t: t, kind: k, next: fns[fn], span: k.Name + "." + m.Name,
+	return t.addMethod(k, m)
+}
+
+// addMethod builds the methodTel of k's handler m, once.
+func (t *telemetry) addMethod(k *actor.Kind, m *actor.Method) *methodTel {
+	t.addMu.Lock()
+	defer t.addMu.Unlock()
+	slot := &t.byKind[kindSlot(k)]
+	kt := slot.Load()
+	for ; kt != nil && kt.k != k; kt = kt.next {
+	}
+	if kt == nil {
+		kt = &kindTel{k: k, next: slot.Load(), methods: make([]atomic.Pointer[methodTel], reflect.PointerTo(k.Type).NumMethod())}
+		slot.Store(kt)
+	}
+	if m.Index < 0 || m.Index >= len(kt.methods) {
+		return nil // not a method of k's type: cannot be one of its handlers
+	}
+	if mt := kt.methods[m.Index].Load(); mt != nil {
+		return mt // added meanwhile
+	}
+	mt := &methodTel{t: t, kind: k, meth: m, span: k.Name + "." + m.Name, seed: rand.Uint64(),
 		spanAttr: trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(m.Name), spanOK)}
 	for i, o := range outcomes {
 		set := metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrOutcome.String(o)))
@@ -379,8 +420,13 @@ func (t *telemetry) addMethod(k *actor.Kind, fn uintptr) *methodTel {
 			mt.elems[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrKind.String(k.Name), attrMethod.String(m.Name), attrDirection.String(dir)))}
 		}
 	}
-	fns[fn] = mt
-	t.fns.Store(&fns)
+	var all []*methodTel
+	if old := t.methods.Load(); old != nil {
+		all = append(all, *old...)
+	}
+	all = append(all, mt)
+	t.methods.Store(&all)
+	kt.methods[m.Index].Store(mt)
 	return mt
 }
 
@@ -400,21 +446,21 @@ func (s *System) telemetry() *telemetry {
 	return s.tel
 }
 
-// startCall begins observing a call of fn on k's actor key: it returns
-// the context the call runs with (carrying the client span) and the
-// observation, to end with the call's outcome.
+// startCall begins observing a call of k's handler m on the actor key:
+// it returns the context the call runs with (carrying the client span)
+// and the observation, to end with the call's outcome.
 //
 //go:noinline
-func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, key string, fn any) (context.Context, callObs) {
-	mt := t.method(k, reflect.ValueOf(fn).Pointer())
+func (t *telemetry) startCall(ctx context.Context, k *actor.Kind, m *actor.Method, key string) (context.Context, callObs) {
+	mt := t.methodOf(k, m)
 	if mt == nil {
-		return ctx, callObs{} // resolve reports it
+		return ctx, callObs{}
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	o := callObs{mt: mt}
-	if t.meter != nil && (t.every == 1 || rand.Uint64N(t.every) == 0) {
+	if t.meter != nil && (t.every == 1 || mt.timeNext.Load() && mt.timeNext.CompareAndSwap(true, false)) {
 		o.start = max(time.Since(t.epoch), 1) // 1: never the "not timed" 0
 	}
 	if t.tracer != nil {
@@ -433,16 +479,34 @@ func (o callObs) end(err error) {
 
 //go:noinline
 func (o callObs) finish(err error) {
-	i := outcomeIndex(err)
-	if t := o.mt.t; t.meter != nil {
-		o.mt.calls[i].Add(1)
+	i, mt := outcomeIndex(err), o.mt
+	if t := mt.t; t.meter != nil {
+		n := mt.calls[i].Add(1)
 		if o.start != 0 {
-			t.callDur.Record(context.Background(), (time.Since(t.epoch) - o.start).Seconds(), o.mt.record[i]...)
+			t.callDur.Record(context.Background(), (time.Since(t.epoch) - o.start).Seconds(), mt.record[i]...)
+		}
+		if t.every > 1 && picked(mt.seed, i, n, t.every) {
+			mt.timeNext.Store(true)
 		}
 	}
 	if o.span != nil {
 		endSpan(o.span, err, outcomes[i])
 	}
+}
+
+// picked reports whether the end of a handler's nth call with outcome i
+// picks the next call to time: for one n in every, pseudo-randomly (a
+// SplitMix64 finalizer of n, i and the handler's seed, scaled to
+// [0, every) by a multiply), so that a call pays a few multiplies, not a
+// random draw.
+func picked(seed uint64, i int, n int64, every uint64) bool {
+	x := seed ^ uint64(n) ^ uint64(i)<<56
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return (x>>32)*every>>32 == 0
 }
 
 // endSpan ends s with its outcome. Every span starts with outcome ok

@@ -74,3 +74,31 @@ func TestTelemetryCallAllocatesNothingMore(t *testing.T) {
 		t.Fatalf("a call with metrics allocates %.2f times, %.2f without", on, off)
 	}
 }
+
+// OtherCounters is a second kind of Counter's Go type.
+var OtherCounters = casty.Actor[Counter](casty.Name("casty_test.OtherCounter"))
+
+// Two kinds of one Go type count their calls apart: the handler is the
+// same function, the kind is not.
+func TestTelemetryCallsOfOneTypeCountByKind(t *testing.T) {
+	ctx := context.Background()
+	opt, collect := meters(t)
+	sys := newSys(t, opt)
+	for i := range 3 {
+		if _, err := casty.Call(ctx, Counters.Ref(sys, "a"), (*Counter).Add, 1); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			if _, err := casty.Call(ctx, OtherCounters.Ref(sys, "a"), (*Counter).Add, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rm := collect()
+	for k, want := range map[string]int64{Counters.Name(): 3, OtherCounters.Name(): 2} {
+		attrs := []attribute.KeyValue{attribute.String("casty.actor.kind", k), attribute.String("casty.actor.method", "Add"), attribute.String("casty.call.outcome", "ok")}
+		if n, found := sum(rm, "casty.calls", attrs...); n != want {
+			t.Errorf("casty.calls of %s = %d (reported: %v), want %d", k, n, found, want)
+		}
+	}
+}
