@@ -127,11 +127,13 @@ func (r *replicator) adopt(pl *layout) {
 			}
 			if len(rngs) > 0 {
 				// What it holds there is from before it left the ranges
-				// (or a newer placement's commits that never counted):
-				// the sync brings what counts, and an old copy kept could
-				// bring back state deleted meanwhile (replica/SPEC.md,
-				// Pruning).
-				r.rep.DropRanges(d.k.Name, rngs...)
+				// (or a newer placement's commits that never counted).
+				// A copy older than the tombstone TTL could bring back
+				// state deleted meanwhile: dropped. A younger one may be
+				// the only live copy of a write the ranges' set never
+				// synced: kept, not voting until the sync brings it up to
+				// date (replica/SPEC.md, Pruning).
+				r.rep.DropRanges(d.k.Name, r.clock.Now().Wall-r.tombstoneTTL.Milliseconds(), rngs...)
 				r.rep.Unsync(d.k.Name, rngs...)
 				b := base
 				if b == nil {

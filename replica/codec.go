@@ -40,8 +40,9 @@ const (
 	fMore
 	fFacts
 	fBrief
+	fAnswer
 
-	fAll = fBrief<<1 - 1
+	fAll = fAnswer<<1 - 1
 )
 
 // stampLen is the length of a stamp or ballot on the wire.
@@ -80,6 +81,7 @@ func (m *Msg) Append(b []byte) ([]byte, error) {
 	set(fMore, m.More)
 	set(fFacts, len(m.Facts) > 0)
 	set(fBrief, m.Brief)
+	set(fAnswer, len(m.Answer) > 0)
 
 	b = slices.Grow(b, m.sizeHint())
 	b = append(b, wireFormat, byte(m.Op))
@@ -151,13 +153,16 @@ func (m *Msg) Append(b []byte) ([]byte, error) {
 	if mask&fFacts != 0 {
 		b = appendBytes(b, m.Facts)
 	}
+	if mask&fAnswer != 0 {
+		b = appendBytes(b, m.Answer)
+	}
 	return b, nil
 }
 
 // sizeHint is about the length of m's wire form, never much less, so that
 // Append grows its buffer once.
 func (m *Msg) sizeHint() int {
-	n := 16 + 10 + 8 + len(m.Kind) + len(m.Key) + 4*stampLen + 10 + len(m.Reason) + len(m.Facts)
+	n := 16 + 10 + 8 + len(m.Kind) + len(m.Key) + 4*stampLen + 10 + len(m.Reason) + len(m.Facts) + 5 + len(m.Answer)
 	if m.Have != nil {
 		n += 1 + stampLen + 5
 		for _, p := range m.Have.Pages {
@@ -463,6 +468,9 @@ func (d *decoder) msg() (*Msg, error) {
 	m.Brief = mask&fBrief != 0
 	if mask&fFacts != 0 {
 		m.Facts = d.bytes()
+	}
+	if mask&fAnswer != 0 {
+		m.Answer = d.bytes()
 	}
 	if d.err == nil && d.left() != 0 {
 		d.fail(errTrailing)

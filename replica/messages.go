@@ -131,6 +131,25 @@ type Msg struct {
 	// Brief (OpSync, OpSynced) asks for, and marks, records without their
 	// pages: the keys and versions a repair compares (Repair).
 	Brief bool
+	// Answer (OpCommit) is the runtime's answer to the call whose commit
+	// this is, attached by Session.CommitAnswering for the one member whose
+	// acceptance completes the write quorum together with the owner's own
+	// copy: when that member's copy accepts the commit as a voter (Decides),
+	// the write is acknowledged by a quorum, and its runtime may hand the
+	// answer to the caller waiting there without the owner's round trip
+	// (SPEC.md, "Early answers"). The replica itself ignores it.
+	Answer []byte
+}
+
+// Decides reports whether reply, a replica's answer to req, completes the
+// write quorum of req's commit together with the owner's own copy: req
+// carries an Answer (the owner counted its own copy and needed exactly
+// this member's vote more) and the replica published the commit as a
+// voter. The runtime of that replica may then answer the caller.
+func Decides(req, reply *Msg) bool {
+	return req != nil && reply != nil && req.Op == OpCommit && len(req.Answer) > 0 &&
+		reply.Op == OpAck && reply.Status == StatusOK && reply.Voter &&
+		reply.Ballot == req.Ballot && req.Delta != nil && reply.Stamp == req.Delta.Stamp
 }
 
 // maxRanges bounds the ranges of one sync (a member's share of a ring of

@@ -119,8 +119,14 @@ func TestDropRanges(t *testing.T) {
 	for _, k := range []string{"a", "m", "z"} {
 		put(t, r, k, ballot(1, 1), stamp(2, 1), onePage)
 	}
-	r.DropRanges("k", Range{Start: 'b', End: 'y'})
-	if _, ok := r.Get("k", "m"); ok || r.Keys() != 2 {
+	put(t, r, "n", ballot(1, 1), stamp(50, 1), onePage)
+	r.DropRanges("k", 10, Range{Start: 'b', End: 'y'})
+	if _, ok := r.Get("k", "m"); ok || r.Keys() != 3 {
 		t.Fatalf("%d keys left, m held: %v", r.Keys(), ok)
+	}
+	// A copy stamped after the cut-off is kept: no expired tombstone can
+	// have superseded it, and it may be the only live copy of a write.
+	if st, ok := r.Get("k", "n"); !ok || st.Stamp != stamp(50, 1) {
+		t.Fatalf("the young copy was dropped: %v %v", st, ok)
 	}
 }

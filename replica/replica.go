@@ -264,13 +264,16 @@ func (r *Replica) dropIf(kind, k string, st State) bool {
 	return true
 }
 
-// DropRanges forgets every copy of kind whose ring point falls in rngs:
-// what a member held of ranges it re-enters is from before it left them,
-// and keeping it could bring back state deleted meanwhile (SPEC.md,
-// "Pruning"). The sync that follows brings what counts.
-func (r *Replica) DropRanges(kind string, rngs ...Range) {
-	for k := range r.recs {
-		if k.kind == kind && inRanges(rngs, r.point(k.kind, k.key)) {
+// DropRanges forgets every copy of kind whose ring point falls in rngs and
+// whose stamp's wall time is before before: a member re-entering ranges
+// drops what it holds there that a deleted actor's tombstone, expired
+// since, could have superseded (before = now − the tombstone TTL), and
+// keeps younger copies, which its sync then brings up to date — such a
+// copy can be the only live one of an acknowledged write (SPEC.md,
+// "Pruning").
+func (r *Replica) DropRanges(kind string, before int64, rngs ...Range) {
+	for k, rec := range r.recs {
+		if k.kind == kind && rec.store.Stamp().Wall < before && inRanges(rngs, r.point(k.kind, k.key)) {
 			r.Drop(k.kind, k.key)
 		}
 	}

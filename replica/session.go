@@ -134,6 +134,8 @@ type Session struct {
 	fullSent map[NodeID]bool
 	applied  bool
 	stamp    pager.Stamp
+	answerTo NodeID // CommitAnswering's member, while the commit is spread
+	answer   []byte
 }
 
 // NewSession starts nothing: call Open.
@@ -508,6 +510,20 @@ func (s *Session) install() []Out {
 // owner's own copy applies it first: if it refuses, nothing was applied
 // anywhere.
 func (s *Session) Commit(d pager.Delta) []Out {
+	return s.CommitAnswering(d, NodeID{}, nil)
+}
+
+// CommitAnswering is Commit for a call made from member to: when that
+// member's vote is the one the owner's own copy still needs for the write
+// quorum, the commit sent to it carries answer (Msg.Answer), so that its
+// runtime can answer the caller as soon as its copy publishes the commit
+// as a voter (Decides), a round trip before the owner learns it (SPEC.md,
+// "Early answers"). Otherwise — to is the owner or not in the set, W needs
+// more than the owner and to, the owner's own copy does not vote, or the
+// commit travels in several parts — it is Commit. The round itself runs
+// as Commit's: the owner still counts the acknowledgements, and its
+// Result is the commit's outcome as the owner knows it.
+func (s *Session) CommitAnswering(d pager.Delta, to NodeID, answer []byte) []Out {
 	if err := s.begin(RoundCommit); err != nil {
 		return nil
 	}
@@ -516,7 +532,18 @@ func (s *Session) Commit(d pager.Delta) []Out {
 	s.stamp = d.Stamp
 	s.fullSent = map[NodeID]bool{}
 	s.applied = false
-	return s.spread()
+	s.answerTo, s.answer = to, answer
+	out := s.spread()
+	s.answerTo, s.answer = NodeID{}, nil
+	return out
+}
+
+// carriesAnswer reports whether the commit being spread may carry the call's
+// answer to member id: its vote alone completes the write quorum with the
+// owner's own voting copy, and the commit is one message.
+func (s *Session) carriesAnswer(id NodeID) bool {
+	return len(s.answer) > 0 && id == s.answerTo && id != s.set.Self && len(s.parts) == 1 &&
+		s.round == RoundCommit && s.oks+1 >= s.set.W
 }
 
 // spread applies the round's parts to the owner's own copy, then sends
@@ -545,8 +572,13 @@ func (s *Session) spread() []Out {
 	// From here on the commit may be applied somewhere.
 	s.applied = true
 	for _, id := range s.set.Members {
-		if id != s.set.Self {
-			out = append(out, s.sendParts(id, s.parts)...)
+		if id == s.set.Self {
+			continue
+		}
+		n := len(out)
+		out = append(out, s.sendParts(id, s.parts)...)
+		if s.carriesAnswer(id) {
+			out[n].Msg.Answer = s.answer
 		}
 	}
 	return out

@@ -22,6 +22,7 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -115,6 +116,21 @@ type Config struct {
 	// sync it had not finished sync from the new base set alone — the rule
 	// before SPEC.md's "Membership changes" kept the old sets too.
 	ForgetUnfinishedSyncs bool
+	// EarlyAnswers makes each write or CAS come from a member (its home,
+	// any member, crashed or not) and the owner commit it with
+	// Session.CommitAnswering: the home answers the client as soon as its
+	// own copy publishes the commit as a voter (replica.Decides), as casty
+	// answers a caller on a replica (replica/SPEC.md, "Early answers").
+	EarlyAnswers bool
+	// DropOnReentry makes a member that enters a range drop every copy it
+	// still holds there — the rule before SPEC.md's "Pruning" kept the
+	// copies younger than the tombstone TTL: such a copy can be the only
+	// live one of an acknowledged write whose set moved on before syncing.
+	DropOnReentry bool
+	// EarlyAnswersUnchecked breaks that rule, to show the check finds it:
+	// the owner attaches the answer to the commit to the home whatever
+	// its write quorum needs, and the home answers on any acceptance.
+	EarlyAnswersUnchecked bool
 }
 
 func (c *Config) defaults() {
@@ -174,6 +190,9 @@ type Stats struct {
 	// published (by the members entering the leaver's ranges), and
 	// LeaveSynced those of them that finished.
 	LeaveSyncs, LeaveSynced int
+	// EarlyAnswers counts the operations answered by their home's copy
+	// (Config.EarlyAnswers) before the owner's answer.
+	EarlyAnswers int
 }
 
 // OpKind is a register operation.
@@ -241,6 +260,8 @@ type Sim struct {
 	leaves     map[int]bool // the placement versions leaves published
 	finished   int
 	values     int
+	early      map[uint64]*request // writes whose commits carry their answer, by id
+	reqs       uint64
 }
 
 type node struct {
@@ -282,12 +303,14 @@ type request struct {
 	reply   func(Output, bool) // answer, definite failure
 	newVal  int
 	started bool // a commit was sent for it
+	home    int  // the member the client called from (Config.EarlyAnswers); -1: none
+	id      uint64
 }
 
 // New builds a run.
 func New(cfg Config) *Sim {
 	cfg.defaults()
-	s := &Sim{cfg: cfg, leaves: map[int]bool{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	s := &Sim{cfg: cfg, leaves: map[int]bool{}, early: map[uint64]*request{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	var first []int
 	for range cfg.Nodes {
 		n := s.addNode()
@@ -509,6 +532,9 @@ func (s *Sim) deliver(e *event) {
 	switch m.Op {
 	case replica.OpPrepare, replica.OpCommit, replica.OpFetch, replica.OpConfirm, replica.OpSync:
 		r := n.rep.Handle(m, 0)
+		if len(m.Answer) == 8 {
+			s.answerEarly(m, r)
+		}
 		s.send(e.to, e.from, r)
 	case replica.OpSynced:
 		if !m.Brief {
@@ -713,9 +739,43 @@ func (s *Sim) next(n *node, a *activation) {
 			st := a.sess.State()
 			d := pager.Delta{Stamp: pager.Stamp(n.clock.Now()), Basis: st.Stamp,
 				Pages: []pager.Page{{Key: "V", Data: encodeValue(req.newVal)}}}
-			s.startRound(n, a, a.sess.Commit(d))
+			if req.home < 0 {
+				s.startRound(n, a, a.sess.Commit(d))
+				return
+			}
+			home, answer := s.nodes[req.home].id, binary.BigEndian.AppendUint64(nil, req.id)
+			s.early[req.id] = req
+			outs := a.sess.CommitAnswering(d, home, answer)
+			if s.cfg.EarlyAnswersUnchecked {
+				for _, o := range outs {
+					if o.To == home {
+						o.Msg.Answer = answer
+					}
+				}
+			}
+			s.startRound(n, a, outs)
 			return
 		}
+	}
+}
+
+// answerEarly answers the write whose commit m is, when the reply of this
+// member's copy decides it (Config.EarlyAnswers).
+func (s *Sim) answerEarly(m, reply *replica.Msg) {
+	decides := replica.Decides(m, reply)
+	if s.cfg.EarlyAnswersUnchecked {
+		decides = reply.Status == replica.StatusOK
+	}
+	req := s.early[binary.BigEndian.Uint64(m.Answer)]
+	if !decides || req == nil || req.done {
+		return
+	}
+	s.tracef("k%d: c%d answered early by its home n%d", req.in.Key, req.client, req.home)
+	s.stats.EarlyAnswers++
+	if req.in.Kind == CAS {
+		req.answer(Output{OK: true}, false)
+	} else {
+		req.answer(Output{}, false)
 	}
 }
 
@@ -806,7 +866,16 @@ func (s *Sim) client(c int) {
 	if target < 0 || s.rng.Float64() < s.cfg.WrongViews {
 		target = reps[s.rng.IntN(len(reps))]
 	}
-	req := &request{in: in, client: c, call: s.now}
+	s.reqs++
+	req := &request{in: in, client: c, call: s.now, home: -1, id: s.reqs}
+	if s.cfg.EarlyAnswers || s.cfg.EarlyAnswersUnchecked {
+		// Mostly one of the key's replicas, where an early answer can
+		// happen; sometimes any member, gone or not.
+		req.home = s.rng.IntN(len(s.nodes))
+		if s.rng.IntN(4) > 0 {
+			req.home = reps[s.rng.IntN(len(reps))]
+		}
+	}
 	s.stats.Ops++
 	finish := func(o Output, definiteFailure bool) {
 		s.finished++
@@ -927,7 +996,9 @@ func (s *Sim) adopt(n *node, v int) {
 		if !slices.Contains(now, n.i) || slices.Contains(before, n.i) || v == 1 {
 			continue
 		}
-		n.rep.DropRanges(kind, keyRange(k)) // what it held is from before it left
+		if s.cfg.DropOnReentry {
+			n.rep.DropRanges(kind, math.MaxInt64, keyRange(k))
+		}
 		n.rep.Unsync(kind, keyRange(k))
 		args := syncArgs{version: v, base: v - 1, skip: []int{n.i}, leave: s.leaves[v]}
 		if old, ok := n.syncOf[k]; ok && n.syncs[k] != nil && !s.cfg.ForgetUnfinishedSyncs {

@@ -58,6 +58,7 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.HandoffsCut += st.HandoffsCut
 		total.LeaveSyncs += st.LeaveSyncs
 		total.LeaveSynced += st.LeaveSynced
+		total.EarlyAnswers += st.EarlyAnswers
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
@@ -264,7 +265,11 @@ func TestLinearizableLeavingOutNewcomersUnderOtherChanges(t *testing.T) {
 
 var (
 	newcomersUnderRestarts = Config{Keys: 6, Ops: 300, Restarts: 3, Reorder: true, WrongViews: 0.1, Pauses: 1, Duplicate: 0.01, SkipUnsynced: true}
-	newcomersUnderLeaves   = Config{Keys: 6, Leaves: 2, Restarts: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}
+	// leavesWithAPause is newcomersUnderLeaves with a pause, and writes
+	// answered early: seed 68 lost a write when re-entering members
+	// dropped their copies.
+	leavesWithAPause     = Config{Keys: 6, Leaves: 2, Restarts: 1, Pauses: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true, EarlyAnswers: true}
+	newcomersUnderLeaves = Config{Keys: 6, Leaves: 2, Restarts: 1, Reorder: true, WrongViews: 0.1, Loss: 0.01, Duplicate: 0.01, SkipUnsynced: true}
 )
 
 // The seeds that found them lose a write under the old rules, and the
@@ -277,6 +282,7 @@ var (
 func TestOldSyncRulesLoseWrites(t *testing.T) {
 	noCopies := func(c *Config) { c.NoNewcomerCopies = true }
 	forget := func(c *Config) { c.ForgetUnfinishedSyncs = true }
+	drop := func(c *Config) { c.DropOnReentry = true }
 	for _, c := range []struct {
 		name       string
 		seed       uint64
@@ -284,8 +290,9 @@ func TestOldSyncRulesLoseWrites(t *testing.T) {
 		old        []func(*Config) // together, the old rules
 		eitherSave bool            // and each alone is still enough
 	}{
-		{"restarts: newcomers' copies ignored and unfinished syncs forgotten", 752, newcomersUnderRestarts, []func(*Config){noCopies, forget}, true},
-		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, []func(*Config){forget}, false},
+		{"restarts: newcomers' copies ignored and unfinished syncs forgotten", 752, newcomersUnderRestarts, []func(*Config){noCopies, forget, drop}, true},
+		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, []func(*Config){forget, drop}, false},
+		{"leaves and a pause: copies dropped on re-entry", 68, leavesWithAPause, []func(*Config){drop}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
