@@ -388,6 +388,7 @@ func (a *Activation) process(e *Envelope) {
 // (Answer): the state the handler left is committed and the failure
 // count reset as for nil, and the caller gets the answer as its error.
 func (a *Activation) succeeded(e *Envelope, answer error) {
+	e.hctx.answered = answer != nil
 	if a.sess != nil && !a.commit(e, false) {
 		return
 	}

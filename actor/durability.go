@@ -60,6 +60,24 @@ type Session interface {
 	Release()
 }
 
+// Settled reports, for the ctx a Session's Commit receives, whether the
+// handler being committed ended plainly: it succeeded without an answer
+// (an error its caller gets as the call's outcome) and queued no emits.
+// Only then is the caller's answer fully decided by the commit alone, which
+// casty relies on to answer a caller before the owner hears the commit's
+// outcome (replica/SPEC.md, "Early answers"). It reports false for any
+// other ctx.
+func Settled(ctx context.Context) bool {
+	h, ok := ctx.(*handlerCtx)
+	if !ok || h.answered || h.act == nil {
+		return false
+	}
+	a := h.act
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.x == nil || len(a.x.emits) == 0
+}
+
 // restore runs the host's Durability for a starting activation. It
 // returns the Restore error, or nil with a.sess set.
 func (a *Activation) restore() error {

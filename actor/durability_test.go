@@ -71,6 +71,7 @@ type fakeSession struct {
 	d        *fakeDurability
 	a        *Activation
 	commits  []bool // the failed flag of each commit
+	settled  []bool // Settled(ctx) at each commit
 	released int
 }
 
@@ -103,6 +104,7 @@ func (s *fakeSession) Commit(ctx context.Context, failed bool) error {
 	defer s.d.mu.Unlock()
 	n := s.a.State().(*durable).N
 	s.commits = append(s.commits, failed)
+	s.settled = append(s.settled, Settled(ctx))
 	if s.d.commitErr != nil {
 		if err := s.d.commitErr(n); err != nil {
 			return err
@@ -437,5 +439,45 @@ func TestNoCommitWithoutASession(t *testing.T) {
 	dh3.call(false, "svc", add(1))
 	if d3.restoreCount() != 0 {
 		t.Fatalf("a service restored %d times", d3.restoreCount())
+	}
+}
+
+// Settled tells a commit whether its handler ended plainly — no answer
+// error, no emits — which is when casty may answer the caller from the
+// commit alone.
+func TestSettledSaysWhetherTheHandlerEndedPlainly(t *testing.T) {
+	d := &fakeDurability{}
+	dh := newDurableHost(t, d, nil, KindOptions{})
+	handlers := []struct {
+		name string
+		fn   func(context.Context, *durable) error
+		want bool
+	}{
+		{"plain", func(_ context.Context, s *durable) error { s.N++; return nil }, true},
+		{"answer", func(_ context.Context, s *durable) error { s.N++; return Answer(errors.New("no")) }, false},
+		{"emits", func(ctx context.Context, s *durable) error {
+			s.N++
+			Emit(ctx, "next", func(context.Context, any) error { return nil })
+			return nil
+		}, false},
+	}
+	for _, h := range handlers {
+		_ = dh.call(true, "k", h.fn)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var got []bool
+	for _, s := range d.sessions {
+		got = append(got, s.settled...)
+	}
+	want := []bool{true, false, false}
+	if len(got) > len(want) {
+		got = got[:len(want)] // the emitted message may have run and committed since
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Settled at each commit: %v, want %v", got, want)
+	}
+	if Settled(context.Background()) {
+		t.Fatal("Settled outside a commit")
 	}
 }

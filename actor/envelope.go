@@ -102,7 +102,8 @@ func (w *waiter) arm(d time.Duration) <-chan time.Time {
 // activation, which is how Self and reentrancy detection work.
 type handlerCtx struct {
 	context.Context
-	act *Activation
+	act      *Activation
+	answered bool // the handler being committed returned an answer (Answer)
 }
 
 type selfKey struct{}
