@@ -294,6 +294,10 @@ func do0Once[T any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(
 
 // ---- typed invokers for calls from other nodes (serve.go: typedUnary) ----
 
+// noResult encodes the reply of a handler that returns only an error, for
+// an early answer (early.go).
+func noResult() []byte { return appendCallResp(nil, &callResp{}) }
+
 type servQR[T, Q, R any] struct {
 	m func(*T, context.Context, Q) (R, error)
 }
@@ -309,7 +313,11 @@ func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
 		}
 	}
 	e.Init(e, rc.m)
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x); !ok {
+	var answer func() []byte
+	if rc.early.tag != 0 {
+		answer = func() []byte { r := resultResp(rc.k, rc.m, e.r); return r.envelope() }
+	}
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, answer); !ok {
 		return resp
 	}
 	return resultResp(rc.k, rc.m, e.r)
@@ -325,7 +333,11 @@ func (s servR[T, R]) serve(ctx context.Context, rc remoteCall) callResp {
 		x servedCtx
 	}{callR: callR[T, R]{m: s.m}}
 	e.Init(e, rc.m)
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x); !ok {
+	var answer func() []byte
+	if rc.early.tag != 0 {
+		answer = func() []byte { r := resultResp(rc.k, rc.m, e.r); return r.envelope() }
+	}
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, answer); !ok {
 		return resp
 	}
 	return resultResp(rc.k, rc.m, e.r)
@@ -346,7 +358,7 @@ func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 		}
 	}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.x)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noResult)
 	return resp
 }
 
@@ -360,6 +372,6 @@ func (s serv0[T]) serve(ctx context.Context, rc remoteCall) callResp {
 		x servedCtx
 	}{do0: do0[T]{m: s.m}}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.x)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noResult)
 	return resp
 }

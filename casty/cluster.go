@@ -84,6 +84,7 @@ type cluster struct {
 	closeOnce sync.Once
 
 	rp        *replicator   // nil for a lite member
+	early     earlyWaits    // calls from here waiting for an early answer (early.go)
 	physical  func() int64  // the replication HLC's physical clock
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors

@@ -196,7 +196,11 @@
 //     the side without a quorum gets ErrQuorumUnavailable, and a second
 //     owner born of two members' differing views is refused at its first
 //     write and discarded. replica/SPEC.md has the protocol and the
-//     argument.
+//     argument. A call made from a member that is itself one of the key's
+//     replicas is answered there as soon as that member's copy holds the
+//     commit as the acknowledgement that completes Write (an early answer:
+//     one network round trip instead of two, the owner's reply following);
+//     handlers that return an Answer error or emit wait for the owner.
 //
 // A commit that fails — fewer than Write acknowledgements within
 // Config.ReplicationTimeout (or the caller's deadline) — returns

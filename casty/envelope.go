@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/ring"
 )
 
 // Envelopes between nodes (SPEC.md). Every request a node sends another —
@@ -29,12 +30,14 @@ type callReq struct {
 	Op       uint8
 	Kind     string // the kind's wire name
 	Key      string
-	Method   string    // the handler (opCall, opStream)
-	Arg      []byte    // the argument, msgpack; a view into the received envelope
-	Chain    []string  // the call chain, "kind/key" innermost first (reentrancy)
-	Deadline int64     // unix ns; 0 for none
-	at       placement // the key's ring point, when the caller knows it (points.go)
-	trace    traceCtx  // the caller's span, when it traces (telemetry.go)
+	Method   string      // the handler (opCall, opStream)
+	Arg      []byte      // the argument, msgpack; a view into the received envelope
+	Chain    []string    // the call chain, "kind/key" innermost first (reentrancy)
+	Deadline int64       // unix ns; 0 for none
+	at       placement   // the key's ring point, when the caller knows it (points.go)
+	trace    traceCtx    // the caller's span, when it traces (telemetry.go)
+	early    uint64      // the caller's tag for an early answer (early.go); 0: none
+	from     ring.NodeID // the member the request came from (serving side, for early)
 
 	// What decoding resolved the names to: set for declared kinds.
 	kind *actor.Kind
@@ -59,6 +62,7 @@ type callResp struct {
 //	          | chain uvarint n (at most MaxCallChain), n × str
 //	          | [trace id 16 bytes | span id 8 bytes | trace flags u8
 //	          |  | tracestate str]  (when flags bit 1 is set)
+//	          | [early tag uvarint, not 0]  (when flags bit 2 is set)
 //	          | arg (the rest of the envelope)
 //	response: flags u8 (1 ok, 2 error) | [error] | result (the rest)
 //	error:    code str | message str | kind str | key str | method str
@@ -179,6 +183,7 @@ func (d *decoder) rest() []byte {
 const (
 	reqPlaced byte = 1 // a ring point follows the key
 	reqTraced byte = 2 // a trace context follows the chain
+	reqEarly  byte = 4 // an early-answer tag follows the trace context (early.go)
 )
 
 // traceCtx is a W3C trace context (traceparent's ids and flags, and the
@@ -204,6 +209,9 @@ func appendCallReqHead(dst []byte, r *callReq) []byte {
 	if r.trace.present() {
 		flags |= reqTraced
 	}
+	if r.early != 0 {
+		flags |= reqEarly
+	}
 	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
 	e.str(r.Key)
@@ -221,6 +229,9 @@ func appendCallReqHead(dst []byte, r *callReq) []byte {
 		e.b = append(e.b, r.trace.SpanID[:]...)
 		e.b = append(e.b, r.trace.Flags)
 		e.str(r.trace.State)
+	}
+	if r.early != 0 {
+		e.b = binary.AppendUvarint(e.b, r.early)
 	}
 	return e.b
 }
@@ -294,7 +305,12 @@ func decodeCallReq(b []byte, r *callReq) error {
 	if d.err == nil && flags&reqTraced != 0 {
 		d.traceCtx(&r.trace)
 	}
-	if d.err == nil && flags&^(reqPlaced|reqTraced) != 0 {
+	if d.err == nil && flags&reqEarly != 0 {
+		if r.early = d.uvarint(); r.early == 0 && d.err == nil {
+			d.fail("early tag 0") // it would re-encode as none
+		}
+	}
+	if d.err == nil && flags&^(reqPlaced|reqTraced|reqEarly) != 0 {
 		d.fail("unknown flags")
 	}
 	r.Arg = d.rest()

@@ -18,6 +18,8 @@ func TestCallEnvelopeRoundTrip(t *testing.T) {
 		{Op: opCall, Kind: "k", Key: "x", Method: "M", at: placement{point: 1<<64 - 1, known: true}, Arg: []byte{0xc0}},
 		{Op: opCall, Kind: "k", Key: "x", Method: "M", Chain: []string{"a/b"}, trace: sampleTrace, Arg: []byte{0xc0}},
 		{Op: opStream, Kind: "k", Key: "x", Method: "T", at: placement{point: 7, known: true}, trace: traceCtx{TraceID: [16]byte{15: 1}, SpanID: [8]byte{1}}},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", early: 1 << 40, Arg: []byte{0xc0}},
+		{Op: opCall, Kind: "k", Key: "x", Method: "M", trace: sampleTrace, early: 7},
 	}
 	for _, in := range reqs {
 		var out callReq
@@ -103,6 +105,15 @@ func TestCallEnvelopeRefusesBadInput(t *testing.T) {
 			return b
 		}(),
 		"huge str": {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"early tag 0": func() []byte {
+			b := appendCallReqHead(nil, &callReq{Op: opCall, Kind: "k", early: 1})
+			b[len(b)-1] = 0
+			return b
+		}(),
+		"early tag truncated": func() []byte {
+			b := appendCallReqHead(nil, &callReq{Op: opCall, Kind: "k", early: 1 << 20})
+			return b[:len(b)-1]
+		}(),
 		"huge chain": func() []byte {
 			b := appendCallReq(nil, &callReq{Op: opCall})
 			b = b[:len(b)-2]
@@ -177,6 +188,7 @@ func FuzzCallEnvelope(f *testing.F) {
 	f.Add(hostileChain(MaxCallChain + 1))
 	f.Add(appendCallReq(nil, &callReq{Op: opCall, Kind: "shop.Order", Key: "o", Method: "Add", Arg: []byte{1}, trace: sampleTrace}))
 	f.Add(appendCallReq(nil, &callReq{Op: opStream, Kind: "k", Key: "x", Method: "T", at: placement{point: 9, known: true}, trace: traceCtx{TraceID: [16]byte{1}, SpanID: [8]byte{2}}}))
+	f.Add(appendCallReq(nil, &callReq{Op: opCall, Kind: "k", Key: "x", Method: "Add", Arg: []byte{1}, early: 300, trace: sampleTrace}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r callReq
 		if decodeCallReq(b, &r) == nil {

@@ -229,3 +229,38 @@ func RawCall(ctx context.Context, from, to *System, payload []byte) error {
 
 // Placed is how many members the placement this member adopted holds.
 func Placed(s *System) int { return len(s.cl.view.Load().pl.ring.Members()) }
+
+// OwnerOf returns the address of the member via's view gives kind's key
+// to ("" when none).
+func OwnerOf(via *System, kind, key string) string {
+	k := kinds.get(kind)
+	v := via.cl.view.Load()
+	id, ok := v.ownerOf(k, pointOf(k, key))
+	if !ok {
+		return ""
+	}
+	if id == via.cl.self {
+		return via.Addr()
+	}
+	return v.addrs[id]
+}
+
+// DelayReplicationReplies makes the member apply the replication requests
+// it receives at once but hold its replies until release is called, as if
+// every reply were slow on the network.
+func DelayReplicationReplies(s *System) (release func()) {
+	gate := make(chan struct{})
+	rp := s.cl.rp
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		mux.HandOff(ctx)
+		b, err := rp.handle(ctx, sess, payload)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return b, err
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
+}

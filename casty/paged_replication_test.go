@@ -198,6 +198,12 @@ func oneCommit(t *testing.T, nodes []*casty.System, kind, key string, edit func(
 		t.Fatalf("edit: %v", err)
 	}
 	replicasAgree(t, nodes, kind, key)
+	// The owner counts a commit once its round ends, which may be after
+	// the caller's answer (an early answer: replica/SPEC.md).
+	waitFor(t, 10*time.Second, "the owner to count the commit", func() bool {
+		_, c := commitBytes(nodes)
+		return c > c0
+	})
 	b1, c1 := commitBytes(nodes)
 	if c1-c0 != 1 {
 		t.Fatalf("the edit made %d commits, want 1", c1-c0)

@@ -90,6 +90,7 @@ type servedCtx struct {
 	k        *actor.Kind
 	key      string
 	at       placement
+	early    *earlyAnswer // the caller's member wants the answer on its commit (early.go)
 }
 
 type servedKey struct{}

@@ -71,6 +71,7 @@ type replicator struct {
 	syncIn       atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
 	syncOut      atomic.Int64 // bytes of copies sent in answer to others' syncs
 	repaired     atomic.Int64 // copies adopted by anti-entropy passes
+	earlyAnswers atomic.Int64 // calls from here answered by this member's copy (early.go)
 	pruned       int64        // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
 
@@ -200,6 +201,9 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	r.mu.Unlock()
 	if behind && from != nil {
 		r.pullFacts(ring.NodeID(from.Peer()), from.PeerAddr())
+	}
+	if len(m.Answer) > 0 {
+		r.answerEarly(m, reply)
 	}
 	b, err := reply.Append([]byte{laneReplica})
 	if err == nil && reply.Op == replica.OpSynced && !reply.Brief {
@@ -610,8 +614,9 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		}
 		return nil
 	}
+	to, answer := earlyFor(ctx, s.act, failed)
 	r.mu.Lock()
-	outs := s.sess.Commit(pending.Delta)
+	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
 	res := r.run(ctx, s.sess, outs)
 	if res.Err != nil {
@@ -666,6 +671,11 @@ type ReplicationStats struct {
 	// ServedSyncBytes those it sent in answer to others' syncs — for a
 	// member that closed gracefully, what its handoff shipped.
 	SyncBytes, ServedSyncBytes int64
+	// EarlyAnswers counts the calls made from this member that its own
+	// copy answered: the owner's commit carried the answer, and this
+	// member's vote completed the write quorum (replica/SPEC.md, "Early
+	// answers"), a round trip before the owner's reply.
+	EarlyAnswers int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
@@ -688,7 +698,8 @@ func (s *System) Replication() ReplicationStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
-		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0}
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0,
+		EarlyAnswers: r.earlyAnswers.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

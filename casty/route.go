@@ -103,6 +103,11 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		deadline = time.Now().Add(timeout)
 	}
 	var payload []byte
+	var early *earlyWait // the call may be answered by this member's copy (early.go)
+	if req.Op == opCall && cl.wantsEarly(k, at.point) {
+		req.early, early = cl.early.add()
+		defer cl.early.remove(req.early)
+	}
 	buf := reqBufs.Get().(*[]byte)
 	defer func() {
 		if cap(payload) <= maxPooledReq {
@@ -135,7 +140,13 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			}
 		}
 		remoteWaits.Add(1)
-		b, err := sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
+		var b []byte
+		var err error
+		if early != nil {
+			b, err = requestEarly(ctx, sess, payload, timeout, early)
+		} else {
+			b, err = sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
+		}
 		remoteWaits.Add(-1)
 		if t := cl.sys.tel; t != nil {
 			t.bytes(len(payload), true)

@@ -73,6 +73,14 @@ func (cl *cluster) handle(ctx context.Context, from *mux.Session, payload []byte
 		}
 		return nil, err
 	}
+	if req.early != 0 {
+		// Only a member has a copy that can take the answer.
+		if from == nil || !from.Member() {
+			req.early = 0
+		} else {
+			req.from = ring.NodeID(from.Peer())
+		}
+	}
 	if req.Op == opStateOf && !operatorAllowed(from) {
 		refusal := forbidden("reading an actor's state")
 		return refusal.envelope(), nil
@@ -182,18 +190,25 @@ type remoteCall struct {
 	at       placement
 	deadline int64 // unix ns; 0 for none
 	chain    []string
+	early    earlyAnswer // tag 0: the caller wants no early answer
 }
 
 func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remoteCall {
 	return remoteCall{cl: cl, k: k, m: m, key: req.Key, arg: req.Arg, at: req.at,
-		deadline: req.Deadline, chain: req.Chain}
+		deadline: req.Deadline, chain: req.Chain, early: earlyAnswer{to: req.from, tag: req.early}}
 }
 
 // ask runs e on this node's host, with x — kept in the struct that holds
 // e — as its context. It reports false with the answer when the call
-// failed.
-func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx) (callResp, bool) {
+// failed. answer, when the caller wants an early answer (rc.early), encodes
+// the reply once the handler ran, for the commit to carry (early.go).
+func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, answer func() []byte) (callResp, bool) {
 	*x = servedCtx{Context: ctx, deadline: rc.deadline, k: rc.k, key: rc.key, at: rc.at}
+	if rc.early.tag != 0 && answer != nil {
+		ea := rc.early
+		ea.encode = answer
+		x.early = &ea
+	}
 	err := rc.cl.sys.host.AskHere(actor.WithChain(x, rc.chain), rc.k, rc.key, e)
 	switch {
 	case err == nil:
@@ -289,7 +304,18 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 			inv.arg = p.Elem()
 		}
 		inv.Init(inv, meth)
-		if resp, ok := cl.remoteCall(k, meth, req).ask(ctx, &inv.Envelope, &inv.x); !ok {
+		rc := cl.remoteCall(k, meth, req)
+		var answer func() []byte
+		if rc.early.tag != 0 {
+			answer = func() []byte {
+				if meth.Result == nil {
+					return appendCallResp(nil, &callResp{})
+				}
+				r := resultResp(k, meth, inv.result.Interface())
+				return r.envelope()
+			}
+		}
+		if resp, ok := rc.ask(ctx, &inv.Envelope, &inv.x, answer); !ok {
 			return resp
 		}
 		if meth.Result != nil {

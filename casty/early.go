@@ -1,0 +1,174 @@
+package casty
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/ring"
+)
+
+// Early answers (replica/SPEC.md, "Early answers"). A call to a replicated
+// actor made from a member that is one of the key's replicas carries a tag
+// (callReq.early). The owner puts the call's answer, behind that tag, on
+// the commit it sends to the caller's member when that member's vote is
+// the one the write quorum still needs (replica.Session.CommitAnswering);
+// the caller's member, once its copy has published the commit as a voter
+// (replica.Decides), hands the answer to the waiting call. The caller has
+// its answer after one round trip instead of two; the owner's own answer
+// still follows and is dropped. Whatever goes wrong on the early path, the
+// call waits for the owner's answer as before.
+
+// maxEarlyAnswer bounds the answer a commit carries: a larger one travels
+// only in the owner's reply, rather than twice.
+const maxEarlyAnswer = 64 << 10
+
+// earlyReply is a waiting call's outcome: the owner's reply, or the answer
+// its commit carried (early).
+type earlyReply struct {
+	b     []byte
+	err   error
+	early bool
+}
+
+// earlyWait is one call waiting for either.
+type earlyWait struct {
+	ch  chan earlyReply // cap 1: the first outcome
+	got atomic.Bool
+}
+
+// put delivers r unless an outcome was delivered already; it never blocks.
+func (w *earlyWait) put(r earlyReply) bool {
+	if !w.got.CompareAndSwap(false, true) {
+		return false
+	}
+	w.ch <- r
+	return true
+}
+
+// earlyWaits is a member's calls waiting for an early answer, by tag.
+type earlyWaits struct {
+	mu    sync.Mutex
+	last  uint64
+	waits map[uint64]*earlyWait
+}
+
+// add registers a call and returns its tag (never 0).
+func (e *earlyWaits) add() (uint64, *earlyWait) {
+	w := &earlyWait{ch: make(chan earlyReply, 1)}
+	e.mu.Lock()
+	e.last++
+	tag := e.last
+	if e.waits == nil {
+		e.waits = map[uint64]*earlyWait{}
+	}
+	e.waits[tag] = w
+	e.mu.Unlock()
+	return tag, w
+}
+
+// remove forgets tag's call.
+func (e *earlyWaits) remove(tag uint64) {
+	e.mu.Lock()
+	delete(e.waits, tag)
+	e.mu.Unlock()
+}
+
+// deliver hands answer to tag's call, if it still waits.
+func (e *earlyWaits) deliver(tag uint64, answer []byte) bool {
+	e.mu.Lock()
+	w := e.waits[tag]
+	e.mu.Unlock()
+	return w != nil && w.put(earlyReply{b: answer, early: true})
+}
+
+// wantsEarly reports whether a call of k's key at point, made from this
+// member, may be answered early: k is replicated and this member is one
+// of the key's replicas on its placement (not the owner: that call runs
+// here).
+func (cl *cluster) wantsEarly(k *actor.Kind, point uint64) bool {
+	n := replicasOf(k)
+	if n <= 1 || cl.rp == nil || k.Service {
+		return false
+	}
+	v := cl.view.Load()
+	if v.pl == nil {
+		return false
+	}
+	var buf [8]ring.NodeID
+	for _, id := range v.pl.ring.AppendReplicas(buf[:0], point, n) {
+		if id == cl.self {
+			return true
+		}
+	}
+	return false
+}
+
+// requestEarly sends a call that carries w's tag and returns the first of
+// the owner's reply and the answer the owner's commit brought this member
+// (early). After an early answer the request is left to finish, its reply
+// dropped: cancelling it would cancel the call's context on the owner,
+// whose commit round still runs under it. w must hold no outcome: a retry
+// after a refusal (which ran nothing, so no commit can carry an answer)
+// rearms it.
+func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeout time.Duration, w *earlyWait) ([]byte, error) {
+	w.got.Store(false)
+	req := sess.RequestAsync(ctx, mux.LaneMessage, payload, timeout, func(b []byte, err error) {
+		w.put(earlyReply{b: b, err: err})
+	})
+	select {
+	case r := <-w.ch:
+		return r.b, r.err
+	case <-ctx.Done():
+		req.Cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// earlyAnswer is what a served call needs for its commit to carry its
+// answer: the caller's member, its tag, and how to encode the answer from
+// the handler's result (set once the handler ran).
+type earlyAnswer struct {
+	to     ring.NodeID
+	tag    uint64
+	encode func() []byte // the reply envelope, as the owner would send it
+	used   bool
+}
+
+// earlyFor returns the answer the commit of act's handler, run with ctx,
+// may carry to the caller's member, and that member: none unless the call
+// came from a member of the key's replica set that asked for it, ctx is
+// that call's own handler (not a call it made in turn), and the handler
+// ended plainly (actor.Settled: no answer error, no emits).
+func earlyFor(ctx context.Context, act *actor.Activation, failed bool) (replica.NodeID, []byte) {
+	if failed {
+		return replica.NodeID{}, nil
+	}
+	x, _ := ctx.Value(servedKey{}).(*servedCtx)
+	if x == nil || x.early == nil || x.early.used || x.k != act.Kind() || x.key != act.Key() || !actor.Settled(ctx) {
+		return replica.NodeID{}, nil
+	}
+	x.early.used = true
+	env := x.early.encode()
+	if len(env) > maxEarlyAnswer {
+		return replica.NodeID{}, nil
+	}
+	answer := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env)), x.early.tag)
+	return replica.NodeID(x.early.to), append(answer, env...)
+}
+
+// answerEarly hands the answer commit m carries to the call waiting here,
+// when this member's reply decides the commit.
+func (r *replicator) answerEarly(m, reply *replica.Msg) {
+	if len(m.Answer) <= 8 || !replica.Decides(m, reply) {
+		return
+	}
+	if r.cl.early.deliver(binary.BigEndian.Uint64(m.Answer), m.Answer[8:]) {
+		r.earlyAnswers.Add(1)
+	}
+}

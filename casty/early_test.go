@@ -1,0 +1,150 @@
+package casty_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// Tab is a replicated tally for the early-answer tests.
+type Tab struct{ N int }
+
+var errTabNegative = errors.New("tab: would go negative")
+
+// Add adds d and returns the new total.
+func (t *Tab) Add(_ context.Context, d int) (int, error) {
+	t.N += d
+	return t.N, nil
+}
+
+// Take subtracts d; going negative it keeps the change but answers
+// errTabNegative, as its caller's outcome.
+func (t *Tab) Take(_ context.Context, d int) (int, error) {
+	t.N -= d
+	if t.N < 0 {
+		return t.N, casty.Answer(errTabNegative)
+	}
+	return t.N, nil
+}
+
+// Get returns the total.
+func (t *Tab) Get(context.Context) (int, error) { return t.N, nil }
+
+var Tabs = casty.Actor[Tab](casty.Name("test.Tab"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
+
+// earlyKey returns a key of Tabs whose owner, on via's view, is owner.
+func earlyKey(t *testing.T, via, owner *casty.System) string {
+	t.Helper()
+	for i := range 1000 {
+		key := fmt.Sprint("tab-", i)
+		if casty.OwnerOf(via, Tabs.Name(), key) == owner.Addr() {
+			return key
+		}
+	}
+	t.Fatalf("no key of %s owned by %s", Tabs.Name(), owner.Addr())
+	return ""
+}
+
+// A call made from one of the key's replicas is answered as soon as that
+// replica's copy publishes the commit as the deciding vote: here the
+// third replica takes nothing and the caller's member holds its replies
+// back, so the owner cannot hear its write quorum, yet the caller has its
+// answer. Before early answers it waited for the owner's round.
+func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, third, caller := nodes[0], nodes[1], nodes[2]
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != 1 {
+		t.Fatalf("first call: %d, %v", n, err)
+	}
+	before := caller.Replication().EarlyAnswers
+	if before == 0 {
+		t.Fatal("the first call, from a replica, was not answered early")
+	}
+
+	releaseThird := casty.HoldReplication(third)
+	releaseCaller := casty.DelayReplicationReplies(caller)
+	defer releaseThird()
+	defer releaseCaller()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	n, err := casty.Call(cctx, Tabs.Ref(caller, key), (*Tab).Add, 2)
+	cancel()
+	if err != nil || n != 3 {
+		t.Fatalf("a call whose quorum only the caller's member completes, its reply held: %d, %v", n, err)
+	}
+	if got := caller.Replication().EarlyAnswers; got != before+1 {
+		t.Fatalf("early answers %d, want %d", got, before+1)
+	}
+
+	// An answer error is the caller's outcome, not a plain success: it is
+	// never answered early, so the call waits for the owner's round.
+	take := make(chan error, 1)
+	go func() {
+		_, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Take, 10)
+		take <- err
+	}()
+	select {
+	case err := <-take:
+		t.Fatalf("a handler's answer came back while the owner could not hear its quorum: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	releaseCaller()
+	releaseThird()
+	if err := <-take; err == nil || !strings.Contains(err.Error(), errTabNegative.Error()) {
+		t.Fatalf("Take's answer: %v", err)
+	}
+	for _, via := range nodes {
+		if n, err := casty.Call0(ctx, Tabs.Ref(via, key), (*Tab).Get); err != nil || n != -7 {
+			t.Fatalf("Get through %s: %d, %v", via.Addr(), n, err)
+		}
+	}
+}
+
+// Early answers change no outcome: many callers on every member, each
+// adding to its own keys and to shared ones, see every running total
+// exactly once and the final totals match.
+func TestEarlyAnswersKeepEveryCallsOutcome(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	const keys, adds = 6, 20
+	errs := make(chan error, len(nodes))
+	for i, via := range nodes {
+		go func() {
+			for j := range adds {
+				for k := range keys {
+					if _, err := casty.Call(ctx, Tabs.Ref(via, fmt.Sprint("shared-", k)), (*Tab).Add, 1); err != nil {
+						errs <- fmt.Errorf("member %d add %d key %d: %w", i, j, k, err)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var early int64
+	for _, s := range nodes {
+		early += s.Replication().EarlyAnswers
+	}
+	if early == 0 {
+		t.Fatal("no call was answered early")
+	}
+	for k := range keys {
+		for _, via := range nodes {
+			if n, err := casty.Call0(ctx, Tabs.Ref(via, fmt.Sprint("shared-", k)), (*Tab).Get); err != nil || n != len(nodes)*adds {
+				t.Fatalf("key %d through %s: %d, %v (want %d)", k, via.Addr(), n, err, len(nodes)*adds)
+			}
+		}
+	}
+	t.Logf("%d of %d calls answered early", early, len(nodes)*adds*keys)
+}
