@@ -539,10 +539,11 @@ func (s *Session) CommitAnswering(d pager.Delta, to NodeID, answer []byte) []Out
 }
 
 // carriesAnswer reports whether the commit being spread may carry the call's
-// answer to member id: its vote alone completes the write quorum with the
-// owner's own voting copy, and the commit is one message.
+// answer to id: a member of the set other than the owner, whose vote alone
+// completes the write quorum with the owner's own voting copy, and the
+// commit is one message.
 func (s *Session) carriesAnswer(id NodeID) bool {
-	return len(s.answer) > 0 && id == s.answerTo && id != s.set.Self && len(s.parts) == 1 &&
+	return len(s.answer) > 0 && id == s.answerTo && id != s.set.Self && s.has(id) && len(s.parts) == 1 &&
 		s.round == RoundCommit && s.oks+1 >= s.set.W
 }
 
