@@ -73,6 +73,24 @@ type Config struct {
 	// holding fewer (SPEC.md, Admission: Bound). Default 4096; zero means
 	// 4096; at most 65536.
 	MaxTableSize int
+	// MaxClientRecords bounds, within MaxTableSize, the records of
+	// lite clients (RoleClient): table records of that role, tombstones
+	// included, plus unverified records of that role about ids the table
+	// does not hold. When it is reached a new lite client's record is
+	// refused like one past MaxTableSize (counted in Stats.Refused, the
+	// same paced WARN line), so at least MaxTableSize − MaxClientRecords
+	// of the table stay for members whatever lite clients, or whoever
+	// holds only the client or operator secret, introduce (SPEC.md,
+	// Admission: Bound). Tombstones count because a record that dies
+	// stays one for TombstoneTTL: a forger cycling fakes would otherwise
+	// fill the rest of the table with its fakes' tombstones. Default
+	// (zero): a quarter of MaxTableSize, at least 1 (1024 with the
+	// default 4096): a deployment with up to a thousand lite clients fits
+	// it, and a client-credential holder can take at most a quarter of
+	// the table. Raise it, up to MaxTableSize (where clients and members
+	// share the whole table, as before the bound), for more lite clients.
+	// Negative or over MaxTableSize is invalid.
+	MaxClientRecords int
 	// Seeds are addresses tried, in random order, to join. Empty means the
 	// node starts a cluster of its own.
 	Seeds []string

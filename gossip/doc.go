@@ -57,7 +57,9 @@
 //     (SPEC.md, Admission, states the rules and their limits).
 //   - The table, with the records waiting for a probe, holds at most
 //     Config.MaxTableSize records; beyond that new unverified records are
-//     dropped.
+//     dropped. Lite clients' records among them (tombstones included) are
+//     at most Config.MaxClientRecords (a quarter of the table by
+//     default), so the rest stays for members.
 //   - Malformed, forged or stale input is dropped with a log line: it
 //     never panics and never corrupts the table.
 //

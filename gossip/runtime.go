@@ -42,9 +42,10 @@ type Stats struct {
 	// were dropped because the table was full (Config.MaxTableSize): a
 	// flood of forged claims, or a cluster larger than the bound; it also
 	// counts the unverified records of the connection holding the most
-	// that gave way to another connection's. No table record is evicted
-	// for them (SPEC.md, Admission: Bound); refusals are also logged, at
-	// most one WARN line per 10 s.
+	// that gave way to another connection's, and lite clients' records
+	// refused because lite-client records were at Config.MaxClientRecords.
+	// No table record is evicted for them (SPEC.md, Admission: Bound);
+	// refusals are also logged, at most one WARN line per 10 s.
 	Refused uint64
 	// Unverified is how many second-hand records wait for a probe
 	// (SPEC.md, Admission).

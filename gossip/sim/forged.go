@@ -217,8 +217,8 @@ func ForgedClientFlood(cfg Config, n, perSecond int, keepFlooding bool, limit ti
 // each fake's GOSSIP of its own record arrives over a connection whose
 // peer is that address), as a client-credential holder reconnecting once
 // per fake could: the rule that a client-only sender introduces only its
-// own record then admits each fake, and only the number of connections
-// and addresses the forger can get bounds it.
+// own record then admits each fake, and what bounds them is
+// Config.Gossip.MaxClientRecords (gossip/SPEC.md, Admission, 4).
 func ForgedClientConnFlood(cfg Config, n, perSecond int, keepFlooding bool, limit time.Duration) (ForgedFloodResult, error) {
 	return floodJoin(cfg, n, perSecond, -1, true, true, keepFlooding, limit)
 }

@@ -337,4 +337,30 @@ func forged(n, k int, seed0 uint64, row func(string, int, string, string, time.T
 		fmt.Sprintf("joiner ALIVE everywhere p50 %v, p99 %v, max %v; most fakes held or evented in a run %d, probed %d",
 			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), fakes, probes),
 		"as without a flood; 0 fakes", t)
+	// the same forger opening a connection of its own per fake, so each
+	// fake is admitted as its own record (sim.ForgedClientConnFlood):
+	// what holds is Config.MaxClientRecords (a quarter of 256 here)
+	t = time.Now()
+	joins = joins[:0]
+	fakes, refusedC := 0, uint64(0)
+	for i := range k {
+		g := gossip.DefaultConfig()
+		g.MaxTableSize = 256
+		res, err := sim.ForgedClientConnFlood(sim.Config{Seed: seed0 + uint64(i), Gossip: g}, n, 1000, true, 30*time.Second)
+		if err == nil && !res.Joined {
+			err = fmt.Errorf("sim: seed %d: the joiner is not ALIVE everywhere after 30 s of the connection-per-fake flood", seed0+uint64(i))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			*fail = true
+			continue
+		}
+		joins = append(joins, res.Join)
+		fakes = max(fakes, res.FakesHeld)
+		refusedC = max(refusedC, res.Refused)
+	}
+	row("the same forger opening a connection per fake, each advertising the fake's address (MaxTableSize 256, MaxClientRecords 64)", k,
+		fmt.Sprintf("joiner ALIVE everywhere p50 %v, p99 %v, max %v; most fakes held by all members in a run %d (%d members, at most 64 each); most refused %d",
+			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), fakes, n+1, refusedC),
+		"joined; fakes within the client bound", t)
 }

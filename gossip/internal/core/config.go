@@ -28,6 +28,7 @@ type Config struct {
 	SeenTTL                 time.Duration
 	LeaveLinger             time.Duration
 	MaxTableSize            int
+	MaxClientRecords        int
 	Seeds                   []string
 	Rand                    *rand.Rand
 	Clock                   func() time.Time
@@ -89,8 +90,29 @@ func (c *Config) Validate() error {
 		return bad("LeaveLinger", c.LeaveLinger)
 	case c.MaxTableSize < 0 || c.MaxTableSize > MaxMembers:
 		return bad("MaxTableSize", c.MaxTableSize)
+	case c.MaxClientRecords < 0 || c.MaxClientRecords > c.tableLimit():
+		return fmt.Errorf("%w: MaxClientRecords = %d, want 0 (default) to MaxTableSize (%d)",
+			ErrInvalidConfig, c.MaxClientRecords, c.tableLimit())
 	}
 	return nil
+}
+
+// tableLimit is the member table bound in effect (MaxTableSize, zero
+// meaning DefaultMaxTableSize).
+func (c *Config) tableLimit() int {
+	if c.MaxTableSize > 0 {
+		return c.MaxTableSize
+	}
+	return DefaultMaxTableSize
+}
+
+// clientLimit is the bound on lite-client records in effect
+// (MaxClientRecords, zero meaning a quarter of the table bound, at least 1).
+func (c *Config) clientLimit() int {
+	if c.MaxClientRecords > 0 {
+		return c.MaxClientRecords
+	}
+	return max(1, c.tableLimit()/4)
 }
 
 func (c *Config) seenTTL() time.Duration {

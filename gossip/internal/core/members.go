@@ -146,6 +146,7 @@ type Table struct {
 	self    NodeID
 	entries map[NodeID]*entry
 	tombs   map[NodeID]struct{} // ids of Left/Dead entries (for cheap expiry)
+	clients int                 // entries of role RoleClient, tombstones included
 	digest  uint64
 }
 
@@ -186,7 +187,13 @@ func (t *Table) put(m Member, now time.Time) {
 	} else {
 		delete(t.tombs, m.ID)
 	}
+	if m.Role == RoleClient {
+		t.clients++
+	}
 	if e, ok := t.entries[m.ID]; ok {
+		if e.Role == RoleClient {
+			t.clients--
+		}
 		t.digest ^= e.hash
 		if e.Status != m.Status {
 			e.since = now
@@ -248,6 +255,10 @@ func (t *Table) Since(id NodeID) time.Time {
 // Len returns the number of records, tombstones included.
 func (t *Table) Len() int { return len(t.entries) }
 
+// Clients returns the number of records of role RoleClient (lite clients),
+// tombstones included.
+func (t *Table) Clients() int { return t.clients }
+
 // Digest returns an order-independent 64-bit hash of the records: equal
 // tables have equal digests on every node.
 func (t *Table) Digest() uint64 { return t.digest }
@@ -272,6 +283,9 @@ func (t *Table) Expire(now time.Time, ttl time.Duration) []Member {
 	}
 	slices.SortFunc(out, func(a, b Member) int { return a.ID.Compare(b.ID) })
 	for _, m := range out {
+		if m.Role == RoleClient {
+			t.clients--
+		}
 		t.digest ^= t.entries[m.ID].hash
 		delete(t.entries, m.ID)
 		delete(t.tombs, m.ID)

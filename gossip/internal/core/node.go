@@ -146,20 +146,22 @@ type Node struct {
 	indirect NodeID // the member this node last suspected on a failed dial
 
 	// second-hand records awaiting a probe (verify.go)
-	claims   map[NodeID]*claim
-	byNonce  map[uint64]NodeID  // the claim each PING in flight probes
-	srcs     map[string]*source // per connection: its claims' queue and counts
-	turn     []string           // sources with queued claims, in round-robin order
-	rr       int                // the source in turn whose claim is probed next
-	via      string             // the source of the message being stepped
-	client   bool               // the message being stepped proved no member credential (Message.ClientOnly)
-	probing  int                // claims with a PING in flight
-	fresh    int                // claims about ids the table does not hold
-	refused  uint64             // claims dropped because the table was full
-	refLog   time.Time          // when refusals may next be logged
-	refLast  uint64             // Refused at the last log line
-	nonces   *rand.ChaCha8      // probe nonces; nil: drawn from rng (Config.Rand set)
-	claimMin time.Time          // no claim deadline is earlier (may be stale-early)
+	claims       map[NodeID]*claim
+	byNonce      map[uint64]NodeID  // the claim each PING in flight probes
+	srcs         map[string]*source // per connection: its claims' queue and counts
+	turn         []string           // sources with queued claims, in round-robin order
+	rr           int                // the source in turn whose claim is probed next
+	via          string             // the source of the message being stepped
+	client       bool               // the message being stepped proved no member credential (Message.ClientOnly)
+	probing      int                // claims with a PING in flight
+	fresh        int                // claims about ids the table does not hold
+	freshClients int                // those of role RoleClient
+	refused      uint64             // claims dropped because the table was full
+	bounced      bool               // a record was refused for the lite-client bound (reset by onGossip)
+	refLog       time.Time          // when refusals may next be logged
+	refLast      uint64             // Refused at the last log line
+	nonces       *rand.ChaCha8      // probe nonces; nil: drawn from rng (Config.Rand set)
+	claimMin     time.Time          // no claim deadline is earlier (may be stale-early)
 }
 
 // NewNode returns the state machine of node self. cfg nil means
@@ -278,7 +280,7 @@ func (n *Node) Leave(now time.Time) Output {
 	}
 	n.active, n.passive, n.pending, n.missing = nil, nil, nil, map[MsgID]*missingRec{}
 	n.lazyQ, n.unsent, n.watched = nil, nil, nil
-	n.claims, n.srcs, n.turn, n.byNonce, n.probing, n.fresh = nil, nil, nil, nil, 0, 0
+	n.claims, n.srcs, n.turn, n.byNonce, n.probing, n.fresh, n.freshClients = nil, nil, nil, nil, 0, 0, 0
 	n.joining = false
 	return n.finish()
 }
@@ -495,8 +497,12 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 			return false
 		}
 	}
+	if addsClient(rec, cur, known) && n.clientsFull() {
+		n.refuse(rec, true)
+		return false
+	}
 	if !known && n.full() {
-		n.refuse(rec)
+		n.refuse(rec, false)
 		return false
 	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)

@@ -2,10 +2,12 @@ package core
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -445,6 +447,40 @@ func TestPeriodicAntiEntropyRepairsAMissedRecord(t *testing.T) {
 	for _, a := range tn.order {
 		if m, ok := tn.nodes[a].Member(missed.ID); !ok || m != missed {
 			t.Fatalf("%s after an anti-entropy period: %v %v, want %v", a, m, ok, missed)
+		}
+	}
+}
+
+// MaxClientRecords is valid from 0 (a quarter of the table bound) to the
+// table bound in effect; the error names the field and the range.
+func TestConfigValidateMaxClientRecords(t *testing.T) {
+	for _, tc := range []struct {
+		table, clients, limit int // limit: clientLimit, 0 for invalid
+	}{
+		{0, 0, DefaultMaxTableSize / 4},
+		{256, 0, 64},
+		{3, 0, 1},
+		{0, DefaultMaxTableSize, DefaultMaxTableSize},
+		{256, 256, 256},
+		{256, 1, 1},
+		{256, 257, 0},
+		{0, DefaultMaxTableSize + 1, 0},
+		{256, -1, 0},
+	} {
+		c := DefaultConfig()
+		c.MaxTableSize, c.MaxClientRecords = tc.table, tc.clients
+		err := c.Validate()
+		if tc.limit == 0 {
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxClientRecords") {
+				t.Errorf("MaxTableSize %d, MaxClientRecords %d: %v, want ErrInvalidConfig naming MaxClientRecords", tc.table, tc.clients, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("MaxTableSize %d, MaxClientRecords %d: %v", tc.table, tc.clients, err)
+		}
+		if got := c.clientLimit(); got != tc.limit {
+			t.Errorf("MaxTableSize %d, MaxClientRecords %d: bound %d, want %d", tc.table, tc.clients, got, tc.limit)
 		}
 	}
 }

@@ -151,7 +151,14 @@ func (n *Node) onGossip(m *Message) {
 		n.log.Debug("gossip: stale record not forwarded", "record", rec.String())
 		return
 	}
+	n.bounced = false
 	n.apply(rec, 0, m.From)
+	if n.bounced {
+		// refused for the lite-client bound: the other members' are at it
+		// too (or will be), and relaying a flood of them would only cost
+		// every member the flood again and prune the broadcast tree
+		return
+	}
 	if mr != nil && mr.grafted { // repair: see the top of this file
 		for i := range n.active {
 			if !slices.ContainsFunc(mr.announcers, func(p Peer) bool { return p.ID == n.active[i].ID }) {

@@ -34,6 +34,11 @@ import (
 // about an id the table does not hold (or a tombstone of one) is dropped when
 // the table is full, unless another source holds more such claims than the
 // claim's own, in which case one of that source's unprobed claims makes room.
+// Within that, lite-client records (RoleClient: table records, tombstones
+// included, and claims about ids the table does not hold) stay within
+// Config.MaxClientRecords: a record that would add one past it is dropped,
+// so the rest of the table stays for members whatever the holder of a
+// client credential introduces.
 // Probes of ALIVE/SUSPECT claims run at most maxProbing at a time, at most
 // maxSourceProbing of them for the claims of one source (the connection
 // they arrived over, Message.Via), and a freed slot goes to the sources with
@@ -99,21 +104,36 @@ func (a answer) String() string {
 	return "no answer"
 }
 
-func (n *Node) tableLimit() int {
-	if n.cfg.MaxTableSize > 0 {
-		return n.cfg.MaxTableSize
-	}
-	return DefaultMaxTableSize
-}
+func (n *Node) tableLimit() int { return n.cfg.tableLimit() }
 
 // full reports whether the table has no room for a record of a new id.
 func (n *Node) full() bool { return n.table.Len()+n.fresh >= n.tableLimit() }
+
+// clientsFull reports whether the lite-client records (table records of
+// role RoleClient, tombstones included, plus claims of that role about ids
+// the table does not hold) are at Config.MaxClientRecords.
+func (n *Node) clientsFull() bool {
+	return n.table.Clients()+n.freshClients >= n.cfg.clientLimit()
+}
+
+// addsClient reports whether rec would add a lite-client record: it is of
+// role RoleClient and the table holds no record of its id (known false) or
+// one of another role (cur).
+func addsClient(rec, cur Member, known bool) bool {
+	return rec.Role == RoleClient && (!known || cur.Role != RoleClient)
+}
+
+// countsClient reports whether c counts against the lite-client bound
+// (Node.freshClients): a claim of role RoleClient about an id the table
+// does not hold.
+func countsClient(c *claim) bool { return c.fresh && c.rec.Role == RoleClient }
 
 // Unverified returns how many second-hand records wait for a probe.
 func (n *Node) Unverified() int { return len(n.claims) }
 
 // Refused returns how many second-hand records about new ids were dropped
-// because the table was full.
+// because the table was full, or, for lite clients' records, because
+// lite-client records were at Config.MaxClientRecords.
 func (n *Node) Refused() uint64 { return n.refused }
 
 // refusedLogInterval is the least time between two log lines about records
@@ -121,15 +141,21 @@ func (n *Node) Refused() uint64 { return n.refused }
 const refusedLogInterval = 10 * time.Second
 
 // refuse drops rec, a record of an id the table does not hold, because the
-// table is full: it is counted (Refused), and logged at most once per
-// refusedLogInterval with the count since the last line.
-func (n *Node) refuse(rec Member) {
+// table is full, or (clients) because it is a lite client's and lite-client
+// records are at their bound: it is counted (Refused), and logged at most
+// once per refusedLogInterval, both bounds together, with the count since
+// the last line; the line names the bound that refused its example.
+func (n *Node) refuse(rec Member, clients bool) {
 	n.refused++
+	n.bounced = n.bounced || clients
 	if n.now.Before(n.refLog) {
 		return
 	}
-	n.log.Warn("gossip: member table full, refusing records of new members",
-		"limit", n.tableLimit(), "refused", n.refused-n.refLast, "refused_total", n.refused, "example", rec.String())
+	msg, limit := "gossip: member table full, refusing records of new members", n.tableLimit()
+	if clients {
+		msg, limit = "gossip: lite-client records at their bound, refusing records of new lite clients", n.cfg.clientLimit()
+	}
+	n.log.Warn(msg, "limit", limit, "refused", n.refused-n.refLast, "refused_total", n.refused, "example", rec.String())
 	n.refLog = n.now.Add(refusedLogInterval)
 	n.refLast = n.refused
 }
@@ -141,8 +167,18 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		if !Supersedes(rec, c.rec) {
 			return
 		}
+		if c.fresh && addsClient(rec, c.rec, true) && n.clientsFull() {
+			n.refuse(rec, true) // the claim held stays
+			return
+		}
+		if countsClient(c) {
+			n.freshClients--
+		}
 		moved := rec.Addr != c.rec.Addr || rec.Role != c.rec.Role
 		c.rec, c.age = rec, age
+		if countsClient(c) {
+			n.freshClients++
+		}
 		if moved { // the probe in flight asks the wrong address
 			if c.nonce != 0 {
 				n.probing--
@@ -155,9 +191,13 @@ func (n *Node) hold(rec Member, age time.Duration) {
 		}
 		return
 	}
-	_, known := n.table.Get(rec.ID)
+	cur, known := n.table.Get(rec.ID)
+	if addsClient(rec, cur, known) && n.clientsFull() {
+		n.refuse(rec, true)
+		return
+	}
 	if !known && n.full() && !n.evictFor(n.via) {
-		n.refuse(rec)
+		n.refuse(rec, false)
 		return
 	}
 	c := &claim{rec: rec, age: age, fresh: !known, via: n.via, created: n.now}
@@ -170,6 +210,9 @@ func (n *Node) hold(rec Member, age time.Duration) {
 	if !known {
 		n.fresh++
 		src.fresh++
+	}
+	if countsClient(c) {
+		n.freshClients++
 	}
 	if d := n.claimDeadline(c); len(n.claims) == 1 || d.Before(n.claimMin) {
 		n.claimMin = d
@@ -215,7 +258,7 @@ func (n *Node) evictFor(via string) bool {
 		if ok && c.via == hog && c.nonce == 0 && c.fresh {
 			s.q = slices.Delete(s.q, i, i+1)
 			n.dropClaim(c.rec.ID)
-			n.refuse(c.rec)
+			n.refuse(c.rec, false)
 			return true
 		}
 	}
@@ -396,6 +439,9 @@ func (n *Node) dropClaim(id NodeID) *claim {
 		n.fresh--
 		s.fresh--
 	}
+	if countsClient(c) {
+		n.freshClients--
+	}
 	s.held--
 	if s.held == 0 && !s.inTurn {
 		delete(n.srcs, c.via)
@@ -422,7 +468,13 @@ func (n *Node) settle(id NodeID, a answer) {
 }
 
 // adoptRecord merges a settled record into the table and emits the change.
+// A record that would add a lite client past Config.MaxClientRecords is
+// refused instead (a claim about an id the table held, counted only now).
 func (n *Node) adoptRecord(rec Member, age time.Duration) {
+	if cur, known := n.table.Get(rec.ID); addsClient(rec, cur, known) && n.clientsFull() {
+		n.refuse(rec, true)
+		return
+	}
 	prev, existed, changed := n.table.ApplyAged(rec, n.now, age)
 	if !changed {
 		return

@@ -565,3 +565,97 @@ func pingsTo(sends []Send) map[string]uint64 {
 	}
 	return out
 }
+
+// Lite-client records stay within Config.MaxClientRecords, so members keep
+// the rest of the table: a client-credential holder opening one connection
+// per fake lite client, each introducing its own record and answering its
+// probe (SECURITY.md), gets MaxClientRecords of them adopted; the next ones
+// are refused, counted and logged, and so is a client tombstone of an id
+// the table does not hold, while a new member's record relayed by a member
+// is still probed and adopted. Before the bound the fakes took every
+// table slot (20 here) and the member's record was refused.
+func TestClientBoundKeepsRoomForMembers(t *testing.T) {
+	const bound, clients, fakesN = 20, 5, 30
+	var buf bytes.Buffer
+	c := testCfg()
+	c.MaxTableSize, c.MaxClientRecords = bound, clients
+	c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testEpoch
+	n.Start(now)
+	fs := fakes(fakesN)
+	for i := range fs {
+		f := fs[i]
+		f.Role = RoleClient
+		out := n.Step(now, &Message{Kind: KindGossip, From: f.Peer(), Members: []Member{f}, ClientOnly: true, Via: f.Addr})
+		if nonce, ok := pingsTo(out.Sends)[f.Addr]; ok {
+			n.Step(now, &Message{Kind: KindPong, From: f.Peer(), Digest: nonce, ClientOnly: true, Via: f.Addr})
+		}
+	}
+	if got := n.table.Clients(); got != clients {
+		t.Fatalf("%d lite-client records adopted from %d fakes, want the bound %d (table %d)", got, fakesN, clients, n.table.Len())
+	}
+	if n.Refused() != fakesN-clients {
+		t.Fatalf("refused %d, want %d", n.Refused(), fakesN-clients)
+	}
+	if !strings.Contains(buf.String(), "lite-client records at their bound") || !strings.Contains(buf.String(), fmt.Sprintf("limit=%d ", clients)) {
+		t.Fatalf("no WARN line about the lite-client bound: %q", buf.String())
+	}
+	// a tombstone of a lite client the table never held adds a client
+	// record too: refused
+	tomb := fakes(fakesN + 1)[fakesN]
+	tomb.Role, tomb.Status = RoleClient, Dead
+	r := n.Refused()
+	n.Step(now, &Message{Kind: KindSync, From: forger, Members: []Member{tomb}})
+	if _, ok := n.Member(tomb.ID); ok || n.Refused() != r+1 {
+		t.Fatalf("a client tombstone past the bound: held %v, refused %d -> %d", ok, r, n.Refused())
+	}
+	// a new member, relayed over a member connection, still gets in
+	joiner := Member{ID: NodeID{0x77}, Addr: "joiner:1", Status: Alive}
+	out := n.Step(now, &Message{Kind: KindGossip, From: forger, Members: []Member{joiner}})
+	nonce, ok := pingsTo(out.Sends)[joiner.Addr]
+	if !ok {
+		t.Fatalf("the member's record was not probed (refused %d, table %d of %d)", n.Refused(), n.table.Len(), bound)
+	}
+	n.Step(now, &Message{Kind: KindPong, From: joiner.Peer(), Digest: nonce})
+	if m, ok := n.Member(joiner.ID); !ok || m.Status != Alive {
+		t.Fatal("the member's record was not adopted")
+	}
+	// and the member room is what the client bound leaves: a flood of
+	// member records fills the table to MaxTableSize, not further
+	ms := fakes(2 * bound)
+	for i := range ms {
+		ms[i].ID[0] = 0xfb
+	}
+	n.Step(now, &Message{Kind: KindSync, From: forger, Members: ms})
+	if got := n.table.Len() + n.Unverified(); got != bound {
+		t.Fatalf("table + unverified = %d after a member flood, want the bound %d", got, bound)
+	}
+}
+
+// A lite client's record refused for the lite-client bound is not relayed
+// either: a flood of them over a connection per fake would otherwise cost
+// every member the flood again, through every other member, and prune the
+// broadcast tree. Below the bound the same GOSSIP is relayed (eagerly or
+// lazily) as before.
+func TestRecordRefusedForTheClientBoundIsNotRelayed(t *testing.T) {
+	tn := cluster(t, 3)
+	n := tn.nodes["a0:1"]
+	n.cfg.MaxClientRecords = 1
+	relays := func(f Member) int {
+		f.Role = RoleClient
+		out := n.Step(tn.now, &Message{Kind: KindGossip, From: f.Peer(), Members: []Member{f}, ClientOnly: true, Via: f.Addr})
+		return countSends(out.Sends, KindGossip) + countSends(out.Sends, KindIHave)
+	}
+	fs := fakes(2)
+	if got := relays(fs[0]); got == 0 {
+		t.Fatal("a lite client's record below the bound was not relayed")
+	}
+	r := n.Refused()
+	if got := relays(fs[1]); got != 0 || n.Refused() != r+1 {
+		t.Fatalf("a lite client's record past the bound: %d relays, refused %d -> %d; want 0 and one more", got, r, n.Refused())
+	}
+}
