@@ -96,6 +96,22 @@ type cluster struct {
 	deaths   deathWatch
 }
 
+// gossipConfig is the membership protocol's configuration for cfg (seeds
+// and logger aside).
+func gossipConfig(cfg Config) *gossip.Config {
+	g := gossip.DefaultConfig()
+	g.ActiveViewSize, g.PassiveViewSize = cfg.ActiveView, cfg.PassiveView
+	g.ActiveRandomWalkLength, g.PassiveRandomWalkLength = cfg.ActiveWalk, cfg.PassiveWalk
+	g.ShuffleInterval, g.ShuffleActive, g.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
+	g.SuspicionTimeout, g.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
+	g.TombstoneTTL, g.GraftTimeout, g.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
+	if cfg.MaxTableSize > 0 {
+		g.MaxTableSize = cfg.MaxTableSize
+	}
+	g.MaxClientRecords = cfg.MaxLiteClients
+	return g
+}
+
 // view is one consistent picture of the membership: the ring of full
 // members and every live member's address.
 type view struct {
@@ -293,12 +309,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		node.Serve(ln)
 	}()
 
-	gcfg := gossip.DefaultConfig()
-	gcfg.ActiveViewSize, gcfg.PassiveViewSize = cfg.ActiveView, cfg.PassiveView
-	gcfg.ActiveRandomWalkLength, gcfg.PassiveRandomWalkLength = cfg.ActiveWalk, cfg.PassiveWalk
-	gcfg.ShuffleInterval, gcfg.ShuffleActive, gcfg.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
-	gcfg.SuspicionTimeout, gcfg.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
-	gcfg.TombstoneTTL, gcfg.GraftTimeout, gcfg.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
+	gcfg := gossipConfig(cfg)
 	gcfg.Logger = cl.logger
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {

@@ -148,6 +148,20 @@ type Config struct {
 	GraftTimeout time.Duration
 	// JoinTimeout bounds joining through the seeds. Default 10 s.
 	JoinTimeout time.Duration
+	// MaxTableSize bounds each node's table of members and lite clients,
+	// the records of departed ones included for TombstoneTTL, and those
+	// waiting for their admission probe: beyond it new ones are refused
+	// and counted (casty.membership.refused; a WARN line per 10 s at
+	// most), never evicting a known one (gossip/SPEC.md, Admission).
+	// Default 4096, at most 65536.
+	MaxTableSize int
+	// MaxLiteClients bounds, within MaxTableSize, the records of lite
+	// clients, so that whoever holds only the client or operator
+	// credential cannot fill the table and keep members out
+	// (SECURITY.md). Beyond it a new lite client is refused like a record
+	// past MaxTableSize. Default a quarter of MaxTableSize (1,024); raise
+	// it, up to MaxTableSize, for more lite clients.
+	MaxLiteClients int
 
 	// Inspection.
 
@@ -286,7 +300,7 @@ func (c Config) Validate() error {
 		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
 		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
 		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},
-		{"Shards", c.Shards}, {"MaxSpies", c.MaxSpies},
+		{"Shards", c.Shards}, {"MaxSpies", c.MaxSpies}, {"MaxTableSize", c.MaxTableSize}, {"MaxLiteClients", c.MaxLiteClients},
 	}
 	for _, f := range ints {
 		if f.v < 0 {
@@ -299,6 +313,9 @@ func (c Config) Validate() error {
 	}
 	if full.MaxFrame > full.MaxMessage {
 		return fmt.Errorf("casty: config: MaxFrame %d exceeds MaxMessage %d", full.MaxFrame, full.MaxMessage)
+	}
+	if err := gossipConfig(full).Validate(); err != nil {
+		return fmt.Errorf("casty: config: MaxTableSize %d, MaxLiteClients %d: %w", c.MaxTableSize, c.MaxLiteClients, err)
 	}
 	return nil
 }

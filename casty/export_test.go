@@ -264,3 +264,10 @@ func DelayReplicationReplies(s *System) (release func()) {
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
 }
+
+// GossipTableBounds returns the member-table bounds cfg gives the
+// membership protocol.
+func GossipTableBounds(cfg Config) (table, clients int) {
+	g := gossipConfig(cfg)
+	return g.MaxTableSize, g.MaxClientRecords
+}
