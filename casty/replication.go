@@ -388,17 +388,32 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 	})
 }
 
-// encodeOut encodes a request for the replication lane, counting the bytes
-// of commits.
+// encodeOut encodes a request for the replication lane into a buffer of
+// outBufs, counting the bytes of commits; the caller returns the buffer
+// (putOut) once mux has taken the request (it copies it before Request
+// and RequestAsync return).
 func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
-	b, err := o.Msg.Append([]byte{laneReplica})
+	buf := outBufs.Get().(*[]byte)
+	b, err := o.Msg.Append(append((*buf)[:0], laneReplica))
 	if err != nil {
+		outBufs.Put(buf)
 		return nil, false
 	}
 	if o.Msg.Op == replica.OpCommit {
 		r.commitBytes.Add(int64(len(b)))
 	}
+	*buf = b
 	return b, true
+}
+
+// outBufs holds encoded replication requests for reuse; putOut returns one.
+var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func putOut(b []byte) {
+	if cap(b) <= maxPooledReq {
+		b = b[:0]
+		outBufs.Put(&b)
+	}
 }
 
 // requestAsync sends one request of a round; its answer (nil when none)
@@ -412,12 +427,14 @@ func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout ti
 			rd.put(reply{from: to})
 			return mux.AsyncRequest{}, false
 		}
-		return sess.RequestAsync(ctx, mux.LaneReplication, b, timeout, func(resp []byte, err error) {
+		req := sess.RequestAsync(ctx, mux.LaneReplication, b, timeout, func(resp []byte, err error) {
 			if err != nil {
 				resp = nil
 			}
 			rd.put(reply{from: to, raw: resp})
-		}), true
+		})
+		putOut(b)
+		return req, true
 	}
 	if !r.spawn(func() {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -450,6 +467,7 @@ func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 	if !ok {
 		return nil
 	}
+	defer putOut(b)
 	sess, err := r.cl.node.Connect(ctx, mux.NodeID(o.To), addr)
 	if err != nil || !sess.Member() {
 		return nil // unreachable, or no member: replicas go to members only
