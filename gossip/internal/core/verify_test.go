@@ -375,20 +375,28 @@ func TestAnotherIDAnsweringAtAMembersAddressSuspectsIt(t *testing.T) {
 	}
 }
 
-// Records refused by a full table are counted (Node.Refused) and logged,
-// at most one line per refusedLogInterval whatever the flood, each line
-// giving the count since the previous one.
-func TestTableFullRefusalsAreCountedAndLoggedAtAPace(t *testing.T) {
-	var buf bytes.Buffer
-	c := testCfg()
-	c.MaxTableSize = 10
-	c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// warnLoggedNode starts node a0:1 with c, its WARN lines and above going
+// to the returned buffer.
+func warnLoggedNode(t *testing.T, c *Config) (*Node, *bytes.Buffer) {
+	t.Helper()
+	buf := new(bytes.Buffer)
+	c.Logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.Start(testEpoch)
+	return n, buf
+}
+
+// Records refused by a full table are counted (Node.Refused) and logged,
+// at most one line per refusedLogInterval whatever the flood, each line
+// giving the count since the previous one.
+func TestTableFullRefusalsAreCountedAndLoggedAtAPace(t *testing.T) {
+	c := testCfg()
+	c.MaxTableSize = 10
+	n, buf := warnLoggedNode(t, c)
 	now := testEpoch
-	n.Start(now)
 	lines := func() []string {
 		var out []string
 		for _, l := range strings.Split(buf.String(), "\n") {
@@ -576,16 +584,10 @@ func pingsTo(sends []Send) map[string]uint64 {
 // table slot (20 here) and the member's record was refused.
 func TestClientBoundKeepsRoomForMembers(t *testing.T) {
 	const bound, clients, fakesN = 20, 5, 30
-	var buf bytes.Buffer
 	c := testCfg()
 	c.MaxTableSize, c.MaxClientRecords = bound, clients
-	c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	n, err := NewNode(Peer{ID: NodeID{1}, Addr: "a0:1"}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, buf := warnLoggedNode(t, c)
 	now := testEpoch
-	n.Start(now)
 	fs := fakes(fakesN)
 	for i := range fs {
 		f := fs[i]
