@@ -9,6 +9,7 @@ import (
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/pager"
 	"github.com/casty-go/casty/replica"
 	"github.com/casty-go/casty/ring"
 )
@@ -140,12 +141,13 @@ type earlyAnswer struct {
 	used   bool
 }
 
-// earlyFor returns the answer the commit of act's handler, run with ctx,
+// earlyFor returns the answer the commit d of act's handler, run with ctx,
 // may carry to the caller's member, and that member: none unless the call
 // came from a member of the key's replica set that asked for it, ctx is
-// that call's own handler (not a call it made in turn), and the handler
-// ended plainly (actor.Settled: no answer error, no emits).
-func earlyFor(ctx context.Context, act *actor.Activation, failed bool) (replica.NodeID, []byte) {
+// that call's own handler (not a call it made in turn), the handler ended
+// plainly (actor.Settled: no answer error, no emits), and d's pages and
+// the answer fit room (the page bytes one commit message may carry).
+func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.Delta, room int) (replica.NodeID, []byte) {
 	if failed {
 		return replica.NodeID{}, nil
 	}
@@ -155,7 +157,10 @@ func earlyFor(ctx context.Context, act *actor.Activation, failed bool) (replica.
 	}
 	x.early.used = true
 	env := x.early.encode()
-	if len(env) > maxEarlyAnswer {
+	for _, p := range d.Pages {
+		room -= len(p.Key) + len(p.Data)
+	}
+	if len(env) > min(maxEarlyAnswer, room) {
 		return replica.NodeID{}, nil
 	}
 	answer := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env)), x.early.tag)

@@ -632,7 +632,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		}
 		return nil
 	}
-	to, answer := earlyFor(ctx, s.act, failed)
+	to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
 	r.mu.Lock()
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
