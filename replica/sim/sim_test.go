@@ -287,16 +287,17 @@ func TestOldSyncRulesLoseWrites(t *testing.T) {
 		name       string
 		seed       uint64
 		cfg        Config
+		unguarded  bool            // found before kills were held to what W survives
 		old        []func(*Config) // together, the old rules
 		eitherSave bool            // and each alone is still enough
 	}{
-		{"restarts: newcomers' copies ignored and unfinished syncs forgotten", 752, newcomersUnderRestarts, []func(*Config){noCopies, forget, drop}, true},
-		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, []func(*Config){forget, drop}, false},
-		{"leaves and a pause: copies dropped on re-entry", 68, leavesWithAPause, []func(*Config){drop}, false},
+		{"restarts: newcomers' copies ignored and unfinished syncs forgotten", 752, newcomersUnderRestarts, true, []func(*Config){noCopies, forget, drop}, true},
+		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, true, []func(*Config){forget, drop}, false},
+		{"leaves and a pause: copies dropped on re-entry", 68, leavesWithAPause, false, []func(*Config){drop}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
-			cfg.Seed = c.seed
+			cfg.Seed, cfg.UnguardedKills = c.seed, c.unguarded
 			if hist, _ := New(cfg).Run(); !checks(hist) {
 				t.Fatalf("seed %d fails with today's rules", c.seed)
 			}
