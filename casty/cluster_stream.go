@@ -313,7 +313,11 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	req.trace = cl.sys.tel.outgoing(ctx)
 	header := appendCallReq(nil, &req)
 	var fc *frameConn
-	_, err = cl.route(ctx, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(cl.sys.cfg.CallTimeout)
+	}
+	_, err = cl.route(ctx, deadline, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)

@@ -686,6 +686,88 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	}
 }
 
+// A member's orderly leave can take a while before the others learn of
+// it: it refuses calls as leaving from the start, but announces LEFT only
+// once its drain ends (here a handler holds it). Meanwhile the next member
+// clockwise refuses its keys as not its own. A call with time left rides
+// that out — nothing ran at either refusal — and lands on the next member
+// once the leave is adopted, rather than failing after routeAttempts
+// quick refusals.
+func TestCallRidesOutASlowLeave(t *testing.T) {
+	nodes := startCluster(t, 2)
+	leaver, next := nodes[0], nodes[1]
+	ctx := context.Background()
+	lite, err := casty.Connect(ctx, []string{next.Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeSys(t, lite) })
+	waitFor(t, 10*time.Second, "the lite member to see both members", func() bool {
+		_, ok := lite.OwnerOf(Wheres.Name(), "k")
+		return ok && len(lite.Members()) == 2
+	})
+
+	hkey := keyOn(t, leaver, leaver, Tenants.Name())
+	release := tenantGate(t, hkey)
+	held := make(chan error, 1)
+	go func() { held <- casty.Do0(ctx, Tenants.Ref(leaver, hkey), (*Tenant).Hold) }()
+	waitFor(t, 10*time.Second, "the handler that holds the drain", func() bool { return holding.Load() == 1 })
+
+	wkey := keyOn(t, leaver, lite, Wheres.Name())
+	asked := casty.CountRequests(next, Wheres.Name(), wkey)
+	closed := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		closed <- leaver.Close(cctx)
+	}()
+	waitFor(t, 10*time.Second, "the leaver to refuse calls as leaving", func() bool { return casty.Leaving(leaver) })
+
+	type result struct {
+		out string
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := casty.Call0(cctx, Wheres.Ref(lite, wkey), (*Where).Hit)
+		got <- result{out, err}
+	}()
+	// The leave stays unannounced while the handler runs: the next member
+	// refuses the key, more often than routeAttempts allows, or the call
+	// gives up first.
+	var r result
+	done := false
+	waitFor(t, 20*time.Second, "the next member to refuse the key routeAttempts times, or the call to end", func() bool {
+		if done {
+			return true
+		}
+		select {
+		case r = <-got:
+			done = true
+		default:
+		}
+		return done || asked() >= casty.RouteAttempts
+	})
+	release()
+	if !done {
+		r = <-got
+	}
+	if r.err != nil {
+		t.Fatalf("a call during a slow leave failed: %v (the next member was asked %d times)", r.err, asked())
+	}
+	if !strings.HasPrefix(r.out, next.Addr()+"#") {
+		t.Fatalf("a call during a slow leave: %q, want it served by the next member %s", r.out, next.Addr())
+	}
+	if err := <-held; err != nil {
+		t.Errorf("the handler that held the drain: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("the slow leave: %v", err)
+	}
+}
+
 // A call carries its key's ring point so that the owner need not hash the
 // key again; a point that does not match the key (a buggy or hostile
 // caller) must never activate the actor on a node that does not own it.

@@ -76,6 +76,23 @@ var _ = gossip.EventJoined
 // RouteAttempts is how many owners a call tries when rings disagree.
 const RouteAttempts = routeAttempts
 
+// CountRequests counts the calls and stream opens for kind's key that
+// reach the node, whatever it answers them.
+func CountRequests(s *System, kind, key string) (count func() int32) {
+	var n atomic.Int32
+	intercept(s.cl, func(req *callReq) *callResp {
+		if req.Kind == kind && req.Key == key {
+			n.Add(1)
+		}
+		return nil
+	})
+	return n.Load
+}
+
+// Leaving reports whether the member has begun to leave: it refuses calls
+// as leaving.
+func Leaving(s *System) bool { return s.cl.closed.Load() }
+
 // RefuseAsWrongOwner makes the node answer the next n calls or stream
 // opens of actors as if its ring gave their keys to another node.
 func RefuseAsWrongOwner(s *System, n int32) {

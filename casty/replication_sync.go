@@ -224,9 +224,10 @@ const unsyncedWait = 2
 // range's set on each base placement (run.base, and run.prior when the
 // member re-entered ranges it had not synced) without this member and
 // without the newcomers that said they have not finished their first
-// syncs (StatusJoining; two newcomers must not wait on each other); what a
-// newcomer's joining answer carries is adopted all the same, but not
-// waited for (replica/SPEC.md says why casty stops there). A member that answers it has not
+// syncs (StatusJoining; two newcomers must not wait on each other). The
+// newcomers left out are still asked for the copies they hold, in a group
+// that waits for their answer (for unsyncedWait at most) but counts no
+// vote. A member that answers it has not
 // synced a range for another reason is asked again in the next rounds, not
 // left out at once: it may hold the only copy of a write whose other
 // holder left (replica/SPEC.md, "Membership changes"); only after
@@ -240,8 +241,9 @@ const unsyncedWait = 2
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
 	skip := map[ring.NodeID]bool{self: true}
-	behind := map[ring.NodeID]time.Time{}   // unsynced members, since when
-	departed := map[ring.NodeID]time.Time{} // leavers with no session, since when
+	behind := map[ring.NodeID]time.Time{}    // unsynced members, since when
+	departed := map[ring.NodeID]time.Time{}  // leavers with no session, since when
+	newcomers := map[ring.NodeID]time.Time{} // newcomers left out, since when
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
@@ -282,10 +284,24 @@ func (r *replicator) runSync(run *syncRun) {
 		}
 		for _, rng := range rngs {
 			var groups []replica.Group
-			for i := range bases {
+			var copies []replica.NodeID
+			for i, b := range bases {
 				full := prevRings[i].Replicas(rng.End, run.n)
 				prev, need := answerable(full, replica.SyncNeed(len(full), run.w), gone)
 				groups = append(groups, replica.Group{Members: prev, Need: need})
+				// The newcomers left out of this set still hand over what
+				// they pulled so far, for as long as a member that answers
+				// unsynced is waited for (replica/SPEC.md, "Membership
+				// changes").
+				for _, id := range b.Replicas(rng.End, run.n) {
+					since, ok := newcomers[id]
+					if ok && !gone(id) && now.Sub(since) <= unsyncedWait*r.timeout && !slices.Contains(copies, replica.NodeID(id)) {
+						copies = append(copies, replica.NodeID(id))
+					}
+				}
+			}
+			if len(copies) > 0 {
+				groups = append(groups, replica.Group{Members: copies, Need: len(copies), Copies: true})
 			}
 			i := slices.IndexFunc(batches, func(bt *batch) bool { return sameGroups(bt.groups, groups) })
 			if i < 0 {
@@ -302,7 +318,10 @@ func (r *replicator) runSync(run *syncRun) {
 			}
 			now := time.Now()
 			for _, id := range y.Joining() {
-				skip[ring.NodeID(id)] = true
+				if !skip[ring.NodeID(id)] {
+					skip[ring.NodeID(id)] = true
+					newcomers[ring.NodeID(id)] = time.Now()
+				}
 			}
 			for _, id := range y.Unsynced() {
 				since, ok := behind[ring.NodeID(id)]

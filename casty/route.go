@@ -71,8 +71,12 @@ const maxPooledReq = 64 << 10
 // routeAttempts is how many owners a call tries when rings disagree. A
 // rolling restart moves the ring twice per member (a leave, then a join),
 // and an attempt that meets a view in motion waits for the next change
-// (awaitChange), so a few attempts carry a call across both moves.
+// (awaitChange), so a few attempts carry a call across both moves. A
+// refusal that only says a leave is under way costs no attempt (route).
 const routeAttempts = 5
+
+// maxRouteReasons bounds the refusals a failed route names.
+const maxRouteReasons = 2 * routeAttempts
 
 // dispatch sends a call (or a StateOf) to the key's owner when that is
 // another node, and returns its answer. It reports local, doing nothing,
@@ -115,7 +119,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		}
 		reqBufs.Put(buf)
 	}()
-	local, err = cl.route(ctx, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
+	local, err = cl.route(ctx, deadline, k, key, req.Method, at, func(sess *mux.Session, d dest) (*wireError, error) {
 		if payload == nil {
 			req.Kind, req.Key, req.Chain = k.Name, key, actor.ChainOf(ctx)
 			if !k.Service && len(req.Chain) >= actor.MaxCallChain {
@@ -189,12 +193,22 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 // Between attempts it waits a little for the membership view to move. It
 // reports local, without calling exchange, when this node owns the key.
 // Calls and stream opens both route through here.
-func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string, at placement,
+//
+// Once a member has refused the call as leaving, a wrong-owner refusal
+// costs no attempt: the leaver refuses from the moment it begins to close,
+// but announces LEFT only after its drain (shutdown), and until the next
+// member clockwise adopts that record it refuses the leaver's keys as not
+// its own. That ends by itself, however long the drain takes, so the call
+// waits for it as long as it has time: until ctx ends or deadline (the
+// call's own, or CallTimeout's) passes.
+func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind, key, method string, at placement,
 	exchange func(sess *mux.Session, d dest) (refused *wireError, err error)) (local bool, err error) {
 	var why []string
 	var last *wireError
 	var leaving map[ring.NodeID]bool // members that refused the call as leaving
-	for range routeAttempts {
+	tries := 0                       // exchanges and dials, refused or failed
+	for attempts := 0; attempts < routeAttempts; {
+		tries++
 		if cl.closed.Load() {
 			return false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
@@ -216,7 +230,8 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 			}
 			// Nothing was sent: safe to retry once the view moves.
 			cl.warnNet("casty: dialing a key's owner failed", d.addr, err)
-			why = append(why, fmt.Sprintf("dial %s: %v", d.addr, err))
+			why = because(why, fmt.Sprintf("dial %s: %v", d.addr, err))
+			attempts++
 			cl.awaitChange(ctx, changed)
 			continue
 		}
@@ -224,14 +239,15 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 			// On the ring by gossip, but its connection proved no member
 			// credential (a lite client claiming more): it gets no calls.
 			// Nothing was sent.
-			why = append(why, fmt.Sprintf("%s did not prove the member credential", d.addr))
+			why = because(why, fmt.Sprintf("%s did not prove the member credential", d.addr))
+			attempts++
 			cl.awaitChange(ctx, changed)
 			continue
 		}
 		refused, err := exchange(sess, d)
 		if refused != nil {
 			last = refused
-			why = append(why, refused.Message)
+			why = because(why, refused.Message)
 			if refused.Code == codeLeaving {
 				// A leaver hands its keys to the next member clockwise:
 				// go there rather than wait for this member's view to
@@ -241,8 +257,21 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 					leaving = map[ring.NodeID]bool{}
 				}
 				leaving[d.id] = true
+				attempts++
 				continue
 			}
+			if refused.Code == codeWrongOwner && len(leaving) > 0 {
+				// The leave is under way: wait for it (see above).
+				if !time.Now().Before(deadline) {
+					break
+				}
+				cl.awaitChangeUntil(ctx, changed, deadline)
+				if ctx.Err() != nil {
+					return false, ctxError(ctx, k, key, method)
+				}
+				continue
+			}
+			attempts++
 			cl.awaitChange(ctx, changed)
 			continue
 		}
@@ -251,7 +280,16 @@ func (cl *cluster) route(ctx context.Context, k *actor.Kind, key, method string,
 	if last != nil && last.Code == codeNotApplied {
 		return false, last.decode()
 	}
-	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, routeAttempts, why)
+	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, tries, why)
+}
+
+// because adds a refusal to the reasons a route names, keeping the last
+// maxRouteReasons.
+func because(why []string, reason string) []string {
+	if len(why) == maxRouteReasons {
+		why = append(why[:0], why[1:]...)
+	}
+	return append(why, reason)
 }
 
 // dialOwner connects to d, the key's owner on the view whose change
@@ -291,7 +329,16 @@ func (cl *cluster) dialOwner(ctx context.Context, k *actor.Kind, key string, at 
 
 // awaitChange waits a little for the membership view to move.
 func (cl *cluster) awaitChange(ctx context.Context, changed <-chan struct{}) {
-	t := time.NewTimer(250 * time.Millisecond)
+	cl.awaitChangeUntil(ctx, changed, time.Time{})
+}
+
+// awaitChangeUntil is awaitChange, never waiting past until (when set).
+func (cl *cluster) awaitChangeUntil(ctx context.Context, changed <-chan struct{}, until time.Time) {
+	d := 250 * time.Millisecond
+	if !until.IsZero() {
+		d = min(d, time.Until(until))
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-changed:
