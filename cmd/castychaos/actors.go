@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
 )
 
 // Register is the register workload's actor: one int64 value, read,
@@ -128,7 +129,78 @@ type Receipt struct {
 // Audit is Ledger.Audit's result.
 type Audit struct{ Total, Transfers int64 }
 
+// Relay runs a register operation on the member it lands on (a service:
+// any member, in turn). The register workload sends part of its calls
+// through it, so that members — replicas of the registers, two in five
+// for five members and three copies — make calls too: a call from a
+// replica is answered by its own copy when its vote decides the commit
+// (replica/SPEC.md, "Early answers"), which a lite member's call never is.
+type Relay struct{}
+
+// Do runs op against the register and reports its outcome as the member
+// saw it; the relay's own call fails only as calls fail (time, network).
+func (*Relay) Do(ctx context.Context, op RelayOp) (RelayResult, error) {
+	sys := casty.Self(ctx).System()
+	ref := relayRegisters.Ref(sys, op.Key)
+	early := sys.Replication().EarlyAnswers
+	var res RelayResult
+	var err error
+	switch op.Kind {
+	case relayGet:
+		res.Value, err = casty.Call0(ctx, ref, (*Register).Get)
+	case relaySet:
+		err = casty.Do(ctx, ref, (*Register).Set, op.Value)
+	default:
+		res.OK, err = casty.Call(ctx, ref, (*Register).CAS, Swap{Old: op.Old, New: op.Value})
+	}
+	res.Early = sys.Replication().EarlyAnswers > early
+	switch {
+	case err == nil:
+	case castytest.Indeterminate(err):
+		res.Outcome, res.Err = relayUnknown, err.Error()
+	default:
+		res.Outcome, res.Err = relayFailed, err.Error()
+	}
+	return res, nil
+}
+
+// relayRegisters is the register kind the relays call (declare sets it).
+var relayRegisters *casty.Kind[Register]
+
+// RelayOp is Relay.Do's argument: Kind is relayGet, relaySet or relayCAS.
+type RelayOp struct {
+	Key        string
+	Kind       int8
+	Value, Old int64
+}
+
+// RelayResult is Relay.Do's result: the register's answer and the
+// outcome's class (relayOK, relayUnknown, relayFailed) with its error.
+type RelayResult struct {
+	Value   int64
+	OK      bool
+	Outcome int8
+	Err     string
+	// Early says the member answered some call early while this one ran
+	// (its ReplicationStats.EarlyAnswers rose): most likely this one.
+	Early bool
+}
+
+const (
+	relayGet int8 = iota
+	relaySet
+	relayCAS
+)
+
+const (
+	relayOK int8 = iota
+	relayUnknown
+	relayFailed
+)
+
 var (
+	_ = casty.Message[RelayOp](casty.Name("castychaos.RelayOp"))
+	_ = casty.Message[RelayResult](casty.Name("castychaos.RelayResult"))
 	_ = casty.Message[Swap](casty.Name("castychaos.Swap"))
 	_ = casty.Message[Transfer](casty.Name("castychaos.Transfer"))
 	_ = casty.Message[Audit](casty.Name("castychaos.Audit"))
@@ -140,6 +212,7 @@ var (
 // process: the controller passes -replicas to its members).
 type kinds struct {
 	registers *casty.Kind[Register]
+	relays    *casty.ServiceKind[Relay]
 	sets      *casty.Kind[Set]
 	counters  *casty.Kind[Counter]
 	ledgers   *casty.Kind[Ledger]
@@ -155,8 +228,10 @@ func declare(replicas int) kinds {
 	opts := func(name string) []casty.KindOption {
 		return []casty.KindOption{casty.Name(name), casty.Replicas(replicas), casty.Write(q), casty.Read(q), casty.IdleTimeout(casty.Forever)}
 	}
+	relayRegisters = casty.Actor[Register](opts("castychaos.Register")...)
 	return kinds{
-		registers: casty.Actor[Register](opts("castychaos.Register")...),
+		registers: relayRegisters,
+		relays:    casty.Service[Relay](casty.Name("castychaos.Relay")),
 		sets:      casty.Actor[Set](opts("castychaos.Set")...),
 		counters:  casty.Actor[Counter](opts("castychaos.Counter")...),
 		ledgers:   casty.Actor[Ledger](opts("castychaos.Ledger")...),

@@ -165,6 +165,27 @@ func TestChaosReplicatedLosesNothing(t *testing.T) {
 			t.Errorf("%s: %d lost, pass=%v", r.workload, r.lost, r.pass)
 		}
 	}
+	// Half the register operations ran through members, which replicas
+	// answer early: the history above covers early answers under kills,
+	// pauses and partitions.
+	m := relayedRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no relay line in the summary:\n%s", summaryOf(out))
+	}
+	if relayed, early := atoi(t, m[1]), atoi(t, m[2]); relayed == 0 || early == 0 {
+		t.Fatalf("%d register operations ran through a member, %d while it answered a call early: early answers were not exercised", relayed, early)
+	}
+}
+
+var relayedRE = regexp.MustCompile(`(\d+) ran through a member \(Relay\), (\d+) of them while it answered a call early`)
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // Clock skew, alone and combined with kills and partitions: every member

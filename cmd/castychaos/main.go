@@ -13,7 +13,11 @@
 //     registers (default 4), every call recorded and the history checked
 //     for linearizability with porcupine (package castytest), each
 //     register's on its own within 60 s: a long run needs more registers
-//     for its history to stay checkable.
+//     for its history to stay checkable. A share of the operations (-relay,
+//     default 0.5) runs through a member (the Relay service) instead of
+//     the lite member, so that replicas make calls too: theirs can be
+//     answered by their own copy (replica/SPEC.md, "Early answers"), which
+//     the summary counts.
 //   - set: adds of unique elements to grow-only sets; every acknowledged
 //     add must be present at the end.
 //   - counter: increments; the final value must lie within

@@ -32,6 +32,7 @@ type options struct {
 	interval time.Duration
 	maxDrift time.Duration
 	regs     int
+	relay    float64 // register workload: share sent through a member
 	workload string
 	nemesis  string
 	verbose  bool
@@ -55,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
 	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
+	fs.Float64Var(&o.relay, "relay", 0.5, "register workload: share of operations sent through a member (the Relay service), whose calls replicas may answer early; the rest go from the lite member")
 	fs.DurationVar(&o.maxDrift, "max-drift", time.Second, "skew nemesis: bound on the skew between two members' clocks (each within ±max-drift/2)")
 	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: kill,pause,partition,skew, all or none")
 	fs.BoolVar(&o.verbose, "v", false, "members log to their log files")
@@ -66,6 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.members < 1 || o.replicas < 1 || o.clients < 1 || o.rate < 1 || o.duration <= 0 || o.interval <= 0 || o.maxDrift <= 0 || o.regs < 1 {
 		fmt.Fprintln(stderr, "castychaos: -members, -replicas, -clients, -rate, -duration, -interval, -max-drift and -registers must be positive")
+		return 2
+	}
+	if o.relay < 0 || o.relay > 1 {
+		fmt.Fprintln(stderr, "castychaos: -relay must be between 0 and 1")
 		return 2
 	}
 	fmt.Fprintf(stdout, "castychaos: seed %d (rerun with -seed %d)\n", o.seed, o.seed)
@@ -186,7 +192,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	for _, name := range workloads {
 		switch name {
 		case "register":
-			ws = append(ws, newRegisterWorkload(k, client, o.regs, o.clients, logDir))
+			ws = append(ws, newRegisterWorkload(k, client, o.regs, o.clients, o.relay, logDir))
 		case "set":
 			ws = append(ws, newSetWorkload(k, client, o.clients))
 		case "counter":

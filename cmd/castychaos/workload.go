@@ -113,11 +113,39 @@ type registerWorkload struct {
 	seq     []atomic.Int64 // per client
 	lastMu  sync.Mutex
 	last    map[lastKey]int64 // the last value a client saw or wrote in a register (for CAS)
+	// relay is the share of operations sent through a member (Relay)
+	// rather than called from the lite member; relayed and early count
+	// them, and those during which the member answered a call early.
+	relay          float64
+	relayed, early atomic.Int64
 }
 
-func newRegisterWorkload(k kinds, sys *casty.System, keys, clients int, logDir string) *registerWorkload {
+func newRegisterWorkload(k kinds, sys *casty.System, keys, clients int, relay float64, logDir string) *registerWorkload {
 	return &registerWorkload{kinds: k, sys: sys, keys: keys, logDir: logDir, seq: make([]atomic.Int64, clients),
-		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}}
+		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}, relay: relay}
+}
+
+// viaRelay runs op through a member's Relay and returns the register's
+// answer with an error classed as the member saw its call: indeterminate
+// (casty.ErrActorUnavailable wrapped) or a definite failure.
+func (w *registerWorkload) viaRelay(ctx context.Context, op RelayOp) (RelayResult, error) {
+	res, err := call(ctx, func(ctx context.Context) (RelayResult, error) {
+		return casty.Call(ctx, w.kinds.relays.Ref(w.sys), (*Relay).Do, op)
+	})
+	if err != nil {
+		return res, err
+	}
+	w.relayed.Add(1)
+	if res.Early {
+		w.early.Add(1)
+	}
+	switch res.Outcome {
+	case relayUnknown:
+		return res, fmt.Errorf("%w: the relaying member's call: %s", casty.ErrActorUnavailable, res.Err)
+	case relayFailed:
+		return res, errors.New("castychaos: the relaying member's call failed: " + res.Err)
+	}
+	return res, nil
 }
 
 type lastKey struct {
@@ -130,10 +158,17 @@ func (w *registerWorkload) name() string { return "register" }
 func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	key := fmt.Sprint("reg-", rng.IntN(w.keys))
 	ref := w.kinds.registers.Ref(w.sys, key)
+	relay := w.relay > 0 && rng.Float64() < w.relay
 	switch rng.IntN(3) {
 	case 0:
 		p := w.history.Begin(client, castytest.ReadOp[int64](key))
-		v, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call0(ctx, ref, (*Register).Get) })
+		v, err := call(ctx, func(ctx context.Context) (int64, error) {
+			if relay {
+				res, err := w.viaRelay(ctx, RelayOp{Key: key, Kind: relayGet})
+				return res.Value, err
+			}
+			return casty.Call0(ctx, ref, (*Register).Get)
+		})
 		w.end(p, castytest.Read(v), err)
 		if err == nil {
 			w.remember(client, key, v)
@@ -142,6 +177,10 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		v := uniqueValue(client, w.seq[client].Add(1))
 		p := w.history.Begin(client, castytest.WriteOp(key, v))
 		_, err := call(ctx, func(ctx context.Context) (struct{}, error) {
+			if relay {
+				_, err := w.viaRelay(ctx, RelayOp{Key: key, Kind: relaySet, Value: v})
+				return struct{}{}, err
+			}
 			return struct{}{}, casty.Do(ctx, ref, (*Register).Set, v)
 		})
 		w.end(p, castytest.Written[int64](), err)
@@ -152,6 +191,10 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		old, v := w.recall(client, key), uniqueValue(client, w.seq[client].Add(1))
 		p := w.history.Begin(client, castytest.CASOp(key, old, v))
 		ok, err := call(ctx, func(ctx context.Context) (bool, error) {
+			if relay {
+				res, err := w.viaRelay(ctx, RelayOp{Key: key, Kind: relayCAS, Old: old, Value: v})
+				return res.OK, err
+			}
 			return casty.Call(ctx, ref, (*Register).CAS, Swap{Old: old, New: v})
 		})
 		w.end(p, castytest.Swapped[int64](ok), err)
@@ -218,7 +261,8 @@ func (w *registerWorkload) final(ctx context.Context) row {
 		r.linearizable = "unknown"
 	}
 	r.pass = res.Ok() && r.lost == 0
-	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate); %d reads saw the initial value after an acknowledged write", res.Ops, w.keys, res.Indeterminate, r.lost)
+	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
+		res.Ops, w.keys, res.Indeterminate, r.lost, w.relayed.Load(), w.early.Load())
 	if !res.Ok() {
 		path := w.logDir + "/register.html"
 		if err := res.WriteHTML(path); err == nil {
