@@ -119,6 +119,12 @@ func (cl *cluster) wantsEarly(k *actor.Kind, point uint64) bool {
 // rearms it.
 func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeout time.Duration, w *earlyWait) ([]byte, error) {
 	w.got.Store(false)
+	if d, ok := ctx.Deadline(); ok && timeout == 0 {
+		// The request may outlive this wait (an early answer does not
+		// cancel it): give it the call's deadline, so that mux's sweeper
+		// frees it even if the owner never answers.
+		timeout = max(time.Until(d), time.Millisecond)
+	}
 	req := sess.RequestAsync(ctx, mux.LaneMessage, payload, timeout, func(b []byte, err error) {
 		w.put(earlyReply{b: b, err: err})
 	})
