@@ -29,12 +29,11 @@ import (
 // only in the owner's reply, rather than twice.
 const maxEarlyAnswer = 64 << 10
 
-// earlyReply is a waiting call's outcome: the owner's reply, or the answer
-// its commit carried (early).
+// earlyReply is a waiting call's outcome: the owner's reply (or the error
+// that ended its request), or the answer the owner's commit carried.
 type earlyReply struct {
-	b     []byte
-	err   error
-	early bool
+	b   []byte
+	err error
 }
 
 // earlyWait is one call waiting for either.
@@ -85,7 +84,7 @@ func (e *earlyWaits) deliver(tag uint64, answer []byte) bool {
 	e.mu.Lock()
 	w := e.waits[tag]
 	e.mu.Unlock()
-	return w != nil && w.put(earlyReply{b: answer, early: true})
+	return w != nil && w.put(earlyReply{b: answer})
 }
 
 // wantsEarly reports whether a call of k's key at point, made from this
