@@ -60,6 +60,12 @@ func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
 	owner, third, caller := nodes[0], nodes[1], nodes[2]
 	key := earlyKey(t, caller, owner)
 	ctx := context.Background()
+	// The third replica is held from the start: were its acknowledgement
+	// to reach the owner first, the owner's own reply could overtake the
+	// commit's answer (they travel on different lanes), and the call
+	// would rightly take whichever came first.
+	releaseThird := casty.HoldReplication(third)
+	defer releaseThird()
 	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != 1 {
 		t.Fatalf("first call: %d, %v", n, err)
 	}
@@ -68,9 +74,7 @@ func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
 		t.Fatal("the first call, from a replica, was not answered early")
 	}
 
-	releaseThird := casty.HoldReplication(third)
 	releaseCaller := casty.DelayReplicationReplies(caller)
-	defer releaseThird()
 	defer releaseCaller()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	n, err := casty.Call(cctx, Tabs.Ref(caller, key), (*Tab).Add, 2)
