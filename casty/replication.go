@@ -319,7 +319,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		}
 		return r.expire(s)
 	}
-	send(outs)
+	send(answerFirst(outs))
 	for {
 		// No timer: every request carries the round's deadline (enforced
 		// by mux's sweeper), so the round ends by then through
@@ -355,6 +355,19 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			return expire()
 		}
 	}
+}
+
+// answerFirst moves the commit that carries a call's answer (early.go) to
+// the front of outs: the caller waits for that message alone, and each
+// send is a write, so it is not held up behind the others.
+func answerFirst(outs []replica.Out) []replica.Out {
+	for i := 1; i < len(outs); i++ {
+		if len(outs[i].Msg.Answer) > 0 {
+			outs[0], outs[i] = outs[i], outs[0]
+			break
+		}
+	}
+	return outs
 }
 
 func (r *replicator) expire(s *replica.Session) replica.Result {
