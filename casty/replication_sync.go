@@ -216,7 +216,10 @@ func (run *syncRun) abandon() {
 // itself (and is no newcomer) before it leaves that member out. Waiting is
 // what keeps a write that member is still pulling (replica/SPEC.md,
 // "Membership changes"); the bound is what keeps syncs that would wait on
-// each other from waiting for ever, at the old rule's risk.
+// each other from waiting for ever, at the old rule's risk. replica/sim
+// models it (Config.UnsyncedWait): its seed 8273 loses a write when a
+// member stays unsynced longer than the bound (replica/SPEC.md, "Known
+// gaps").
 const unsyncedWait = 2
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every

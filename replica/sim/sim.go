@@ -107,6 +107,13 @@ type Config struct {
 	// without them instead, as casty's runSync does (replica/SPEC.md,
 	// "Membership changes"). Other unsynced members are waited for.
 	SkipUnsynced bool
+	// UnsyncedWait, when positive, bounds two of a sync's waits as casty's
+	// runSync does (its unsyncedWait, twice ReplicationTimeout; simulated
+	// ms): a member of a previous set that keeps answering unsynced (no
+	// newcomer) is left out once it has done so for longer, and with
+	// SkipUnsynced a newcomer left out is asked for its copies only that
+	// long. Zero waits for ever (replica/SPEC.md, "Known gaps").
+	UnsyncedWait int64
 	// NoNewcomerCopies makes newcomers answer syncs without their copies,
 	// and syncs not wait for those they leave out — the rule before
 	// SPEC.md's "Membership changes" had them handed over; runs with it
@@ -196,6 +203,9 @@ type Stats struct {
 	// published (by the members entering the leaver's ranges), and
 	// LeaveSynced those of them that finished.
 	LeaveSyncs, LeaveSynced int
+	// WaitsCut counts the members a sync stopped waiting for after
+	// Config.UnsyncedWait (left out, or their copies no longer asked for).
+	WaitsCut int
 	// EarlyAnswers counts the operations answered by their home's copy
 	// (Config.EarlyAnswers) before the owner's answer.
 	EarlyAnswers int
@@ -1073,6 +1083,20 @@ type syncArgs struct {
 	copies        []int // newcomers left out: asked for their copies only
 	prior         []int // bases of unfinished syncs this one replaced: their sets answer too
 	leave         bool  // begun on a placement a leave published
+	// With Config.UnsyncedWait: since when each member has answered
+	// unsynced, and each newcomer in copies was left out.
+	unsynced, leftOut map[int]int64
+}
+
+// setSince returns m (made if nil) with i's time set to now unless set.
+func setSince(m map[int]int64, i int, now int64) map[int]int64 {
+	if m == nil {
+		m = map[int]int64{}
+	}
+	if _, ok := m[i]; !ok {
+		m[i] = now
+	}
+	return m
 }
 
 // newSync makes n's sync of key k: from k's replica set on placement
@@ -1146,11 +1170,35 @@ func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
 			if i := s.index(id); !slices.Contains(args.skip, i) {
 				args.skip = append(slices.Clone(args.skip), i)
 				args.copies = append(slices.Clone(args.copies), i)
+				args.leftOut = setSince(args.leftOut, i, s.now)
 				again = true
 				s.tracef("n%d k%d sync leaves out n%d (joining)", n.i, k, i)
 			}
 		}
 	}
+	if w := s.cfg.UnsyncedWait; w > 0 {
+		for _, id := range y.Unsynced() {
+			i := s.index(id)
+			if slices.Contains(args.skip, i) {
+				continue
+			}
+			if since, ok := args.unsynced[i]; !ok {
+				args.unsynced = setSince(args.unsynced, i, s.now)
+			} else if s.now-since > w {
+				args.skip = append(slices.Clone(args.skip), i)
+				again = true
+				s.stats.WaitsCut++
+				s.tracef("n%d k%d sync leaves out n%d (unsynced for %d ms)", n.i, k, i, s.now-since)
+			}
+		}
+		if kept := slices.DeleteFunc(slices.Clone(args.copies), func(i int) bool { return s.now-args.leftOut[i] > w }); len(kept) < len(args.copies) {
+			s.tracef("n%d k%d sync stops waiting for the copies of %v", n.i, k, args.copies)
+			s.stats.WaitsCut += len(args.copies) - len(kept)
+			args.copies = kept
+			again = true
+		}
+	}
+	n.syncOf[k] = args
 	if again {
 		y = s.newSync(k, n, args)
 		n.syncs[k] = y
