@@ -217,9 +217,24 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, a
 		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
 	case errors.Is(err, errNotApplied):
 		return errResp(codeNotApplied, err.Error()), false
+	case !rc.k.Service && rc.cl.closed.Load() && unrun(err):
+		// Admitted just before this member began to close, then refused
+		// or dropped by its closing host before it ran: the caller goes
+		// to the next owner, as for any call that arrives while leaving.
+		return errResp(codeLeaving, "casty: node "+rc.cl.addr+" is leaving"), false
 	}
 	rc.cl.noteLost(rc.k, rc.m.Name, err)
 	return callResp{Err: encodeError(err)}, false
+}
+
+// unrun reports whether err is the host's own ErrActorUnavailable, which
+// it returns for an actor's call only before the call ran (closed, the
+// activation shut down with the call queued), not a handler's failure or
+// answer that wraps one.
+func unrun(err error) bool {
+	var fe *actor.FailedError
+	var ae *actor.AnswerError
+	return errors.Is(err, actor.ErrActorUnavailable) && !errors.As(err, &fe) && !errors.As(err, &ae)
 }
 
 func (cl *cluster) wrongOwner(kind, key string) callResp {
