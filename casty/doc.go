@@ -200,7 +200,9 @@
 //     replicas is answered there as soon as that member's copy holds the
 //     commit as the acknowledgement that completes Write (an early answer:
 //     one network round trip instead of two, the owner's reply following);
-//     handlers that return an Answer error or emit wait for the owner.
+//     handlers that return an Answer error or emit wait for the owner. A
+//     Read(Majority) call from such a member is answered there the same
+//     way, once its copy confirms the owner's ballot and state.
 //
 // A commit that fails — fewer than Write acknowledgements within
 // Config.ReplicationTimeout (or the caller's deadline) — returns

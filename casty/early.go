@@ -20,9 +20,12 @@ import (
 // the commit it sends to the caller's member when that member's vote is
 // the one the write quorum still needs (replica.Session.CommitAnswering);
 // the caller's member, once its copy has published the commit as a voter
-// (replica.Decides), hands the answer to the waiting call. The caller has
-// its answer after one round trip instead of two; the owner's own answer
-// still follows and is dropped. Whatever goes wrong on the early path, the
+// (replica.Decides), hands the answer to the waiting call. A
+// Read(Majority) call that changed nothing is answered the same way, on
+// the confirm (replica.Session.ConfirmAnswering), once the caller's copy
+// confirmed the owner's ballot and holds nothing newer than its state. The
+// caller has its answer after one round trip instead of two; the owner's
+// own answer still follows and is dropped. Whatever goes wrong on the early path, the
 // call waits for the owner's answer as before.
 
 // maxEarlyAnswer bounds the answer a commit carries: a larger one travels
@@ -147,7 +150,8 @@ type earlyAnswer struct {
 }
 
 // earlyFor returns the answer the commit d of act's handler, run with ctx,
-// may carry to the caller's member, and that member: none unless the call
+// may carry to the caller's member (or, d empty, the read's confirm), and
+// that member: none unless the call
 // came from a member of the key's replica set that asked for it, ctx is
 // that call's own handler (not a call it made in turn), the handler ended
 // plainly (actor.Settled: no answer error, no emits), and d's pages and
@@ -172,8 +176,8 @@ func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.
 	return replica.NodeID(x.early.to), append(answer, env...)
 }
 
-// answerEarly hands the answer commit m carries to the call waiting here,
-// when this member's reply decides the commit.
+// answerEarly hands the answer that m, a commit or a confirm, carries to
+// the call waiting here, when this member's reply decides m's round.
 func (r *replicator) answerEarly(m, reply *replica.Msg) {
 	if len(m.Answer) <= 8 || !replica.Decides(m, reply) {
 		return

@@ -110,6 +110,36 @@ func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
 	}
 }
 
+// A Read(Majority) call made from one of the key's replicas is answered
+// as soon as that replica confirms, as the reply the read quorum still
+// needs, that the owner's ballot is its promise and it holds nothing
+// newer: here the third replica takes nothing and the caller's member
+// holds its replies back, so the owner cannot hear its read quorum, yet
+// the caller has its answer. Before, it waited for the owner's confirm.
+func TestReadFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, third, caller := nodes[0], nodes[1], nodes[2]
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	releaseThird := casty.HoldReplication(third)
+	defer releaseThird()
+	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 5); err != nil || n != 5 {
+		t.Fatalf("add: %d, %v", n, err)
+	}
+	before := caller.Replication().EarlyAnswers
+	releaseCaller := casty.DelayReplicationReplies(caller)
+	defer releaseCaller()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	n, err := casty.Call0(cctx, Tabs.Ref(caller, key), (*Tab).Get)
+	cancel()
+	if err != nil || n != 5 {
+		t.Fatalf("a read whose quorum only the caller's member completes, its reply held: %d, %v", n, err)
+	}
+	if got := caller.Replication().EarlyAnswers; got != before+1 {
+		t.Fatalf("early answers %d, want %d", got, before+1)
+	}
+}
+
 // Early answers change no outcome: many callers on every member, each
 // adding to its own keys and to shared ones, see every running total
 // exactly once and the final totals match.

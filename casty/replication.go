@@ -636,8 +636,9 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		if s.repl.read == One {
 			return nil
 		}
+		to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
 		r.mu.Lock()
-		outs := s.sess.Confirm()
+		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
 		if res := r.run(ctx, s.sess, outs); res.Err != nil {
 			r.cl.sys.tel.quorumFailed()
@@ -703,9 +704,10 @@ type ReplicationStats struct {
 	// member that closed gracefully, what its handoff shipped.
 	SyncBytes, ServedSyncBytes int64
 	// EarlyAnswers counts the calls made from this member that its own
-	// copy answered: the owner's commit carried the answer, and this
-	// member's vote completed the write quorum (replica/SPEC.md, "Early
-	// answers"), a round trip before the owner's reply.
+	// copy answered: the owner's commit (or a read's confirm) carried the
+	// answer, and this member's reply completed the quorum
+	// (replica/SPEC.md, "Early answers"), a round trip before the owner's
+	// reply.
 	EarlyAnswers int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts

@@ -16,6 +16,7 @@ func FuzzDecode(f *testing.F) {
 		{Op: OpPromise, Kind: "k", Key: "x", Ballot: ballot(5, 1), Promised: ballot(5, 1), Accepted: ballot(2, 2), Stamp: stamp(3, 2), Voter: true},
 		{Op: OpCommit, Kind: "k", Key: "x", Ballot: ballot(5, 1), Delta: &pager.Delta{Basis: stamp(3, 2), Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1, 2}}}, Dropped: []string{"W"}}},
 		{Op: OpCommit, Kind: "k", Key: "x", Ballot: ballot(5, 1), Delta: &pager.Delta{Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}, Answer: []byte{0, 0, 0, 0, 0, 0, 0, 7, 0x91}},
+		{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(5, 1), Accepted: ballot(5, 1), Stamp: stamp(6, 1), Answer: []byte{0, 0, 0, 0, 0, 0, 0, 8, 0x91}},
 		{Op: OpAck, Kind: "k", Key: "x", Ballot: ballot(5, 1), Status: StatusNeedFull, Stamp: stamp(6, 1)},
 		{Op: OpFetch, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(3, 2), Have: &pager.Listing{Stamp: stamp(1, 1), Pages: []pager.PageInfo{{Key: "V", Stamp: stamp(1, 1), Size: 2}}}},
 		{Op: OpSync, Kind: "k", Version: 4, Ranges: []Range{{Start: 10, End: 20}}},

@@ -142,14 +142,23 @@ type Msg struct {
 }
 
 // Decides reports whether reply, a replica's answer to req, completes the
-// write quorum of req's commit together with the owner's own copy: req
-// carries an Answer (the owner counted its own copy and needed exactly
-// this member's vote more) and the replica published the commit as a
-// voter. The runtime of that replica may then answer the caller.
+// quorum of req's round together with the owner's own copy: req carries an
+// Answer (the owner counted its own copy and needed exactly this member's
+// answer more) and, for a commit, the replica published it as a voter, or,
+// for a confirm, the replica still holds req's ballot as its promise and
+// nothing newer than the owner's state that req names. The runtime of that
+// replica may then answer the caller.
 func Decides(req, reply *Msg) bool {
-	return req != nil && reply != nil && req.Op == OpCommit && len(req.Answer) > 0 &&
-		reply.Op == OpAck && reply.Status == StatusOK && reply.Voter &&
-		reply.Ballot == req.Ballot && req.Delta != nil && reply.Stamp == req.Delta.Stamp
+	if req == nil || reply == nil || len(req.Answer) == 0 || reply.Status != StatusOK || reply.Ballot != req.Ballot {
+		return false
+	}
+	switch req.Op {
+	case OpCommit:
+		return reply.Op == OpAck && reply.Voter && req.Delta != nil && reply.Stamp == req.Delta.Stamp
+	case OpConfirm:
+		return reply.Op == OpConfirmed && !(State{Accepted: req.Accepted, Stamp: req.Stamp}).Less(State{Accepted: reply.Accepted, Stamp: reply.Stamp})
+	}
+	return false
 }
 
 // maxRanges bounds the ranges of one sync (a member's share of a ring of

@@ -669,6 +669,27 @@ func (s *Session) Confirm() []Out {
 	return s.ask(func() *Msg { return s.msg(OpConfirm) })
 }
 
+// ConfirmAnswering is Confirm for a read called from the set's member to:
+// the confirm sent to it carries answer, and this owner's state, when its
+// reply is the one the read quorum still needs — the owner's own copy
+// confirmed and q is at most that plus one (SPEC.md, "Early answers"). to
+// may then answer its caller as soon as its own copy's reply decides the
+// round (Decides). Otherwise it is Confirm.
+func (s *Session) ConfirmAnswering(to NodeID, answer []byte) []Out {
+	out := s.Confirm()
+	if len(answer) == 0 || to == s.set.Self || !s.has(to) || s.round != RoundConfirm ||
+		s.answers[s.set.Self] != StatusOK || s.oks+1 < s.q {
+		return out
+	}
+	for _, o := range out {
+		if o.To == to && o.Msg.Op == OpConfirm {
+			o.Msg.Answer = answer
+			o.Msg.Accepted, o.Msg.Stamp = s.state.Accepted, s.state.Stamp
+		}
+	}
+	return out
+}
+
 func (s *Session) stepConfirm(from NodeID, m *Msg) []Out {
 	st := m.Status
 	if st == StatusOK && s.state.Less(State{Accepted: m.Accepted, Stamp: m.Stamp}) {

@@ -129,6 +129,11 @@ type Config struct {
 	// own copy publishes the commit as a voter (replica.Decides), as casty
 	// answers a caller on a replica (replica/SPEC.md, "Early answers").
 	EarlyAnswers bool
+	// EarlyReads extends EarlyAnswers to reads (and to a CAS whose
+	// expectation failed): their confirm to the home carries the answer
+	// (Session.ConfirmAnswering), and the home answers when its copy's
+	// confirmation decides the read (replica.Decides).
+	EarlyReads bool
 	// DropOnReentry makes a member that enters a range drop every copy it
 	// still holds there — the rule before SPEC.md's "Pruning" kept the
 	// copies younger than the tombstone TTL: such a copy can be the only
@@ -209,6 +214,9 @@ type Stats struct {
 	// EarlyAnswers counts the operations answered by their home's copy
 	// (Config.EarlyAnswers) before the owner's answer.
 	EarlyAnswers int
+	// EarlyReads counts those of EarlyAnswers that were reads
+	// (Config.EarlyReads).
+	EarlyReads int
 }
 
 // OpKind is a register operation.
@@ -321,6 +329,7 @@ type request struct {
 	started bool // a commit was sent for it
 	home    int  // the member the client called from (Config.EarlyAnswers); -1: none
 	id      uint64
+	read    Output // a read's answer, carried by its confirm (Config.EarlyReads)
 }
 
 // New builds a run.
@@ -740,11 +749,11 @@ func (s *Sim) next(n *node, a *activation) {
 		a.cur = req
 		switch req.in.Kind {
 		case Read:
-			s.startRound(n, a, a.sess.Confirm())
+			s.startRound(n, a, s.confirm(a, req))
 			return
 		case CAS:
 			if a.value != req.in.Expected {
-				s.startRound(n, a, a.sess.Confirm())
+				s.startRound(n, a, s.confirm(a, req))
 				return
 			}
 			fallthrough
@@ -775,8 +784,33 @@ func (s *Sim) next(n *node, a *activation) {
 	}
 }
 
-// answerEarly answers the write whose commit m is, when the reply of this
-// member's copy decides it (Config.EarlyAnswers).
+// confirm returns the confirm round of a read (or of a CAS whose
+// expectation failed): with Config.EarlyReads and a home member, the
+// confirm to the home carries the read's answer (ConfirmAnswering).
+func (s *Sim) confirm(a *activation, req *request) []replica.Out {
+	if !s.cfg.EarlyReads || req.home < 0 {
+		return a.sess.Confirm()
+	}
+	req.read = Output{Value: a.value}
+	if req.in.Kind == CAS {
+		req.read = Output{OK: false}
+	}
+	home, answer := s.nodes[req.home].id, binary.BigEndian.AppendUint64(nil, req.id)
+	s.early[req.id] = req
+	outs := a.sess.ConfirmAnswering(home, answer)
+	if s.cfg.EarlyAnswersUnchecked {
+		for _, o := range outs {
+			if o.To == home {
+				o.Msg.Answer = answer
+			}
+		}
+	}
+	return outs
+}
+
+// answerEarly answers the request whose commit or confirm m is, when the
+// reply of this member's copy decides it (Config.EarlyAnswers,
+// Config.EarlyReads).
 func (s *Sim) answerEarly(m, reply *replica.Msg) {
 	decides := replica.Decides(m, reply)
 	if s.cfg.EarlyAnswersUnchecked {
@@ -788,7 +822,10 @@ func (s *Sim) answerEarly(m, reply *replica.Msg) {
 	}
 	s.tracef("k%d: c%d answered early by its home n%d", req.in.Key, req.client, req.home)
 	s.stats.EarlyAnswers++
-	if req.in.Kind == CAS {
+	if m.Op == replica.OpConfirm {
+		s.stats.EarlyReads++
+		req.answer(req.read, false)
+	} else if req.in.Kind == CAS {
 		req.answer(Output{OK: true}, false)
 	} else {
 		req.answer(Output{}, false)

@@ -60,6 +60,7 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.LeaveSynced += st.LeaveSynced
 		total.EarlyAnswers += st.EarlyAnswers
 		total.WaitsCut += st.WaitsCut
+		total.EarlyReads += st.EarlyReads
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
