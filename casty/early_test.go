@@ -50,22 +50,31 @@ func earlyKey(t *testing.T, via, owner *casty.System) string {
 	return ""
 }
 
+// earlyCluster starts three replicated members and returns them, the one
+// that calls (a replica of key) and key, which the first owns. The second,
+// the third replica, takes no replication message until releaseThird (or
+// the test's end): were its acknowledgement to reach the owner first, the
+// owner's own reply could overtake the answer the caller's member is given
+// (they travel on different lanes), and the call would rightly take
+// whichever came first.
+func earlyCluster(t *testing.T) (nodes []*casty.System, caller *casty.System, key string, releaseThird func()) {
+	t.Helper()
+	nodes = startReplicated(t, 3)
+	caller = nodes[2]
+	key = earlyKey(t, caller, nodes[0])
+	releaseThird = casty.HoldReplication(nodes[1])
+	t.Cleanup(releaseThird)
+	return nodes, caller, key, releaseThird
+}
+
 // A call made from one of the key's replicas is answered as soon as that
 // replica's copy publishes the commit as the deciding vote: here the
 // third replica takes nothing and the caller's member holds its replies
 // back, so the owner cannot hear its write quorum, yet the caller has its
 // answer. Before early answers it waited for the owner's round.
 func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
-	nodes := startReplicated(t, 3)
-	owner, third, caller := nodes[0], nodes[1], nodes[2]
-	key := earlyKey(t, caller, owner)
+	nodes, caller, key, releaseThird := earlyCluster(t)
 	ctx := context.Background()
-	// The third replica is held from the start: were its acknowledgement
-	// to reach the owner first, the owner's own reply could overtake the
-	// commit's answer (they travel on different lanes), and the call
-	// would rightly take whichever came first.
-	releaseThird := casty.HoldReplication(third)
-	defer releaseThird()
 	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != 1 {
 		t.Fatalf("first call: %d, %v", n, err)
 	}
@@ -117,12 +126,8 @@ func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
 // holds its replies back, so the owner cannot hear its read quorum, yet
 // the caller has its answer. Before, it waited for the owner's confirm.
 func TestReadFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
-	nodes := startReplicated(t, 3)
-	owner, third, caller := nodes[0], nodes[1], nodes[2]
-	key := earlyKey(t, caller, owner)
+	_, caller, key, _ := earlyCluster(t)
 	ctx := context.Background()
-	releaseThird := casty.HoldReplication(third)
-	defer releaseThird()
 	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 5); err != nil || n != 5 {
 		t.Fatalf("add: %d, %v", n, err)
 	}
