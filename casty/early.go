@@ -46,12 +46,10 @@ type earlyWait struct {
 }
 
 // put delivers r unless an outcome was delivered already; it never blocks.
-func (w *earlyWait) put(r earlyReply) bool {
-	if !w.got.CompareAndSwap(false, true) {
-		return false
+func (w *earlyWait) put(r earlyReply) {
+	if w.got.CompareAndSwap(false, true) {
+		w.ch <- r
 	}
-	w.ch <- r
-	return true
 }
 
 // earlyWaits is a member's calls waiting for an early answer, by tag.
@@ -82,12 +80,17 @@ func (e *earlyWaits) remove(tag uint64) {
 	e.mu.Unlock()
 }
 
-// deliver hands answer to tag's call, if it still waits.
-func (e *earlyWaits) deliver(tag uint64, answer []byte) bool {
+// deliver hands answer to tag's call, if it still waits, and counts it in
+// delivered before the call can return.
+func (e *earlyWaits) deliver(tag uint64, answer []byte, delivered *atomic.Int64) {
 	e.mu.Lock()
 	w := e.waits[tag]
 	e.mu.Unlock()
-	return w != nil && w.put(earlyReply{b: answer})
+	if w == nil || !w.got.CompareAndSwap(false, true) {
+		return
+	}
+	delivered.Add(1)
+	w.ch <- earlyReply{b: answer}
 }
 
 // wantsEarly reports whether a call of k's key at point, made from this
@@ -182,7 +185,5 @@ func (r *replicator) answerEarly(m, reply *replica.Msg) {
 	if len(m.Answer) <= 8 || !replica.Decides(m, reply) {
 		return
 	}
-	if r.cl.early.deliver(binary.BigEndian.Uint64(m.Answer), m.Answer[8:]) {
-		r.earlyAnswers.Add(1)
-	}
+	r.cl.early.deliver(binary.BigEndian.Uint64(m.Answer), m.Answer[8:], &r.earlyAnswers)
 }
