@@ -677,8 +677,9 @@ func (s *Session) Confirm() []Out {
 // round (Decides). Otherwise it is Confirm.
 func (s *Session) ConfirmAnswering(to NodeID, answer []byte) []Out {
 	out := s.Confirm()
+	own, confirmed := s.answers[s.set.Self]
 	if len(answer) == 0 || to == s.set.Self || !s.has(to) || s.round != RoundConfirm ||
-		s.answers[s.set.Self] != StatusOK || s.oks+1 < s.q {
+		!confirmed || own != StatusOK || s.oks+1 < s.q {
 		return out
 	}
 	for _, o := range out {
