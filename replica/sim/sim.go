@@ -768,17 +768,9 @@ func (s *Sim) next(n *node, a *activation) {
 				s.startRound(n, a, a.sess.Commit(d))
 				return
 			}
-			home, answer := s.nodes[req.home].id, binary.BigEndian.AppendUint64(nil, req.id)
-			s.early[req.id] = req
-			outs := a.sess.CommitAnswering(d, home, answer)
-			if s.cfg.EarlyAnswersUnchecked {
-				for _, o := range outs {
-					if o.To == home {
-						o.Msg.Answer = answer
-					}
-				}
-			}
-			s.startRound(n, a, outs)
+			s.startRound(n, a, s.answering(req, func(home replica.NodeID, answer []byte) []replica.Out {
+				return a.sess.CommitAnswering(d, home, answer)
+			}))
 			return
 		}
 	}
@@ -795,9 +787,17 @@ func (s *Sim) confirm(a *activation, req *request) []replica.Out {
 	if req.in.Kind == CAS {
 		req.read = Output{OK: false}
 	}
+	return s.answering(req, a.sess.ConfirmAnswering)
+}
+
+// answering returns the messages of req's round, built by build with the
+// answer tag for req's home to carry where the rule lets it
+// (CommitAnswering, ConfirmAnswering); EarlyAnswersUnchecked attaches it
+// to the message to the home regardless.
+func (s *Sim) answering(req *request, build func(home replica.NodeID, answer []byte) []replica.Out) []replica.Out {
 	home, answer := s.nodes[req.home].id, binary.BigEndian.AppendUint64(nil, req.id)
 	s.early[req.id] = req
-	outs := a.sess.ConfirmAnswering(home, answer)
+	outs := build(home, answer)
 	if s.cfg.EarlyAnswersUnchecked {
 		for _, o := range outs {
 			if o.To == home {
