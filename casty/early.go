@@ -25,8 +25,8 @@ import (
 // the confirm (replica.Session.ConfirmAnswering), once the caller's copy
 // confirmed the owner's ballot and holds nothing newer than its state. The
 // caller has its answer after one round trip instead of two; the owner's
-// own answer still follows and is dropped. Whatever goes wrong on the early path, the
-// call waits for the owner's answer as before.
+// own answer still follows and is dropped. Whatever goes wrong on the
+// early path, the call waits for the owner's answer as before.
 
 // maxEarlyAnswer bounds the answer a commit carries: a larger one travels
 // only in the owner's reply, rather than twice.
@@ -154,11 +154,11 @@ type earlyAnswer struct {
 
 // earlyFor returns the answer the commit d of act's handler, run with ctx,
 // may carry to the caller's member (or, d empty, the read's confirm), and
-// that member: none unless the call
-// came from a member of the key's replica set that asked for it, ctx is
-// that call's own handler (not a call it made in turn), the handler ended
-// plainly (actor.Settled: no answer error, no emits), and d's pages and
-// the answer fit room (the page bytes one commit message may carry).
+// that member: none unless the call came from a member of the key's
+// replica set that asked for it, ctx is that call's own handler (not a
+// call it made in turn), the handler ended plainly (actor.Settled: no
+// answer error, no emits), and d's pages and the answer fit room (the page
+// bytes one commit message may carry).
 func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.Delta, room int) (replica.NodeID, []byte) {
 	if failed {
 		return replica.NodeID{}, nil

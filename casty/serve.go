@@ -221,7 +221,7 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, a
 		// Admitted just before this member began to close, then refused
 		// or dropped by its closing host before it ran: the caller goes
 		// to the next owner, as for any call that arrives while leaving.
-		return errResp(codeLeaving, "casty: node "+rc.cl.addr+" is leaving"), false
+		return rc.cl.leaving(), false
 	}
 	rc.cl.noteLost(rc.k, rc.m.Name, err)
 	return callResp{Err: encodeError(err)}, false
@@ -235,6 +235,12 @@ func unrun(err error) bool {
 	var fe *actor.FailedError
 	var ae *actor.AnswerError
 	return errors.Is(err, actor.ErrActorUnavailable) && !errors.As(err, &fe) && !errors.As(err, &ae)
+}
+
+// leaving is the refusal of a call by a member that is closing: the
+// caller goes to the next owner (route.go).
+func (cl *cluster) leaving() callResp {
+	return errResp(codeLeaving, "casty: node "+cl.addr+" is leaving")
 }
 
 func (cl *cluster) wrongOwner(kind, key string) callResp {
@@ -255,7 +261,7 @@ func errResp(code, msg string) callResp {
 // ask.
 func (cl *cluster) admit(req *callReq) (*actor.Kind, *callResp) {
 	if cl.closed.Load() {
-		r := errResp(codeLeaving, "casty: node "+cl.addr+" is leaving")
+		r := cl.leaving()
 		return nil, &r
 	}
 	k := req.kind
