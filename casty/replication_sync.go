@@ -211,16 +211,26 @@ func (run *syncRun) abandon() {
 	}
 }
 
-// unsyncedWait, times ReplicationTimeout, is how long a sync waits for a
-// member of a previous set that answers it has not synced the range
-// itself (and is no newcomer) before it leaves that member out. Waiting is
-// what keeps a write that member is still pulling (replica/SPEC.md,
-// "Membership changes"); the bound is what keeps syncs that would wait on
-// each other from waiting for ever, at the old rule's risk. replica/sim
-// models it (Config.UnsyncedWait): its seed 8273 loses a write when a
-// member stays unsynced longer than the bound (replica/SPEC.md, "Known
-// gaps").
+// unsyncedWait, times ReplicationTimeout, is how long a sync asks a
+// newcomer it left out for its copies, and how long a LEFT member it has
+// no session with still counts as a leaver handing off (replica/SPEC.md,
+// "Membership changes").
 const unsyncedWait = 2
+
+// behindWait is how long a sync waits for a member of a previous set that
+// answers it has not synced the range itself (and is no newcomer) before
+// it leaves that member out: as long as a member that is down waits to be
+// removed as dead (Config.RemoveDeadAfter), and unsyncedWait rounds more.
+// Waiting is what keeps a write that member is still pulling
+// (replica/SPEC.md, "Membership changes"); its own sync may be held up by
+// a member that is down or paused, and leaving it out sooner loses that
+// write (replica/sim seed 8273, a pause of six rounds against a bound of
+// two). By the time this wait ends, a member holding that sync up for good
+// has been removed and the sync has gone on without it. The bound is what
+// keeps syncs that would wait on each other from waiting for ever.
+func (r *replicator) behindWait() time.Duration {
+	return r.cl.sys.cfg.RemoveDeadAfter + unsyncedWait*r.timeout
+}
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
 // group of ranges with the same previous replica sets, those sets: the
@@ -230,16 +240,15 @@ const unsyncedWait = 2
 // syncs (StatusJoining; two newcomers must not wait on each other). The
 // newcomers left out are still asked for the copies they hold, in a group
 // that waits for their answer (for unsyncedWait at most) but counts no
-// vote. A member that answers it has not
-// synced a range for another reason is asked again in the next rounds, not
-// left out at once: it may hold the only copy of a write whose other
-// holder left (replica/SPEC.md, "Membership changes"); only after
-// unsyncedWait is it left out. The base, not the new placement, names the set: after
-// a leave or a removal the new placement lacks the member that went, and
-// the set it gives can hold a member that never was a replica of the
-// range, whose empty answer would count toward the sync. Rounds repeat
-// until every range is synced, the member closes
-// or (a joiner) a newer placement restarts the syncs. Rounds that bring
+// vote. A member that answers it has not synced a range for another
+// reason is asked again in the next rounds, not left out at once: it may
+// hold the only copy of a write whose other holder left (replica/SPEC.md,
+// "Membership changes"); only after behindWait is it left out. The base,
+// not the new placement, names the set: after a leave or a removal the
+// new placement lacks the member that went, and the set it gives can hold
+// a member that never was a replica of the range, whose empty answer
+// would count toward the sync. Rounds repeat until every range is synced,
+// the member closes or (a joiner) a newer placement restarts the syncs. Rounds that bring
 // nothing new back off from 50 ms to a second.
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
@@ -330,7 +339,7 @@ func (r *replicator) runSync(run *syncRun) {
 				since, ok := behind[ring.NodeID(id)]
 				if !ok {
 					behind[ring.NodeID(id)] = now
-				} else if now.Sub(since) > unsyncedWait*r.timeout {
+				} else if now.Sub(since) > r.behindWait() {
 					skip[ring.NodeID(id)] = true
 				}
 			}

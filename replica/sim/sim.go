@@ -107,13 +107,13 @@ type Config struct {
 	// without them instead, as casty's runSync does (replica/SPEC.md,
 	// "Membership changes"). Other unsynced members are waited for.
 	SkipUnsynced bool
-	// UnsyncedWait, when positive, bounds two of a sync's waits as casty's
-	// runSync does (its unsyncedWait, twice ReplicationTimeout; simulated
-	// ms): a member of a previous set that keeps answering unsynced (no
-	// newcomer) is left out once it has done so for longer, and with
-	// SkipUnsynced a newcomer left out is asked for its copies only that
-	// long. Zero waits for ever (replica/SPEC.md, "Known gaps").
-	UnsyncedWait int64
+	// UnsyncedWait, when positive, bounds how long a sync waits for a
+	// member of a previous set that keeps answering unsynced (no newcomer)
+	// before leaving it out, as casty's runSync does (its behindWait;
+	// simulated ms). CopiesWait, when positive, bounds how long, with
+	// SkipUnsynced, a newcomer left out is asked for its copies (casty's
+	// unsyncedWait). Zero waits for ever (replica/SPEC.md, "Known gaps").
+	UnsyncedWait, CopiesWait int64
 	// NoNewcomerCopies makes newcomers answer syncs without their copies,
 	// and syncs not wait for those they leave out — the rule before
 	// SPEC.md's "Membership changes" had them handed over; runs with it
@@ -171,7 +171,7 @@ func (c *Config) defaults() {
 		c.Ops = 200
 	}
 	if c.RemoveAfter == 0 {
-		c.RemoveAfter = 3000
+		c.RemoveAfter = defaultRemoveAfter
 	}
 	if c.ViewLag == 0 {
 		c.ViewLag = 200
@@ -191,6 +191,9 @@ const (
 	thinkMax     = 20   // pause between a client's operations
 	horizon      = 600_000
 )
+
+// defaultRemoveAfter is Config.RemoveAfter's default.
+const defaultRemoveAfter = 3000
 
 // Stats counts what a run did.
 type Stats struct {
@@ -1228,6 +1231,8 @@ func (s *Sim) retrySync(n *node, k int, y *replica.Sync) {
 				s.tracef("n%d k%d sync leaves out n%d (unsynced for %d ms)", n.i, k, i, s.now-since)
 			}
 		}
+	}
+	if w := s.cfg.CopiesWait; w > 0 {
 		if kept := slices.DeleteFunc(slices.Clone(args.copies), func(i int) bool { return s.now-args.leftOut[i] > w }); len(kept) < len(args.copies) {
 			s.tracef("n%d k%d sync stops waiting for the copies of %v", n.i, k, args.copies)
 			s.stats.WaitsCut += len(args.copies) - len(kept)

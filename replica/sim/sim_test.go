@@ -275,12 +275,17 @@ var (
 )
 
 // The seeds that found them lose a write under the old rules, and the
-// check says so: the rules are what saves them. Seed 1644 runs with casty's
-// bounded waits (boundedWaits) and loses a write when the bound is one
-// sync round instead: a member back under a new id syncs a range whose
-// previous set has one member paused and another (n2, which entered the
-// range when a leaver went) still pulling; after one round it leaves n2
-// out and finishes without the write n2 was pulling. Seed 752 is saved by
+// check says so: the rules are what saves them. Seeds 1644 and 8273 run
+// with casty's bounded waits (boundedWaits) and lose a write when a member
+// that keeps answering unsynced is left out after one round, or after two
+// (casty's bound before it waited as long as a removal takes). In 1644 a
+// member back under a new id syncs a range whose previous set has one
+// member paused and another (n2, which entered the range when a leaver
+// went) still pulling; it leaves n2 out and finishes without the write n2
+// was pulling. In 8273 two members leave, a third restarts under a new id
+// and a fourth is paused for six rounds; the restarted member's sync
+// leaves out n0, still pulling the ranges the leavers handed it and held
+// up by the paused member, and finishes without a write n0 was pulling. Seed 752 is saved by
 // either rule alone (each gives the syncing member the newcomer's write
 // from one side); it loses only with both old rules. Seed 1022 needs the
 // older bases. Over 3,000 seeds of each configuration, no run needed the
@@ -291,6 +296,7 @@ func TestOldSyncRulesLoseWrites(t *testing.T) {
 	forget := func(c *Config) { c.ForgetUnfinishedSyncs = true }
 	drop := func(c *Config) { c.DropOnReentry = true }
 	oneRound := func(c *Config) { c.UnsyncedWait = 1 }
+	twoRounds := func(c *Config) { c.UnsyncedWait = 2 * roundTimeout }
 	for _, c := range []struct {
 		name       string
 		seed       uint64
@@ -303,6 +309,7 @@ func TestOldSyncRulesLoseWrites(t *testing.T) {
 		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, true, []func(*Config){forget, drop}, false},
 		{"leaves and a pause: copies dropped on re-entry", 68, leavesWithAPause, false, []func(*Config){drop}, false},
 		{"leaves and a pause: an unsynced member left out after one round", 1644, boundedWaits(leavesWithAPause), true, []func(*Config){oneRound}, false},
+		{"leaves and a pause: an unsynced member left out after two rounds", 8273, boundedWaits(leavesWithAPause), true, []func(*Config){twoRounds}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
