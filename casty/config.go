@@ -54,7 +54,10 @@ type Config struct {
 	// the placement alive removes anyone. Until then an actor with a dead
 	// replica still has its other replicas for its quorums. A member that
 	// comes back after its removal holds nothing any more: restart it.
-	// Default 30 s.
+	// A member syncing a range also waits this long, and two
+	// ReplicationTimeouts more, for a replica of the range that is still
+	// syncing it itself: that replica may hold the only copy of a write
+	// (replica/SPEC.md, "Membership changes"). Default 30 s.
 	RemoveDeadAfter time.Duration
 	// RepairInterval is the period of the anti-entropy pass over
 	// replicated state: each member compares what it holds of the ranges
