@@ -92,10 +92,20 @@ func TestPerHostLimitLeavesOtherHostsAlone(t *testing.T) {
 }
 
 func TestInboundSlotsAreReleasedWhenConnectionsClose(t *testing.T) {
-	_, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes = 2 })
+	srv, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes = 2 })
+	handshakes := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.adm.handshakes
+	}
 	a := newNode(t, testConfig(1))
 	for round := range 3 {
+		// Every slot of the last round is back (a dial that succeeded
+		// shows one is, not both), and both silent connections hold one
+		// before the dial that must be refused.
+		waitFor(t, 5*time.Second, "every handshake slot free", func() bool { return handshakes() == 0 })
 		conns := silentConns(t, addr, "127.0.0.1", 2)
+		waitFor(t, 5*time.Second, "the silent connections to hold both slots", func() bool { return handshakes() == 2 })
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if _, err := a.Dial(ctx, addr); err == nil {
 			t.Fatalf("round %d: a dial got a handshake slot while both were taken", round)
