@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/casty-go/casty/actor"
 
@@ -280,6 +281,26 @@ func DelayReplicationReplies(s *System) (release func()) {
 	})
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
+}
+
+// SlowReplicationReplies makes the member apply the replication requests
+// it receives at once and send each reply d later, as if its replies were
+// slow on the network; restore puts the plain handler back.
+func SlowReplicationReplies(s *System, d time.Duration) (restore func()) {
+	rp := s.cl.rp
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		mux.HandOff(ctx)
+		b, err := rp.handle(ctx, sess, payload)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return b, err
+	})
+	return func() { s.cl.node.HandleRequests(mux.LaneReplication, rp.handle) }
 }
 
 // GossipTableBounds returns the member-table bounds cfg gives the

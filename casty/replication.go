@@ -257,15 +257,33 @@ type round struct {
 	mu      sync.Mutex
 	replies []reply
 	wake    chan struct{} // cap 1: answers are waiting
+	late    func(reply)   // set when the round ended: takes what comes after
 }
 
 func (rd *round) put(rp reply) {
 	rd.mu.Lock()
+	if late := rd.late; late != nil {
+		rd.mu.Unlock()
+		late(rp)
+		return
+	}
 	rd.replies = append(rd.replies, rp)
 	rd.mu.Unlock()
 	select {
 	case rd.wake <- struct{}{}:
 	default:
+	}
+}
+
+// end hands late the replies not taken and those still to come.
+func (rd *round) end(late func(reply)) {
+	rd.mu.Lock()
+	rd.late = late
+	rest := rd.replies
+	rd.replies = nil
+	rd.mu.Unlock()
+	for _, rp := range rest {
+		late(rp)
 	}
 }
 
@@ -298,6 +316,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		deadline = d
 	}
 	rd := &round{wake: make(chan struct{}, 1)}
+	if len(outs) > 0 && outs[0].Msg.Op == replica.OpCommit {
+		defer rd.end(func(rp reply) { r.lateAck(s, rp) })
+	}
 	var (
 		sent        []mux.AsyncRequest
 		outstanding int
@@ -355,6 +376,21 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			return expire()
 		}
 	}
+}
+
+// lateAck feeds a commit's need-full that arrived after its round ended
+// to the session, whose next commit then sends that member the full page
+// set (replica/SPEC.md, "Owner rounds"): without it the member's copy
+// stays behind, refusing every later delta. Other late replies change
+// nothing and are dropped here.
+func (r *replicator) lateAck(s *replica.Session, rp reply) {
+	m := r.decodeReply(rp.raw)
+	if m == nil || m.Op != replica.OpAck || m.Status != replica.StatusNeedFull {
+		return
+	}
+	r.mu.Lock()
+	s.Step(rp.from, m)
+	r.mu.Unlock()
 }
 
 // answerFirst moves the commit that carries a call's answer (early.go) to

@@ -136,6 +136,16 @@ type Session struct {
 	stamp    pager.Stamp
 	answerTo NodeID // CommitAnswering's member, while the commit is spread
 	answer   []byte
+	// What the owner last heard of each member's copy (noteCopy).
+	copies map[NodeID]copyNews
+}
+
+// copyNews is what an owner last heard of one member's copy: the stamp of
+// the newest of its commits the member answered, and whether that answer
+// was need-full (the copy lacks the commit's basis: it missed one).
+type copyNews struct {
+	stamp  pager.Stamp
+	behind bool
 }
 
 // NewSession starts nothing: call Open.
@@ -236,9 +246,15 @@ func (s *Session) Open() []Out {
 
 // Step feeds the reply of from to the session and returns the requests
 // that follow. Replies that belong to no running round (duplicates, late
-// answers of an earlier round) are ignored.
+// answers of an earlier round) change nothing but what the owner knows of
+// that member's copy (a late need-full: the next commit sends it the full
+// page set); the runtime should feed them too.
 func (s *Session) Step(from NodeID, m *Msg) []Out {
-	if s.over || s.round == RoundNone || m == nil || m.Ballot != s.ballot || !s.has(from) {
+	if s.over || m == nil || m.Ballot != s.ballot || !s.has(from) {
+		return nil
+	}
+	s.noteCopy(from, m)
+	if s.round == RoundNone {
 		return nil
 	}
 	if m.Status == StatusStale && m.Promised.Compare(s.highest) > 0 {
@@ -266,6 +282,26 @@ func (s *Session) Step(from NodeID, m *Msg) []Out {
 		}
 	}
 	return nil
+}
+
+// noteCopy records a member's answer to one of this owner's commits, this
+// round's or an earlier one's. A need-full that arrives after its round
+// ended (the quorum was made without it) leaves the member's copy behind
+// the owner's for good — every later delta is built on a commit it lacks —
+// so spread sends that member the full page set next time (SPEC.md, "Owner
+// rounds"). Only news of a newer commit than the last heard of (or sent in
+// full, sentFull) changes anything.
+func (s *Session) noteCopy(from NodeID, m *Msg) {
+	if m.Op != OpAck || from == s.set.Self || (m.Status != StatusOK && m.Status != StatusNeedFull) {
+		return
+	}
+	if c, ok := s.copies[from]; ok && m.Stamp.Compare(c.stamp) <= 0 {
+		return
+	}
+	if s.copies == nil {
+		s.copies = map[NodeID]copyNews{}
+	}
+	s.copies[from] = copyNews{stamp: m.Stamp, behind: m.Status == StatusNeedFull}
 }
 
 // tally records from's first verdict in a quorum round; it reports false
@@ -576,13 +612,43 @@ func (s *Session) spread() []Out {
 		if id == s.set.Self {
 			continue
 		}
+		parts := s.parts
+		if s.round == RoundCommit && s.copies[id].behind {
+			// It refused an earlier commit for lack of its basis, after
+			// that round ended: the delta would be refused too.
+			if full := s.fullParts(); len(full) > 0 {
+				parts = full
+				s.fullSent[id] = true
+				s.sentFull(id)
+			}
+		}
 		n := len(out)
-		out = append(out, s.sendParts(id, s.parts)...)
-		if s.carriesAnswer(id) {
+		out = append(out, s.sendParts(id, parts)...)
+		if len(parts) == 1 && s.carriesAnswer(id) {
 			out[n].Msg.Answer = s.answer
 		}
 	}
 	return out
+}
+
+// sentFull records that id is being sent the full page set of this
+// round's commit: it is taken as caught up, so only a refusal of a newer
+// commit marks it behind again — not a late acknowledgement of the full
+// set (which the runtime need not feed) nor an echo of the old refusal.
+func (s *Session) sentFull(id NodeID) {
+	if s.copies == nil {
+		s.copies = map[NodeID]copyNews{}
+	}
+	s.copies[id] = copyNews{stamp: s.stamp}
+}
+
+// fullParts returns the owner's own copy as a full page set, built once
+// per round.
+func (s *Session) fullParts() []pager.Delta {
+	if s.full == nil {
+		s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
+	}
+	return s.full
 }
 
 // sendParts returns the commit messages of parts for one member.
@@ -606,13 +672,11 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 			break
 		}
 		s.fullSent[from] = true
-		if s.full == nil {
-			s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
-		}
+		s.sentFull(from)
 		if from == s.set.Self {
-			return s.selfApply(s.full)
+			return s.selfApply(s.fullParts())
 		}
-		return s.sendParts(from, s.full)
+		return s.sendParts(from, s.fullParts())
 	default:
 		if m.Status == StatusOK && !m.Voter {
 			// Applied there, but it does not count: that member has not

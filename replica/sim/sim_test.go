@@ -287,8 +287,10 @@ var (
 // leaves out n0, still pulling the ranges the leavers handed it and held
 // up by the paused member, and finishes without a write n0 was pulling. Seed 752 is saved by
 // either rule alone (each gives the syncing member the newcomer's write
-// from one side); it loses only with both old rules. Seed 1022 needs the
-// older bases. Over 3,000 seeds of each configuration, no run needed the
+// from one side); it loses only with both old rules. Seed 4289 needs the
+// older bases (it was 1022 until owners began sending a copy that refused
+// a delta after its round the full page set, which changed the schedules;
+// 4289 and 13734 are the seeds below 20,000 that lose with the old rules). Over 3,000 seeds of each configuration, no run needed the
 // newcomers' copies once the older bases are heard, but the case they
 // close (a newcomer holding the only live copy) stands on its own.
 func TestOldSyncRulesLoseWrites(t *testing.T) {
@@ -306,7 +308,7 @@ func TestOldSyncRulesLoseWrites(t *testing.T) {
 		eitherSave bool            // and each alone is still enough
 	}{
 		{"restarts: newcomers' copies ignored and unfinished syncs forgotten", 752, newcomersUnderRestarts, true, []func(*Config){noCopies, forget, drop}, true},
-		{"leaves: unfinished syncs forgotten", 1022, newcomersUnderLeaves, true, []func(*Config){forget, drop}, false},
+		{"leaves: unfinished syncs forgotten", 4289, newcomersUnderLeaves, true, []func(*Config){forget, drop}, false},
 		{"leaves and a pause: copies dropped on re-entry", 68, leavesWithAPause, false, []func(*Config){drop}, false},
 		{"leaves and a pause: an unsynced member left out after one round", 1644, boundedWaits(leavesWithAPause), true, []func(*Config){oneRound}, false},
 		{"leaves and a pause: an unsynced member left out after two rounds", 8273, boundedWaits(leavesWithAPause), true, []func(*Config){twoRounds}, false},

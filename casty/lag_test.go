@@ -1,0 +1,45 @@
+package casty_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// A replica whose refusal of a commit reaches the owner only after the
+// round ended (the owner and the other replica made the quorum without
+// it) gets the full page set with the next commit. Here the slow replica
+// lost its copy and answers every request 50 ms late, and it holds the
+// owner's latest commit again within a few calls. Before, it refused
+// every later delta, each refusal late, and stayed behind until an
+// anti-entropy pass (RepairInterval, 30 s) came by.
+func TestAReplicaThatRefusedLateIsCaughtUp(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, slow := nodes[0], nodes[2]
+	key := earlyKey(t, owner, owner)
+	ref := Tabs.Ref(owner, key)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	casty.DropCopy(slow, Tabs.Name(), key)
+	restore := casty.SlowReplicationReplies(slow, 50*time.Millisecond)
+	defer restore()
+
+	// The slow replica applies what it is sent at once, so it is caught
+	// up once a call made after its late refusal arrived carried the full
+	// page set; each check makes one more call.
+	calls := 0
+	waitFor(t, 5*time.Second, "the slow replica holding the owner's latest commit", func() bool {
+		calls++
+		if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := casty.ReplicaState(owner, Tabs.Name(), key)
+		got, ok := casty.ReplicaState(slow, Tabs.Name(), key)
+		return ok && got == want
+	})
+	t.Logf("caught up after %d calls", calls)
+}
