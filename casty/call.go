@@ -102,7 +102,7 @@ func (e *doQ[T, Q]) Result() any       { return nil }
 // againUntilApplied runs call again, after a first try failed with err,
 // an errNotApplied: the owner was fenced (a newer owner, or a newer
 // placement it had not heard of yet) before any replica took the commit,
-// so running the call again — on the rightful owner, once the placement
+// or at a read's confirm (a read changes nothing), so running the call again — on the rightful owner, once the placement
 // has spread — is safe. It tries until the call no longer fails that way,
 // at most notAppliedTries times in all, pausing 10 ms, doubling, between
 // tries, and stops when ctx ends. Callers reach it only on that failure,

@@ -31,7 +31,8 @@ const (
 	codeForbidden    = "forbidden"
 	codeTooManySpies = "too-many-spies"
 	// codeNotApplied: ErrQuorumUnavailable from a commit that took effect
-	// nowhere (a newer owner exists); the caller retries it once.
+	// nowhere, or a read's confirm, refused by a newer owner or placement;
+	// the caller runs the call again (againUntilApplied).
 	codeNotApplied = "quorum-not-applied"
 	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
 	codeTooLarge = "commit-too-large"

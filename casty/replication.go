@@ -37,9 +37,10 @@ const (
 // the message's fields, two ballots, two stamps, the page's key and stamp.
 const replicationEnvelope = 64 << 10
 
-// errNotApplied marks a failed commit that took effect nowhere: the
-// owner's own copy refused it (a newer owner exists), so the call may be
-// retried against the rightful owner.
+// errNotApplied marks a failed commit that took effect nowhere — the
+// owner's own copy refused it (a newer owner exists) — or a read's confirm
+// a newer owner or placement refused: the call may be retried against the
+// rightful owner.
 var errNotApplied = errors.New("casty: the commit was applied nowhere")
 
 type replicator struct {
@@ -678,6 +679,12 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		r.mu.Unlock()
 		if res := r.run(ctx, s.sess, outs); res.Err != nil {
 			r.cl.sys.tel.quorumFailed()
+			if res.Fenced || res.Version > 0 {
+				// A newer owner, or a newer placement, refused it: the read
+				// changed nothing anywhere, so, as a commit its owner's own
+				// copy refused, it may run again on the rightful owner.
+				return fmt.Errorf("%w: %s/%s: confirming the read: %w: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied, res.Err)
+			}
 			return fmt.Errorf("%w: %s/%s: confirming the read: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
 		}
 		return nil

@@ -214,6 +214,39 @@ func TestClusterPauseAndResume(t *testing.T) {
 	}
 }
 
+// A paused owner loses its key to another replica, which writes; resumed,
+// the old owner still holds its activation under the old ballot. A
+// Read(Majority) call through it is fenced at its confirm (a newer owner
+// exists) — the read changed nothing anywhere, so it is run again, on an
+// activation restored from the replicas, and answers the newer owner's
+// write on the first call.
+func TestClusterReadThroughADeposedOwnerIsAnswered(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "deposed"
+	owner := ownerIndex(t, c, key)
+	via := c.Member((owner + 1) % c.N())
+	addN(t, c.Member(owner), key, 2) // active on the owner
+	paused := c.Member(owner).ID()
+	c.Pause(owner)
+	wait.For(t, 20*time.Second, "the others to stop counting the paused member alive", func() bool {
+		for i, s := range c.Members() {
+			if i != owner && slices.ContainsFunc(s.Members(), func(m casty.Member) bool { return m.ID == paused }) {
+				return false
+			}
+		}
+		return true
+	})
+	n, _ := addUntil(t, via, key)
+	c.Resume(owner)
+	wait.For(t, 20*time.Second, "the resumed member and the others to see all 3", func() bool {
+		return seesAll(c.Members(), 3)
+	})
+	got, err := casty.Call0(context.Background(), Tallies.Ref(c.Member(owner), key), (*Tally).Get)
+	if err != nil || got != n {
+		t.Fatalf("a read through the resumed owner: %d, %v; want %d", got, err, n)
+	}
+}
+
 // A restarted member comes back at the same address with a new identity
 // and no state; the cluster forgets the old one and serves keys through
 // the new one.
