@@ -12,6 +12,7 @@ import (
 
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
+	"github.com/casty-go/casty/replica"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -301,6 +302,54 @@ func SlowReplicationReplies(s *System, d time.Duration) (restore func()) {
 		return b, err
 	})
 	return func() { s.cl.node.HandleRequests(mux.LaneReplication, rp.handle) }
+}
+
+// HoldCommitUntilTheNext makes the member hold the next commit of kind it
+// receives until the commit after it has arrived and hold has passed, so
+// that the later commit is handled first; and makes a commit it cannot
+// apply yet wait for its basis up to wait (basisWait).
+func HoldCommitUntilTheNext(s *System, kind string, hold, wait time.Duration) (restore func()) {
+	rp := s.cl.rp
+	rp.mu.Lock()
+	rp.basisWait = wait
+	rp.mu.Unlock()
+	var (
+		mu     sync.Mutex
+		held   bool
+		second = make(chan struct{})
+	)
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		if len(payload) > 1 && payload[0] == laneReplica {
+			if m, err := replica.Decode(payload[1:]); err == nil && m.Op == replica.OpCommit && m.Kind == kind {
+				mu.Lock()
+				first := !held
+				held = true
+				mu.Unlock()
+				mux.HandOff(ctx)
+				if first {
+					select {
+					case <-second:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					time.Sleep(hold)
+				} else {
+					select {
+					case <-second:
+					default:
+						close(second)
+					}
+				}
+			}
+		}
+		return rp.handle(ctx, sess, payload)
+	})
+	return func() {
+		s.cl.node.HandleRequests(mux.LaneReplication, rp.handle)
+		rp.mu.Lock()
+		rp.basisWait = basisWait
+		rp.mu.Unlock()
+	}
 }
 
 // GossipTableBounds returns the member-table bounds cfg gives the

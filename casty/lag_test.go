@@ -43,3 +43,36 @@ func TestAReplicaThatRefusedLateIsCaughtUp(t *testing.T) {
 	})
 	t.Logf("caught up after %d calls", calls)
 }
+
+// A replica that receives a key's next commit before the one it was built
+// on (requests of one connection run concurrently, so on a hot key the
+// later can overtake the earlier) waits for the earlier one and applies
+// both, instead of refusing the later as need-full, which costs its owner
+// a full page set. Here the slow replica holds one commit until the next
+// has arrived and 50 ms more.
+func TestACommitThatOvertookItsBasisWaitsForIt(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, slow := nodes[0], nodes[2]
+	key := earlyKey(t, owner, owner)
+	ref := Tabs.Ref(owner, key)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	restore := casty.HoldCommitUntilTheNext(slow, Tabs.Name(), 50*time.Millisecond, 10*time.Second)
+	defer restore()
+	before := slow.Replication().MissedBasis
+	for range 2 { // the owner and the third replica make each quorum
+		if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the slow replica holding the owner's latest commit", func() bool {
+		want, _ := casty.ReplicaState(owner, Tabs.Name(), key)
+		got, ok := casty.ReplicaState(slow, Tabs.Name(), key)
+		return ok && got == want
+	})
+	if got := slow.Replication().MissedBasis - before; got != 0 {
+		t.Fatalf("the slow replica refused %d commit(s) for lack of their basis, want 0", got)
+	}
+}

@@ -73,7 +73,13 @@ type replicator struct {
 	syncOut      atomic.Int64 // bytes of copies sent in answer to others' syncs
 	repaired     atomic.Int64 // copies adopted by anti-entropy passes
 	earlyAnswers atomic.Int64 // calls from here answered by this member's copy (early.go)
-	pruned       int64        // copies dropped by pruning (guarded by mu)
+	missedBasis  atomic.Int64 // commits this member's copy answered need-full
+	// Commits waiting for the commit they were built on (basisOnItsWay),
+	// closed when the copy publishes one, and how long they wait
+	// (basisWait; tests change it); guarded by mu.
+	basisWaits   map[copyKey][]basisWaiter
+	basisWait    time.Duration
+	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
 
 	goMu    sync.Mutex // orders spawn against close
@@ -85,7 +91,7 @@ type replicator struct {
 }
 
 func newReplicator() *replicator {
-	r := &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{})}
+	r := &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{}), basisWait: basisWait}
 	r.life, r.stop = context.WithCancel(context.Background())
 	return r
 }
@@ -155,9 +161,11 @@ func (r *replicator) observe(m *replica.Msg) {
 	}
 }
 
-// handle serves a request of another member on the replication lane. It
-// never waits: a replica answers from memory.
-func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte) ([]byte, error) {
+// handle serves a request of another member on the replication lane. A
+// replica answers from memory; it waits only, briefly, for a commit it
+// cannot apply yet because the commit it was built on is still on its way
+// (basisOnItsWay).
+func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []byte) ([]byte, error) {
 	if from != nil && !from.Member() {
 		// Replicas are members' business: a lite client's credential does
 		// not allow writing or reading them.
@@ -198,6 +206,25 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	r.observe(m)
 	r.mu.Lock()
 	reply := r.rep.Handle(m, r.batch)
+	// A commit that overtook the one it was built on waits for it; the
+	// copy may publish others first (an earlier one still), so it looks
+	// again each time, until basisWait is up.
+	var stop *time.Timer
+	for wait := r.basisOnItsWay(m, reply); wait != nil; wait = r.basisOnItsWay(m, reply) {
+		if stop == nil {
+			stop = time.NewTimer(r.basisWait)
+			defer stop.Stop()
+		}
+		r.mu.Unlock()
+		arrived := r.awaitBasis(ctx, wait, stop.C)
+		r.mu.Lock()
+		if !arrived {
+			r.dropBasisWait(copyKey{m.Kind, m.Key}, wait)
+			break
+		}
+		reply = r.rep.Handle(m, r.batch)
+	}
+	r.noteCommit(m, reply)
 	behind := r.pl == nil || m.Version > r.pl.version
 	r.mu.Unlock()
 	if behind && from != nil {
@@ -212,6 +239,109 @@ func (r *replicator) handle(_ context.Context, from *mux.Session, payload []byte
 	}
 	return b, err
 }
+
+// basisWait bounds how long a commit waits for the commit it was built on
+// (basisOnItsWay): long enough for a request that a connection's reader
+// handed to a worker a moment earlier, short enough that a commit that
+// was lost costs its owner little before the full page set is asked for.
+const basisWait = 20 * time.Millisecond
+
+// basisOnItsWay is called locked with a request and this replica's reply.
+// When m is a commit the copy refused as need-full because it is older
+// than the commit's basis, the commit it was built on may be on its way:
+// requests of one connection run concurrently (a reader hands them to
+// workers when more input is buffered), so on a hot key the next commit
+// can overtake the one before it. It then registers and returns a channel
+// that is closed when the copy publishes the commit's basis or a newer one
+// (noteCommit); nil when there is nothing to wait for. Waiting is only receiving the commit
+// later, which the protocol allows (replica/SPEC.md): the replica's rules
+// run again on it when it is handled a second time.
+func (r *replicator) basisOnItsWay(m, reply *replica.Msg) chan struct{} {
+	if m.Op != replica.OpCommit || reply.Status != replica.StatusNeedFull || m.Delta == nil || m.Delta.Full {
+		return nil
+	}
+	if st, _ := r.rep.Get(m.Kind, m.Key); st.Stamp.Compare(m.Delta.Basis) >= 0 {
+		return nil // an orphan or another owner's commit is held: nothing will come
+	}
+	if r.basisWaits == nil {
+		r.basisWaits = map[copyKey][]basisWaiter{}
+	}
+	k := copyKey{m.Kind, m.Key}
+	w := basisWaiter{basis: m.Delta.Basis, ch: make(chan struct{})}
+	r.basisWaits[k] = append(r.basisWaits[k], w)
+	return w.ch
+}
+
+// basisWaiter is a commit waiting for its copy to reach basis.
+type basisWaiter struct {
+	basis pager.Stamp
+	ch    chan struct{} // closed once the copy published basis or newer
+}
+
+// dropBasisWait forgets a waiter that gave up, locked.
+func (r *replicator) dropBasisWait(k copyKey, ch chan struct{}) {
+	ws := slices.DeleteFunc(r.basisWaits[k], func(w basisWaiter) bool { return w.ch == ch })
+	if len(ws) == 0 {
+		delete(r.basisWaits, k)
+	} else {
+		r.basisWaits[k] = ws
+	}
+}
+
+// awaitBasis waits for wait to close until stop fires; it reports whether
+// it closed. It waits where it runs, often on the connection's reader,
+// without handing the reading on: the commit it waits for came earlier on
+// that connection and is on a worker, a moment from publishing (handing
+// the reading on cost more than the wait). Should it be something else,
+// mux's watchdog hands the reading on after its grace.
+func (r *replicator) awaitBasis(ctx context.Context, wait chan struct{}, stop <-chan time.Time) bool {
+	select {
+	case <-wait:
+		return true
+	case <-stop:
+	case <-ctx.Done():
+	case <-r.done:
+	}
+	return false
+}
+
+// noteCommit is called locked after a request was handled: a commit the
+// copy published wakes the commits waiting for it (basisOnItsWay), and a
+// need-full refusal is counted.
+func (r *replicator) noteCommit(m, reply *replica.Msg) {
+	if m.Op != replica.OpCommit {
+		return
+	}
+	switch reply.Status {
+	case replica.StatusOK:
+		// Wake only the commits built on what the copy holds now (or on
+		// something older): one at a time along a run of commits, not
+		// every waiter of the key at each step.
+		k := copyKey{m.Kind, m.Key}
+		ws, ok := r.basisWaits[k]
+		if !ok {
+			return
+		}
+		st, _ := r.rep.Get(m.Kind, m.Key)
+		ws = slices.DeleteFunc(ws, func(w basisWaiter) bool {
+			if w.basis.Compare(st.Stamp) <= 0 {
+				close(w.ch)
+				return true
+			}
+			return false
+		})
+		if len(ws) == 0 {
+			delete(r.basisWaits, k)
+		} else {
+			r.basisWaits[k] = ws
+		}
+	case replica.StatusNeedFull:
+		r.missedBasis.Add(1)
+	}
+}
+
+// copyKey names one actor's copy.
+type copyKey struct{ kind, key string }
 
 // pullFacts asks a member that knows a newer placement for its facts, one
 // request at a time, and merges them.
@@ -258,14 +388,19 @@ type round struct {
 	mu      sync.Mutex
 	replies []reply
 	wake    chan struct{} // cap 1: answers are waiting
-	late    func(reply)   // set when the round ended: takes what comes after
+	ended   bool          // the round is over: replies go to lateAck
+	// A commit round's replicator and session, for lateAck; nil otherwise.
+	r *replicator
+	s *replica.Session
 }
 
 func (rd *round) put(rp reply) {
 	rd.mu.Lock()
-	if late := rd.late; late != nil {
+	if rd.ended {
 		rd.mu.Unlock()
-		late(rp)
+		if rd.r != nil {
+			rd.r.lateAck(rd.s, rp)
+		}
 		return
 	}
 	rd.replies = append(rd.replies, rp)
@@ -276,15 +411,18 @@ func (rd *round) put(rp reply) {
 	}
 }
 
-// end hands late the replies not taken and those still to come.
-func (rd *round) end(late func(reply)) {
+// end ends the round: the replies not taken, and those still to come, go
+// to lateAck (a commit round's) or nowhere.
+func (rd *round) end() {
 	rd.mu.Lock()
-	rd.late = late
+	rd.ended = true
 	rest := rd.replies
 	rd.replies = nil
 	rd.mu.Unlock()
-	for _, rp := range rest {
-		late(rp)
+	if rd.r != nil {
+		for _, rp := range rest {
+			rd.r.lateAck(rd.s, rp)
+		}
 	}
 }
 
@@ -318,8 +456,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	}
 	rd := &round{wake: make(chan struct{}, 1)}
 	if len(outs) > 0 && outs[0].Msg.Op == replica.OpCommit {
-		defer rd.end(func(rp reply) { r.lateAck(s, rp) })
+		rd.r, rd.s = r, s
 	}
+	defer rd.end()
 	var (
 		sent        []mux.AsyncRequest
 		outstanding int
@@ -385,6 +524,12 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 // stays behind, refusing every later delta. Other late replies change
 // nothing and are dropped here.
 func (r *replicator) lateAck(s *replica.Session, rp reply) {
+	if len(rp.raw) < 1 || rp.raw[0] != laneReplica {
+		return
+	}
+	if st, ok := replica.AckStatus(rp.raw[1:]); !ok || st != replica.StatusNeedFull {
+		return // the common case, a late ok: not even decoded
+	}
 	m := r.decodeReply(rp.raw)
 	if m == nil || m.Op != replica.OpAck || m.Status != replica.StatusNeedFull {
 		return
@@ -752,6 +897,12 @@ type ReplicationStats struct {
 	// (replica/SPEC.md, "Early answers"), a round trip before the owner's
 	// reply.
 	EarlyAnswers int64
+	// MissedBasis counts the commits this member's copy could not apply
+	// because it lacked the commit they were built on (one it missed, or
+	// one still on its way after a short wait), each answered need-full:
+	// the owner then sends it the full page set. A copy that keeps up
+	// leaves it at zero.
+	MissedBasis int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
@@ -775,7 +926,7 @@ func (s *System) Replication() ReplicationStats {
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0,
-		EarlyAnswers: r.earlyAnswers.Load()}
+		EarlyAnswers: r.earlyAnswers.Load(), MissedBasis: r.missedBasis.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

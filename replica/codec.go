@@ -263,6 +263,38 @@ func Decode(b []byte) (*Msg, error) {
 	return m, nil
 }
 
+// AckStatus reads the status of an encoded acknowledgement (OpAck) and
+// nothing past it, allocating nothing: a runtime can pass over the
+// replies it has no use for (casty drops late acknowledgements that are
+// not need-full) without decoding them. ok is false for any other message
+// and for input whose first fields do not parse; true promises nothing
+// about the rest, which Decode checks.
+func AckStatus(b []byte) (st Status, ok bool) {
+	d := decoder{b: b}
+	if d.byte() != wireFormat || Op(d.byte()) != OpAck {
+		return 0, false
+	}
+	mask := d.uvarint()
+	if mask&fVersion != 0 {
+		d.uvarint()
+	}
+	if mask&fDigest != 0 {
+		d.u64()
+	}
+	for _, f := range [...]uint64{fKind, fKey} {
+		if mask&f != 0 {
+			d.take(d.int("string length", d.left()))
+		}
+	}
+	if mask&fBallot != 0 {
+		d.stamp()
+	}
+	if mask&fStatus != 0 {
+		st = Status(d.byte())
+	}
+	return st, d.err == nil
+}
+
 var (
 	errShort    = errors.New("message cut short")
 	errTrailing = errors.New("trailing bytes")

@@ -9,7 +9,8 @@ import (
 
 // FuzzDecode: any bytes decode to a valid message or an error wrapping
 // ErrCorrupt, never a panic; a decoded message re-encodes and decodes to
-// the same message, and a replica answers it without panicking.
+// the same message, and a replica answers it without panicking. AckStatus
+// never panics either, and reads what Decode reads from an acknowledgement.
 func FuzzDecode(f *testing.F) {
 	seeds := []*Msg{
 		{Op: OpPrepare, Kind: "shop.Cart", Key: "c-1", Ballot: ballot(5, 1), Version: 3},
@@ -18,6 +19,7 @@ func FuzzDecode(f *testing.F) {
 		{Op: OpCommit, Kind: "k", Key: "x", Ballot: ballot(5, 1), Delta: &pager.Delta{Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}, Answer: []byte{0, 0, 0, 0, 0, 0, 0, 7, 0x91}},
 		{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(5, 1), Accepted: ballot(5, 1), Stamp: stamp(6, 1), Answer: []byte{0, 0, 0, 0, 0, 0, 0, 8, 0x91}},
 		{Op: OpAck, Kind: "k", Key: "x", Ballot: ballot(5, 1), Status: StatusNeedFull, Stamp: stamp(6, 1)},
+		{Op: OpAck, Version: 9, Digest: 77, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(6, 1), Voter: true},
 		{Op: OpFetch, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(3, 2), Have: &pager.Listing{Stamp: stamp(1, 1), Pages: []pager.PageInfo{{Key: "V", Stamp: stamp(1, 1), Size: 2}}}},
 		{Op: OpSync, Kind: "k", Version: 4, Ranges: []Range{{Start: 10, End: 20}}},
 		{Op: OpSynced, Kind: "k", Ranges: []Range{{Start: 10, End: 20}}, More: true, Records: []Record{{Key: "x", Accepted: ballot(2, 2), Stamp: stamp(3, 2), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}}},
@@ -33,9 +35,16 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		st, ok := AckStatus(b)
 		m, err := Decode(b)
 		if err != nil {
 			return
+		}
+		if m.Op == OpAck && (!ok || st != m.Status) {
+			t.Fatalf("AckStatus = %v, %v; the decoded acknowledgement's status is %v", st, ok, m.Status)
+		}
+		if m.Op != OpAck && ok {
+			t.Fatalf("AckStatus read a status from a %v", m.Op)
 		}
 		b2, err := m.Encode()
 		if err != nil {
