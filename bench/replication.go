@@ -187,7 +187,8 @@ func replication() {
 		fmt.Sprintf("unreplicated (Replicas(1)) cross-node call %.1f k/s, p50 %.0f µs, p99 %.0f µs (%s); raw yamux ping-pong %.1f k/s (%.1f µs)",
 			floor.opsPerSec()/1e3, us(floor.p50), us(floor.p99), floor.spread(), 1e6/perOp(yfloor), perOp(yfloor)/1e3),
 		fmt.Sprintf("%.2f× the cross-node call's rate, %.2f× raw yamux", floor.ns()/write.ns(), perOp(yfloor)/write.ns()),
-		fmt.Sprintf("goal ≥ 0.5× and ≥ 10 k ops/s; %.0f B shipped per commit (both replicas)", float64(c1.CommitBytes-c0.CommitBytes)/float64(c1.Commits-c0.Commits)))
+		fmt.Sprintf("goal ≥ 0.5× and ≥ 10 k ops/s; %.0f B shipped per commit (both replicas); %d of %d commits refused by a replica for a missing basis (need-full)",
+			float64(c1.CommitBytes-c0.CommitBytes)/float64(c1.Commits-c0.Commits), c1.MissedBasis-c0.MissedBasis, c1.Commits-c0.Commits))
 	add("replicated write, the same hot key, sequential caller on its owner",
 		fmt.Sprintf("%.1f k ops/s, p50 %.0f µs, p99 %.0f µs (%s)", onOwner.opsPerSec()/1e3, us(onOwner.p50), us(onOwner.p99), onOwner.spread()),
 		fmt.Sprintf("unreplicated cross-node call %.1f k/s", floor.opsPerSec()/1e3),
@@ -238,6 +239,7 @@ func commitTotals(nodes []*casty.System) casty.ReplicationStats {
 		st := s.Replication()
 		t.Commits += st.Commits
 		t.CommitBytes += st.CommitBytes
+		t.MissedBasis += st.MissedBasis
 	}
 	return t
 }

@@ -8,6 +8,28 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
+// lagCluster starts three replicated members and writes once to a key of
+// Tabs the first owns; it returns the owner, the third member (the one the
+// tests slow down), the key and a Ref to it through its owner.
+func lagCluster(t *testing.T) (owner, slow *casty.System, key string, ref casty.Ref[Tab]) {
+	t.Helper()
+	nodes := startReplicated(t, 3)
+	owner, slow = nodes[0], nodes[2]
+	key = earlyKey(t, owner, owner)
+	ref = Tabs.Ref(owner, key)
+	if _, err := casty.Call(context.Background(), ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	return owner, slow, key, ref
+}
+
+// sameCopy reports whether b's replica holds the commit a's holds of key.
+func sameCopy(a, b *casty.System, key string) bool {
+	want, _ := casty.ReplicaState(a, Tabs.Name(), key)
+	got, ok := casty.ReplicaState(b, Tabs.Name(), key)
+	return ok && got == want
+}
+
 // A replica whose refusal of a commit reaches the owner only after the
 // round ended (the owner and the other replica made the quorum without
 // it) gets the full page set with the next commit. Here the slow replica
@@ -16,14 +38,8 @@ import (
 // every later delta, each refusal late, and stayed behind until an
 // anti-entropy pass (RepairInterval, 30 s) came by.
 func TestAReplicaThatRefusedLateIsCaughtUp(t *testing.T) {
-	nodes := startReplicated(t, 3)
-	owner, slow := nodes[0], nodes[2]
-	key := earlyKey(t, owner, owner)
-	ref := Tabs.Ref(owner, key)
+	owner, slow, key, ref := lagCluster(t)
 	ctx := context.Background()
-	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
-		t.Fatal(err)
-	}
 	casty.DropCopy(slow, Tabs.Name(), key)
 	restore := casty.SlowReplicationReplies(slow, 50*time.Millisecond)
 	defer restore()
@@ -37,9 +53,7 @@ func TestAReplicaThatRefusedLateIsCaughtUp(t *testing.T) {
 		if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
 			t.Fatal(err)
 		}
-		want, _ := casty.ReplicaState(owner, Tabs.Name(), key)
-		got, ok := casty.ReplicaState(slow, Tabs.Name(), key)
-		return ok && got == want
+		return sameCopy(owner, slow, key)
 	})
 	t.Logf("caught up after %d calls", calls)
 }
@@ -51,14 +65,8 @@ func TestAReplicaThatRefusedLateIsCaughtUp(t *testing.T) {
 // a full page set. Here the slow replica holds one commit until the next
 // has arrived and 50 ms more.
 func TestACommitThatOvertookItsBasisWaitsForIt(t *testing.T) {
-	nodes := startReplicated(t, 3)
-	owner, slow := nodes[0], nodes[2]
-	key := earlyKey(t, owner, owner)
-	ref := Tabs.Ref(owner, key)
+	owner, slow, key, ref := lagCluster(t)
 	ctx := context.Background()
-	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
-		t.Fatal(err)
-	}
 	restore := casty.HoldCommitUntilTheNext(slow, Tabs.Name(), 50*time.Millisecond, 10*time.Second)
 	defer restore()
 	before := slow.Replication().MissedBasis
@@ -68,9 +76,7 @@ func TestACommitThatOvertookItsBasisWaitsForIt(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "the slow replica holding the owner's latest commit", func() bool {
-		want, _ := casty.ReplicaState(owner, Tabs.Name(), key)
-		got, ok := casty.ReplicaState(slow, Tabs.Name(), key)
-		return ok && got == want
+		return sameCopy(owner, slow, key)
 	})
 	if got := slow.Replication().MissedBasis - before; got != 0 {
 		t.Fatalf("the slow replica refused %d commit(s) for lack of their basis, want 0", got)
