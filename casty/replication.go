@@ -387,6 +387,7 @@ type reply struct {
 type round struct {
 	mu      sync.Mutex
 	replies []reply
+	buf     [3]reply      // replies' first backing array: a round rarely gets more
 	wake    chan struct{} // cap 1: answers are waiting
 	ended   bool          // the round is over: replies go to lateAck
 	// A commit round's replicator and session, for lateAck; nil otherwise.
@@ -455,14 +456,17 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		deadline = d
 	}
 	rd := &round{wake: make(chan struct{}, 1)}
+	rd.replies = rd.buf[:0]
 	if len(outs) > 0 && outs[0].Msg.Op == replica.OpCommit {
 		rd.r, rd.s = r, s
 	}
 	defer rd.end()
 	var (
-		sent        []mux.AsyncRequest
+		sentBuf     [4]mux.AsyncRequest
+		batchBuf    [4]reply
+		sent        = sentBuf[:0]
 		outstanding int
-		batch       []reply
+		batch       = batchBuf[:0]
 	)
 	send := func(outs []replica.Out) {
 		for _, o := range outs {

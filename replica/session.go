@@ -188,7 +188,10 @@ func (s *Session) begin(r Round) error {
 		return ErrBusy
 	}
 	s.round = r
-	s.answers = map[NodeID]Status{}
+	if s.answers == nil {
+		s.answers = map[NodeID]Status{}
+	}
+	clear(s.answers)
 	s.oks, s.refused, s.abstain, s.fenced, s.atLimit = 0, 0, 0, false, false
 	return nil
 }
@@ -536,7 +539,7 @@ func (s *Session) install() []Out {
 	s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
 	s.parts = s.full
 	s.stamp = s.best.Stamp
-	s.fullSent = map[NodeID]bool{}
+	s.fullSent = clearedSet(s.fullSent)
 	s.applied = true
 	return s.spread()
 }
@@ -566,7 +569,7 @@ func (s *Session) CommitAnswering(d pager.Delta, to NodeID, answer []byte) []Out
 	s.parts = d.Split(s.set.Batch)
 	s.full = nil
 	s.stamp = d.Stamp
-	s.fullSent = map[NodeID]bool{}
+	s.fullSent = clearedSet(s.fullSent)
 	s.applied = false
 	s.answerTo, s.answer = to, answer
 	out := s.spread()
@@ -629,6 +632,15 @@ func (s *Session) spread() []Out {
 		}
 	}
 	return out
+}
+
+// clearedSet empties m for reuse by the next round, making it if nil.
+func clearedSet(m map[NodeID]bool) map[NodeID]bool {
+	if m == nil {
+		return map[NodeID]bool{}
+	}
+	clear(m)
+	return m
 }
 
 // sentFull records that id is being sent the full page set of this
