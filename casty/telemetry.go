@@ -304,6 +304,7 @@ func (t *telemetry) observe(sys *System) error {
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
+	missed := ocounter("casty.replication.missed_basis", "{commit}", "Commits this member's copy refused for lack of the commit they were built on (need-full).")
 	calls := ocounter("casty.calls", "{call}", "Calls made by this system, by kind, method and outcome.")
 	callBytes := ocounter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
 	if err := errors.Join(errs...); err != nil {
@@ -348,9 +349,10 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(commits, rp.commits.Load(), node)
 			o.ObserveInt64(commitBytes, rp.commitBytes.Load(), node)
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
+			o.ObserveInt64(missed, rp.missedBasis.Load(), node)
 		}
 		return nil
-	}, active, depth, members, refused, live, traffic, records, commits, commitBytes, repairs, calls, callBytes)
+	}, active, depth, members, refused, live, traffic, records, commits, commitBytes, repairs, missed, calls, callBytes)
 	t.reg = reg
 	return err
 }

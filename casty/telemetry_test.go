@@ -268,6 +268,27 @@ func TestTelemetryStreamsCarryTheTrace(t *testing.T) {
 	}
 }
 
+// A replica that lost its copy refuses the next commit as need-full, and
+// its member's missed-basis counter says so.
+func TestTelemetryCountsCommitsAReplicaMissedTheBasisOf(t *testing.T) {
+	opt, collect := meters(t)
+	nodes := startReplicated(t, 3, opt)
+	key := keyOn(t, nodes[0], nodes[0], Ledgers.Name())
+	ref := Ledgers.Ref(nodes[0], key)
+	add := func() {
+		callUntil(t, 10*time.Second, "a replicated write", func(ctx context.Context) (int, error) {
+			return casty.Call(ctx, ref, (*Ledger).Add, 1)
+		})
+	}
+	add()
+	casty.DropCopy(nodes[2], Ledgers.Name(), key)
+	add()
+	waitFor(t, 5*time.Second, "the member that lost its copy to count the commit it refused", func() bool {
+		n, _ := sum(collect(), "casty.replication.missed_basis", attribute.String("casty.node", nodes[2].ID()))
+		return n >= 1
+	})
+}
+
 func TestTelemetryReplicationMetricsCountCommitsAcksAndQuorumFailures(t *testing.T) {
 	opt, collect := meters(t)
 	nodes := startReplicated(t, 3, opt)
