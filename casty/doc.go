@@ -195,7 +195,15 @@
 //     survives the loss of R-W replicas, owner included, and any partition:
 //     the side without a quorum gets ErrQuorumUnavailable, and a second
 //     owner born of two members' differing views is refused at its first
-//     write and discarded. replica/SPEC.md has the protocol and the
+//     write and discarded. When it is refused before any replica took the
+//     commit (its own copy refused it, or a newer owner refused a
+//     Read(Majority)'s confirm), the call runs again on the rightful
+//     owner: the handler then ran twice, once where nothing it changed took
+//     effect. The R copies stay current, not only the Write that answered:
+//     a replica handed a key's commits out of order waits briefly for the
+//     earlier one, and one that refused a commit after its round was
+//     decided gets the full state with the next (ReplicationStats.MissedBasis
+//     counts such refusals). replica/SPEC.md has the protocol and the
 //     argument. A call made from a member that is itself one of the key's
 //     replicas is answered there as soon as that member's copy holds the
 //     commit as the acknowledgement that completes Write (an early answer:
