@@ -188,10 +188,7 @@ func (s *Session) begin(r Round) error {
 		return ErrBusy
 	}
 	s.round = r
-	if s.answers == nil {
-		s.answers = map[NodeID]Status{}
-	}
-	clear(s.answers)
+	s.answers = cleared(s.answers)
 	s.oks, s.refused, s.abstain, s.fenced, s.atLimit = 0, 0, 0, false, false
 	return nil
 }
@@ -539,7 +536,7 @@ func (s *Session) install() []Out {
 	s.full = s.local.Full(s.kind, s.key, pager.Stamp{}, s.set.Batch)
 	s.parts = s.full
 	s.stamp = s.best.Stamp
-	s.fullSent = clearedSet(s.fullSent)
+	s.fullSent = cleared(s.fullSent)
 	s.applied = true
 	return s.spread()
 }
@@ -569,7 +566,7 @@ func (s *Session) CommitAnswering(d pager.Delta, to NodeID, answer []byte) []Out
 	s.parts = d.Split(s.set.Batch)
 	s.full = nil
 	s.stamp = d.Stamp
-	s.fullSent = clearedSet(s.fullSent)
+	s.fullSent = cleared(s.fullSent)
 	s.applied = false
 	s.answerTo, s.answer = to, answer
 	out := s.spread()
@@ -621,7 +618,6 @@ func (s *Session) spread() []Out {
 			// that round ended: the delta would be refused too.
 			if full := s.fullParts(); len(full) > 0 {
 				parts = full
-				s.fullSent[id] = true
 				s.sentFull(id)
 			}
 		}
@@ -634,20 +630,22 @@ func (s *Session) spread() []Out {
 	return out
 }
 
-// clearedSet empties m for reuse by the next round, making it if nil.
-func clearedSet(m map[NodeID]bool) map[NodeID]bool {
+// cleared empties m for reuse by the next round, making it if nil.
+func cleared[V any](m map[NodeID]V) map[NodeID]V {
 	if m == nil {
-		return map[NodeID]bool{}
+		return map[NodeID]V{}
 	}
 	clear(m)
 	return m
 }
 
 // sentFull records that id is being sent the full page set of this
-// round's commit: it is taken as caught up, so only a refusal of a newer
-// commit marks it behind again — not a late acknowledgement of the full
-// set (which the runtime need not feed) nor an echo of the old refusal.
+// round's commit (a need-full from it now is corrupt: fullSent), and takes
+// it as caught up, so only a refusal of a newer commit marks it behind
+// again — not a late acknowledgement of the full set (which the runtime
+// need not feed) nor an echo of the old refusal.
 func (s *Session) sentFull(id NodeID) {
+	s.fullSent[id] = true
 	if s.copies == nil {
 		s.copies = map[NodeID]copyNews{}
 	}
@@ -683,7 +681,6 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 			s.tally(from, StatusCorrupt)
 			break
 		}
-		s.fullSent[from] = true
 		s.sentFull(from)
 		if from == s.set.Self {
 			return s.selfApply(s.fullParts())
