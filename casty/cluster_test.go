@@ -75,11 +75,13 @@ func startCluster(t *testing.T, n int, opts ...casty.Option) []*casty.System {
 	return nodes
 }
 
+// waitConverged waits until every node's membership, and the ring it
+// routes by (rebuilt from it a moment later), hold n members.
 func waitConverged(t *testing.T, nodes []*casty.System, n int) {
 	t.Helper()
 	waitFor(t, 15*time.Second, fmt.Sprintf("%d members everywhere", n), func() bool {
 		for _, s := range nodes {
-			if len(s.Members()) != n {
+			if len(s.Members()) != n || casty.Routed(s) != n {
 				return false
 			}
 		}

@@ -246,6 +246,10 @@ func RawCall(ctx context.Context, from, to *System, payload []byte) error {
 	return resp.Err.decode()
 }
 
+// Routed is how many live members the ring this member routes
+// Replicas(1) kinds by holds.
+func Routed(s *System) int { return len(s.cl.view.Load().ring.Members()) }
+
 // Placed is how many members the placement this member adopted holds.
 func Placed(s *System) int { return len(s.cl.view.Load().pl.ring.Members()) }
 
