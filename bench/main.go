@@ -4,6 +4,7 @@
 //	go run ./bench            # everything
 //	go run ./bench -only local
 //	go run ./bench -only replication
+//	go run ./bench -only processes  # the hot key, each member a process
 //
 // Every figure is printed with the floor it is compared with, measured in
 // the same run, because shared machines are noisy.
@@ -64,9 +65,14 @@ func add(what, figure, floor, ratio, note string) {
 }
 
 func main() {
-	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication)")
+	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication, processes)")
 	activations := flag.Int("activations", 1_000_000, "idle activations for the memory figure")
+	seed := flag.String("member", "", "run as a member joined to this seed (started by the processes group)")
 	flag.Parse()
+	if *seed != "" {
+		member(*seed)
+		return
+	}
 	fmt.Fprintf(os.Stderr, "casty bench: %s, %d CPUs, GOMAXPROCS %d\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	if *only == "" || strings.Contains("local", *only) {
 		local(*activations)
@@ -76,6 +82,9 @@ func main() {
 	}
 	if *only == "" || strings.Contains("replication", *only) {
 		replication()
+	}
+	if *only == "" || strings.Contains("processes", *only) {
+		processes()
 	}
 	fmt.Printf("| figure | result | floor (same run) | ratio | note |\n|---|---|---|---|---|\n")
 	for _, r := range rows {

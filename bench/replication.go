@@ -109,16 +109,17 @@ func bestOf(f func(*testing.B), runs int) (testing.BenchmarkResult, string) {
 	return out, "runs " + strings.Join(s, " / ") + " k/s"
 }
 
-// waitReplicated waits until every member has adopted a placement of all
-// of them and finished syncing, then until a replicated write succeeds.
-func waitReplicated(nodes []*casty.System) {
+// waitReplicated waits until every member of nodes has adopted a
+// placement of all members (of the cluster's n) and finished syncing, then
+// until a replicated write succeeds.
+func waitReplicated(nodes []*casty.System, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
 		ok := true
 		for _, s := range nodes {
 			st := s.Replication()
-			ok = ok && !st.Syncing && st.Placed == len(nodes)
+			ok = ok && !st.Syncing && st.Placed == n
 		}
 		if ok {
 			break
@@ -167,7 +168,7 @@ func replication() {
 			n.Close(ctx)
 		}
 	}()
-	waitReplicated(nodes)
+	waitReplicated(nodes, len(nodes))
 	a, b := nodes[0], nodes[1]
 
 	// 1. One hot key, sequential. The caller is on a member that does not

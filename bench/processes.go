@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// processes measures the hot-key write with every member in a process of
+// its own, as members run in production: this process holds the caller's
+// member, and two more run this binary with -member. The floor is the same
+// pair of calls the in-process rows compare (an unreplicated call to a key
+// the other member owns), plus a raw TCP ping-pong between the processes.
+//
+// In one process the members share one Go scheduler, which hands a message
+// from one member's goroutine to another's without the kernel waking
+// anyone; the cost of a call there is CPU. Between processes every message
+// wakes a process, as it does between machines, and the count of messages
+// on the caller's path is what the ratio measures.
+func processes() {
+	ctx := context.Background()
+	a, err := casty.Start(ctx, "127.0.0.1:0", quietLog)
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close(ctx)
+	var echo []string
+	var members []string
+	for range 2 {
+		m, e, stop := spawnMember(a.Addr())
+		defer stop()
+		members, echo = append(members, m), append(echo, e)
+	}
+	waitReplicated([]*casty.System{a}, 3)
+	b := members[0]
+
+	conn, err := net.Dial("tcp", echo[0])
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	buf := make([]byte, 64)
+	raw := sequential(replicationRuns, func() error {
+		if _, err := conn.Write(buf); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(conn, buf)
+		return err
+	})
+	single := Singles.Ref(a, ownedBy(a, Singles.Name(), b, "ps"))
+	hot := Majorities.Ref(a, ownedBy(a, Majorities.Name(), b, "phot"))
+	floor := sequential(replicationRuns, func() error { _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })
+	write := sequential(replicationRuns, func() error { _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })
+	add("replicated write, R=3 W=Majority, one hot key, sequential caller on a non-owner member; each member a process of its own",
+		fmt.Sprintf("%.1f k ops/s, p50 %.0f µs, p99 %.0f µs (%s)", write.opsPerSec()/1e3, us(write.p50), us(write.p99), write.spread()),
+		fmt.Sprintf("unreplicated (Replicas(1)) cross-node call between the same processes %.1f k/s, p50 %.0f µs, p99 %.0f µs (%s); raw TCP ping-pong between them, 64 B, %.1f k/s, p50 %.0f µs",
+			floor.opsPerSec()/1e3, us(floor.p50), us(floor.p99), floor.spread(), raw.opsPerSec()/1e3, us(raw.p50)),
+		fmt.Sprintf("%.2f× the cross-node call's rate, %.2f× raw TCP", floor.ns()/write.ns(), raw.ns()/write.ns()),
+		"goal ≥ 0.5× and ≥ 10 k ops/s; three processes on this machine's cores")
+}
+
+// spawnMember starts this binary as a member joined to seed (-member) and
+// returns its cluster address, its echo address, and how to stop it.
+func spawnMember(seed string) (addr, echo string, stop func()) {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	cmd := exec.Command(exe, "-member", seed)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		panic(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		panic(err)
+	}
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	stop = func() { in.Close(); cmd.Wait() }
+	sc := bufio.NewScanner(out)
+	for (addr == "" || echo == "") && sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+			addr = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "ECHO "); ok {
+			echo = v
+		}
+	}
+	if addr == "" || echo == "" {
+		stop()
+		panic("bench: a member process did not start")
+	}
+	return addr, echo, stop
+}
+
+// member runs a member joined to seed, and a raw TCP echo server for the
+// floor, until its standard input closes (the parent stopped it or died).
+func member(seed string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := casty.Start(ctx, "127.0.0.1:0", casty.Seeds(seed), quietLog)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench member:", err)
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench member:", err)
+		os.Exit(1)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	fmt.Printf("ADDR %s\nECHO %s\n", s.Addr(), ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	ln.Close()
+	s.Close(context.Background())
+}
