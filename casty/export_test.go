@@ -3,6 +3,7 @@ package casty
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -354,6 +355,23 @@ func HoldCommitUntilTheNext(s *System, kind string, hold, wait time.Duration) (r
 		rp.basisWait = basisWait
 		rp.mu.Unlock()
 	}
+}
+
+// LoseNextCommit makes the member fail the next commit of kind it receives
+// without handling it, as if the message were lost; restore puts the plain
+// handler back.
+func LoseNextCommit(s *System, kind string) (restore func()) {
+	rp := s.cl.rp
+	var lost atomic.Bool
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		if len(payload) > 1 && payload[0] == laneReplica {
+			if m, err := replica.Decode(payload[1:]); err == nil && m.Op == replica.OpCommit && m.Kind == kind && lost.CompareAndSwap(false, true) {
+				return nil, errors.New("casty test: commit lost")
+			}
+		}
+		return rp.handle(ctx, sess, payload)
+	})
+	return func() { s.cl.node.HandleRequests(mux.LaneReplication, rp.handle) }
 }
 
 // GossipTableBounds returns the member-table bounds cfg gives the

@@ -82,3 +82,54 @@ func TestACommitThatOvertookItsBasisWaitsForIt(t *testing.T) {
 		t.Fatalf("the slow replica refused %d commit(s) for lack of their basis, want 0", got)
 	}
 }
+
+// A replica that missed one commit of a large actor is brought back with
+// the pages it lacks, not the whole state: its need-full lists what its
+// copy holds, and the owner sends the difference (replica/SPEC.md, "Owner
+// rounds"). Here one commit of the 65 KB, three-field actor is lost on its
+// way to a replica; until that replica holds the owner's commit again, the
+// members ship a few hundred bytes per commit, where the full page set
+// alone is 65 KB (shipped once before the catch-up).
+func TestAReplicaThatMissedACommitGetsOnlyWhatItLacks(t *testing.T) {
+	nodes := startReplicated(t, 3, casty.WithConfig(pagedConfig()))
+	ctx := context.Background()
+	owner, _ := ownerAndOther(t, nodes, ThreeFieldz.Name(), "lag")
+	var slow *casty.System
+	for _, n := range nodes {
+		if n != owner {
+			slow = n
+		}
+	}
+	ref := ThreeFieldz.Ref(owner, "lag")
+	if _, err := casty.Call0(ctx, ref, (*ThreeFields).Fill); err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	if !replicasAgree(t, nodes, ThreeFieldz.Name(), "lag") {
+		t.Fatal("the replicas never held the filled state")
+	}
+	b0, c0 := commitBytes(nodes)
+	restore := casty.LoseNextCommit(slow, ThreeFieldz.Name())
+	defer restore()
+	calls := 0
+	agree := func() bool {
+		a, _ := casty.ReplicaState(owner, ThreeFieldz.Name(), "lag")
+		b, ok := casty.ReplicaState(slow, ThreeFieldz.Name(), "lag")
+		return ok && a == b
+	}
+	waitFor(t, 10*time.Second, "the replica that missed a commit holding the owner's latest", func() bool {
+		calls++
+		if _, err := casty.Call0(ctx, ref, (*ThreeFields).Bump); err != nil {
+			t.Fatal(err)
+		}
+		return calls > 1 && agree()
+	})
+	waitFor(t, 10*time.Second, "the owner to count its commits", func() bool {
+		_, c := commitBytes(nodes)
+		return c-c0 >= int64(calls)
+	})
+	b1, _ := commitBytes(nodes)
+	t.Logf("caught up after %d commits, %d B of commits shipped", calls, b1-b0)
+	if shipped := b1 - b0; shipped > 32<<10 {
+		t.Fatalf("%d B of commits shipped while a replica caught up, want the pages it lacked, not the 65 KB state", shipped)
+	}
+}

@@ -231,6 +231,9 @@ func appendBytes(b, p []byte) []byte {
 	return append(b, p...)
 }
 
+// stampSize is a stamp's encoding: wall, counter, node.
+const stampSize = 8 + 4 + 16
+
 func appendStamp(b []byte, s pager.Stamp) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Wall))
 	b = binary.BigEndian.AppendUint32(b, s.Counter)

@@ -19,6 +19,8 @@ func FuzzDecode(f *testing.F) {
 		{Op: OpCommit, Kind: "k", Key: "x", Ballot: ballot(5, 1), Delta: &pager.Delta{Stamp: stamp(6, 1), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}, Answer: []byte{0, 0, 0, 0, 0, 0, 0, 7, 0x91}},
 		{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(5, 1), Accepted: ballot(5, 1), Stamp: stamp(6, 1), Answer: []byte{0, 0, 0, 0, 0, 0, 0, 8, 0x91}},
 		{Op: OpAck, Kind: "k", Key: "x", Ballot: ballot(5, 1), Status: StatusNeedFull, Stamp: stamp(6, 1)},
+		{Op: OpAck, Kind: "k", Key: "x", Ballot: ballot(5, 1), Status: StatusNeedFull, Stamp: stamp(6, 1),
+			Have: &pager.Listing{Stamp: stamp(4, 1), Pages: []pager.PageInfo{{Key: "A", Stamp: stamp(2, 1), Size: 9}, {Key: "B", Stamp: stamp(4, 1), Size: 1}}}},
 		{Op: OpAck, Version: 9, Digest: 77, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(6, 1), Voter: true},
 		{Op: OpFetch, Kind: "k", Key: "x", Ballot: ballot(5, 1), Stamp: stamp(3, 2), Have: &pager.Listing{Stamp: stamp(1, 1), Pages: []pager.PageInfo{{Key: "V", Stamp: stamp(1, 1), Size: 2}}}},
 		{Op: OpSync, Kind: "k", Version: 4, Ranges: []Range{{Start: 10, End: 20}}},

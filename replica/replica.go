@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -246,6 +247,24 @@ func (r *Replica) Full(kind, k string, basis pager.Stamp, batch int) []pager.Del
 	return d.Split(batch)
 }
 
+// Catchup returns, split into parts of at most batch page bytes, the delta
+// that brings a copy listed as have to this replica's copy of kind/k: the
+// pages where the two differ and the keys have holds that this copy does
+// not, on basis have.Stamp (pager.Store.Catchup). It is nil when this
+// replica holds no copy, or when there is nothing to bring (have is this
+// copy's stamp) or no catch-up can (have is newer).
+func (r *Replica) Catchup(kind, k string, have pager.Listing, batch int) []pager.Delta {
+	rec, ok := r.recs[key{kind, k}]
+	if !ok {
+		return nil
+	}
+	d, err := rec.store.Catchup(have)
+	if err != nil || d.Stamp == d.Basis {
+		return nil
+	}
+	return d.Split(batch)
+}
+
 // empty reports whether kind/k's copy is the empty state (a deleted
 // actor's, or one whose every field is zero).
 func (r *Replica) empty(kind, k string) bool {
@@ -315,7 +334,8 @@ func (r *Replica) rec(kind, k string) *record {
 
 // Handle answers one request. A reply is always returned (its Op is the
 // request's reply type); a malformed request gets StatusCorrupt and changes
-// nothing. batch bounds the parts of a fetch reply.
+// nothing. batch bounds the parts of a fetch reply and the listing a
+// need-full refusal carries.
 func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	out := &Msg{Op: m.Op.reply(), Kind: m.Kind, Key: m.Key, Ballot: m.Ballot, Part: m.Part}
 	if m.Op == OpSync {
@@ -383,7 +403,7 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 		out.Voter = r.votes(m)
 	case OpCommit:
 		rec.promised = m.Ballot
-		r.commit(rec, m, out)
+		r.commit(rec, m, out, batch)
 		// Only a member that has synced the range on the placement the
 		// owner is on counts toward the write quorum: every acknowledged
 		// write then sits on W synced members, which is what a newcomer's
@@ -401,7 +421,7 @@ func (r *Replica) Handle(m *Msg, batch int) *Msg {
 	return out
 }
 
-func (r *Replica) commit(rec *record, m *Msg, out *Msg) {
+func (r *Replica) commit(rec *record, m *Msg, out *Msg, batch int) {
 	if m.Ballot.Compare(rec.accepted) == 0 && m.Delta.Stamp.Compare(rec.store.Stamp()) < 0 {
 		// A late or duplicated part of an earlier commit of the owner
 		// whose later commit this copy holds: that commit was built on
@@ -415,9 +435,12 @@ func (r *Replica) commit(rec *record, m *Msg, out *Msg) {
 	switch {
 	case errors.Is(err, pager.ErrNeedFull), errors.Is(err, pager.ErrStaleOwner):
 		// The delta was not built on this copy's state (it missed a
-		// commit, or holds an orphan of a failed one): a full page set
-		// heals it.
+		// commit, or holds an orphan of a failed one). The refusal lists
+		// what the copy holds, when that fits a commit part, so that the
+		// owner can send only the pages that differ (a catch-up, SPEC.md
+		// "Owner rounds"); without it the full page set heals the copy.
 		out.Status = StatusNeedFull
+		out.Have = refusalListing(rec.store, batch)
 		return
 	case err != nil:
 		out.Status, out.Reason = StatusCorrupt, err.Error()
@@ -429,6 +452,34 @@ func (r *Replica) commit(rec *record, m *Msg, out *Msg) {
 	r.publish(rec, rec.store, m.Ballot)
 	out.Status = StatusOK
 }
+
+// refusalListing returns store's listing for a need-full refusal, or nil
+// when its encoding could exceed batch bytes (pager.DefaultBatchSize when
+// batch is not positive) or half the bytes the copy holds: a listing must
+// fit the reply, and one that costs about what the full page set does
+// saves nothing (a state of many small pages, one small actor's).
+func refusalListing(store *pager.Store, batch int) *pager.Listing {
+	if batch <= 0 {
+		batch = pager.DefaultBatchSize
+	}
+	limit := min(batch, store.Bytes()/2)
+	size := listingOverhead * (store.Len() + 1)
+	if size > limit {
+		return nil // before listing a copy of many pages
+	}
+	l := store.List()
+	for _, p := range l.Pages {
+		if size += len(p.Key); size > limit {
+			return nil
+		}
+	}
+	return &l
+}
+
+// listingOverhead bounds the bytes of a listing's encoding besides its keys'
+// own, per page (key length, stamp and size) and for its head (stamp and
+// count).
+const listingOverhead = 2*binary.MaxVarintLen64 + 1 + stampSize
 
 // publish makes store the record's state, written under ballot.
 func (r *Replica) publish(rec *record, store *pager.Store, ballot Ballot) {

@@ -132,6 +132,10 @@ type Session struct {
 	parts    []pager.Delta
 	full     []pager.Delta
 	fullSent map[NodeID]bool
+	// caughtUp: members sent a catch-up this round (only the pages their
+	// copy lacks, SPEC.md "Owner rounds"); a need-full after it gets the
+	// full page set.
+	caughtUp map[NodeID]bool
 	applied  bool
 	stamp    pager.Stamp
 	answerTo NodeID // CommitAnswering's member, while the commit is spread
@@ -146,6 +150,7 @@ type Session struct {
 type copyNews struct {
 	stamp  pager.Stamp
 	behind bool
+	have   *pager.Listing // a behind copy's listing, when its refusal had one
 }
 
 // NewSession starts nothing: call Open.
@@ -301,7 +306,11 @@ func (s *Session) noteCopy(from NodeID, m *Msg) {
 	if s.copies == nil {
 		s.copies = map[NodeID]copyNews{}
 	}
-	s.copies[from] = copyNews{stamp: m.Stamp, behind: m.Status == StatusNeedFull}
+	c := copyNews{stamp: m.Stamp, behind: m.Status == StatusNeedFull}
+	if c.behind {
+		c.have = m.Have
+	}
+	s.copies[from] = c
 }
 
 // tally records from's first verdict in a quorum round; it reports false
@@ -537,6 +546,7 @@ func (s *Session) install() []Out {
 	s.parts = s.full
 	s.stamp = s.best.Stamp
 	s.fullSent = cleared(s.fullSent)
+	s.caughtUp = cleared(s.caughtUp)
 	s.applied = true
 	return s.spread()
 }
@@ -567,6 +577,7 @@ func (s *Session) CommitAnswering(d pager.Delta, to NodeID, answer []byte) []Out
 	s.full = nil
 	s.stamp = d.Stamp
 	s.fullSent = cleared(s.fullSent)
+	s.caughtUp = cleared(s.caughtUp)
 	s.applied = false
 	s.answerTo, s.answer = to, answer
 	out := s.spread()
@@ -613,10 +624,14 @@ func (s *Session) spread() []Out {
 			continue
 		}
 		parts := s.parts
-		if s.round == RoundCommit && s.copies[id].behind {
+		if c := s.copies[id]; s.round == RoundCommit && c.behind {
 			// It refused an earlier commit for lack of its basis, after
-			// that round ended: the delta would be refused too.
-			if full := s.fullParts(); len(full) > 0 {
+			// that round ended: the delta would be refused too. What its
+			// copy lacks, or else the full page set, is not.
+			if up := s.catchupParts(c.have); len(up) > 0 {
+				parts = up
+				s.sentCatchup(id)
+			} else if full := s.fullParts(); len(full) > 0 {
 				parts = full
 				s.sentFull(id)
 			}
@@ -652,6 +667,30 @@ func (s *Session) sentFull(id NodeID) {
 	s.copies[id] = copyNews{stamp: s.stamp}
 }
 
+// sentCatchup records that id is being sent a catch-up to this round's
+// commit, and takes it as caught up, as sentFull does.
+func (s *Session) sentCatchup(id NodeID) {
+	s.caughtUp[id] = true
+	if s.copies == nil {
+		s.copies = map[NodeID]copyNews{}
+	}
+	s.copies[id] = copyNews{stamp: s.stamp}
+}
+
+// catchupParts returns what brings a copy listed as have to the owner's own
+// copy at this round's stamp (Replica.Catchup), or nil when there is no
+// listing or no catch-up can do it.
+func (s *Session) catchupParts(have *pager.Listing) []pager.Delta {
+	if have == nil {
+		return nil
+	}
+	up := s.local.Catchup(s.kind, s.key, *have, s.set.Batch)
+	if len(up) == 0 || up[0].Stamp != s.stamp {
+		return nil
+	}
+	return up
+}
+
 // fullParts returns the owner's own copy as a full page set, built once
 // per round.
 func (s *Session) fullParts() []pager.Delta {
@@ -680,6 +719,12 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 		if s.fullSent[from] {
 			s.tally(from, StatusCorrupt)
 			break
+		}
+		if from != s.set.Self && !s.caughtUp[from] {
+			if up := s.catchupParts(m.Have); len(up) > 0 {
+				s.sentCatchup(from)
+				return s.sendParts(from, up)
+			}
 		}
 		s.sentFull(from)
 		if from == s.set.Self {
