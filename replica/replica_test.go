@@ -556,3 +556,40 @@ func TestAbandonedSyncMarksNothing(t *testing.T) {
 		t.Fatal("an abandoned sync asks again")
 	}
 }
+
+// An owner whose own copy holds an orphan of a failed commit — newer by
+// stamp than the state its quorum adopts under a higher ballot — fetches
+// that state whole (a holder cannot build a catch-up from a newer copy),
+// and its copy then holds exactly the holder's pages: a page only the
+// orphan wrote does not survive into the adopted state, which would mix
+// the two histories (found by the simulator's check that copies at one
+// stamp hold the same pages, Config.Ballast).
+func TestAnOrphanPageDoesNotSurviveTheFetch(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+	}
+	own, holders := c[members[0]], members[1:]
+	// The orphan: an old owner's commit at 30 that reached only this copy,
+	// with a page X the adopted state never had.
+	orphan := pager.Delta{Stamp: stamp(30, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}, {Key: "X", Data: []byte{9}}}}
+	if r := own.Handle(commitMsg(ballot(5, 1), orphan), 0); r.Status != StatusOK {
+		t.Fatalf("orphan: %v", r.Status)
+	}
+	// The state a newer owner committed at 20 on the other two.
+	for _, id := range holders {
+		if r := c[id].Handle(commitMsg(ballot(7, 2), pager.Delta{Stamp: stamp(20, 2), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}), 0); r.Status != StatusOK {
+			t.Fatalf("commit at %v: %v", id, r.Status)
+		}
+	}
+	s := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, own, ballot(10, 1))
+	c.run(s, s.Open())
+	if res := s.Results(); len(res) != 1 || res[0].Err != nil || res[0].State.Stamp != stamp(20, 2) {
+		t.Fatalf("activation: %+v, want the state at 20 adopted", res)
+	}
+	want := c[holders[0]].Pages("k", "x")
+	if got := own.Pages("k", "x"); len(got) != len(want) || got[0].Key != "V" || got[0].Data[0] != 2 {
+		t.Fatalf("the owner's copy holds %+v after the fetch, want the holder's %+v", got, want)
+	}
+}

@@ -472,6 +472,14 @@ func (s *Session) stepFetch(from NodeID, m *Msg) []Out {
 		return s.fetchNext()
 	}
 	d := m.Delta
+	if s.part == 0 && (s.fetchHave == nil || d.Basis != s.fetchHave.Stamp) {
+		// Not built on the owner's listing: the holder sends every page
+		// (its copy is older than the owner's own, an orphan of a failed
+		// commit, which a catch-up cannot start from). What the owner's
+		// copy holds is then no part of the adopted state — a page only
+		// the orphan wrote would survive into it, mixing two histories.
+		clear(s.have)
+	}
 	for _, k := range d.Dropped {
 		delete(s.have, k)
 	}

@@ -20,6 +20,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -149,6 +150,12 @@ type Config struct {
 	// (Sim.tolerable) — as runs were made before that guard; the seeds
 	// TestOldSyncRulesLoseWrites replays were found so.
 	UnguardedKills bool
+	// Ballast makes each commit also write one of four 512-byte pages
+	// (chosen by the value written), so that copies are large enough for
+	// a need-full to list them and its owner to answer with a catch-up —
+	// only the pages the copy lacks (replica/SPEC.md, "Owner rounds") —
+	// rather than the full page set a one-register copy always gets.
+	Ballast bool
 }
 
 func (c *Config) defaults() {
@@ -220,6 +227,15 @@ type Stats struct {
 	// EarlyReads counts those of EarlyAnswers that were reads
 	// (Config.EarlyReads).
 	EarlyReads int
+	// ListedRefusals counts the need-full refusals delivered to an owner
+	// with the refusing copy's listing, each answered with a catch-up
+	// when the owner's copy can build one (Config.Ballast).
+	ListedRefusals int
+	// Diverged lists the copies found, at the end of the run, holding the
+	// same stamp as another copy of the key but other pages: a stamp
+	// names one commit, so that never happens (catch-ups and activation's
+	// fetch rely on it).
+	Diverged []string
 }
 
 // OpKind is a register operation.
@@ -554,6 +570,9 @@ func (s *Sim) deliver(e *event) {
 	if m.Delta != nil {
 		observe(n, replica.Ballot(m.Delta.Stamp))
 	}
+	if m.Op == replica.OpAck && m.Status == replica.StatusNeedFull && m.Have != nil {
+		s.stats.ListedRefusals++
+	}
 	if s.cfg.Trace != nil && m.Key != "" {
 		s.tracef("msg n%d->n%d %s %v op=%d status=%d ballot=%v promised=%v accepted=%v stamp=%v voter=%v", e.from, e.to, m.Kind, m.Key, m.Op, m.Status, m.Ballot, m.Promised, m.Accepted, m.Stamp, m.Voter)
 	}
@@ -767,6 +786,9 @@ func (s *Sim) next(n *node, a *activation) {
 			st := a.sess.State()
 			d := pager.Delta{Stamp: pager.Stamp(n.clock.Now()), Basis: st.Stamp,
 				Pages: []pager.Page{{Key: "V", Data: encodeValue(req.newVal)}}}
+			if s.cfg.Ballast {
+				d.Pages = append(d.Pages, ballast(req.newVal))
+			}
 			if req.home < 0 {
 				s.startRound(n, a, a.sess.Commit(d))
 				return
@@ -868,6 +890,11 @@ func (s *Sim) handle(i int, req *request) {
 	}
 	a.pending = append(a.pending, req)
 	s.next(n, a)
+}
+
+// ballast is the 512-byte page Config.Ballast adds to a commit of v.
+func ballast(v int) pager.Page {
+	return pager.Page{Key: fmt.Sprintf("B%d", (v%4+4)%4), Data: bytes.Repeat(encodeValue(v), 64)}
 }
 
 func encodeValue(v int) []byte {
@@ -1481,5 +1508,32 @@ func (s *Sim) Run() ([]Op, Stats) {
 			e.f()
 		}
 	}
+	s.stats.Diverged = s.diverged()
 	return s.hist, s.stats
+}
+
+// diverged returns the copies of a key that hold the stamp of another copy
+// of it, on any node, with other pages (Stats.Diverged).
+func (s *Sim) diverged() []string {
+	var out []string
+	for k := range s.cfg.Keys {
+		seen := map[pager.Stamp]int{} // stamp -> the first node holding it
+		for _, n := range s.nodes {
+			st, ok := n.rep.Get(kind, keyName(k))
+			if !ok || st.Stamp.IsZero() {
+				continue
+			}
+			first, held := seen[st.Stamp]
+			if !held {
+				seen[st.Stamp] = n.i
+				continue
+			}
+			if !slices.EqualFunc(n.rep.Pages(kind, keyName(k)), s.nodes[first].rep.Pages(kind, keyName(k)), func(a, b pager.Page) bool {
+				return a.Key == b.Key && a.Stamp == b.Stamp && bytes.Equal(a.Data, b.Data)
+			}) {
+				out = append(out, fmt.Sprintf("key %d at %v: node %d and node %d hold other pages", k, st.Stamp, first, n.i))
+			}
+		}
+	}
+	return out
 }

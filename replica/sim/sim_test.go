@@ -61,12 +61,17 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.EarlyAnswers += st.EarlyAnswers
 		total.WaitsCut += st.WaitsCut
 		total.EarlyReads += st.EarlyReads
+		total.ListedRefusals += st.ListedRefusals
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))
 		if v == Inconclusive {
 			inconclusive++
 			t.Logf("seed %d: the checker ran out of time (inconclusive, not counted as checked)", seed)
+		}
+		if len(st.Diverged) > 0 {
+			t.Fatalf("seed %d: copies at one stamp with other pages (replay: go test ./replica/sim -run '%s' -seed %d): %v",
+				seed, t.Name(), seed, st.Diverged)
 		}
 		if v == NotLinearizable {
 			t.Fatalf("seed %d: history not linearizable (replay: go test ./replica/sim -run '%s' -seed %d); visualisation: %s\nfaults: %v",
@@ -123,6 +128,19 @@ func TestLinearizableWithAntiEntropy(t *testing.T) {
 		t.Fatal("no member ever pruned a copy of a range it left")
 	}
 	t.Logf("%d copies adopted by anti-entropy, %d pruned", st.Repaired, st.Pruned)
+}
+
+// Copies large enough to be listed in a need-full (Config.Ballast) are
+// caught up with only the pages they lack, under every fault that makes a
+// copy miss commits; every history stays linearizable and no two copies
+// at one stamp differ.
+func TestLinearizableWithCatchUps(t *testing.T) {
+	st := runSeeds(t, Config{Keys: 6, Ballast: true, Repair: 300, Partitions: 3, Pauses: 3, Crashes: 1, Restarts: 1, Reorder: true,
+		WrongViews: 0.1, Loss: 0.03, Duplicate: 0.02, Skew: 500 * time.Millisecond, EarlyAnswers: true}, 300)
+	if st.ListedRefusals == 0 {
+		t.Fatal("no need-full listed its copy: the runs did not exercise catch-ups")
+	}
+	t.Logf("%d need-full refusals listed their copy", st.ListedRefusals)
 }
 
 func TestLinearizableWithAllReplicasAndWriteOne(t *testing.T) {
