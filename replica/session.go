@@ -664,21 +664,25 @@ func cleared[V any](m map[NodeID]V) map[NodeID]V {
 
 // sentFull records that id is being sent the full page set of this
 // round's commit (a need-full from it now is corrupt: fullSent), and takes
-// it as caught up, so only a refusal of a newer commit marks it behind
-// again — not a late acknowledgement of the full set (which the runtime
-// need not feed) nor an echo of the old refusal.
+// it as caught up (caughtUpWith).
 func (s *Session) sentFull(id NodeID) {
 	s.fullSent[id] = true
-	if s.copies == nil {
-		s.copies = map[NodeID]copyNews{}
-	}
-	s.copies[id] = copyNews{stamp: s.stamp}
+	s.caughtUpWith(id)
 }
 
 // sentCatchup records that id is being sent a catch-up to this round's
-// commit, and takes it as caught up, as sentFull does.
+// commit (a need-full from it now gets the full page set: caughtUp), and
+// takes it as caught up (caughtUpWith).
 func (s *Session) sentCatchup(id NodeID) {
 	s.caughtUp[id] = true
+	s.caughtUpWith(id)
+}
+
+// caughtUpWith takes id's copy as holding this round's commit, so only a
+// refusal of a newer commit marks it behind again — not a late
+// acknowledgement of what it was sent (which the runtime need not feed)
+// nor an echo of the old refusal.
+func (s *Session) caughtUpWith(id NodeID) {
 	if s.copies == nil {
 		s.copies = map[NodeID]copyNews{}
 	}
