@@ -30,14 +30,18 @@ func seeds(t *testing.T, def int) []uint64 {
 }
 
 // runSeeds runs cfg over many seeds and fails, naming the seed and the
-// visualisation, on the first history that is not linearizable.
+// visualisation, on the first history that is not linearizable, or whose
+// copies differ at one stamp. CASTY_SIM_BALLAST=1 runs every configuration
+// with Config.Ballast (multi-page states, catch-ups) for a soak.
 func runSeeds(t *testing.T, cfg Config, n int) Stats {
 	t.Helper()
 	var total Stats
 	inconclusive := 0
+	ballast := os.Getenv("CASTY_SIM_BALLAST") != ""
 	for _, seed := range seeds(t, n) {
 		c := cfg
 		c.Seed = seed
+		c.Ballast = c.Ballast || ballast
 		hist, st := New(c).Run()
 		total.Ops += st.Ops
 		total.OK += st.OK
