@@ -693,6 +693,16 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	defer cancel()
 	left := make(chan error, 1)
 	go func() { left <- cl.agent.Leave(lctx) }()
+	if v := cl.view.Load(); cl.rp != nil && v != nil && v.pl != nil && v.pl.placed(cl.self) {
+		// The leaver takes its own removal at once, as the others will
+		// from its LEFT record. The members entering its ranges sync them
+		// on the placement without it, and a member asked under a
+		// placement it has not adopted answers lagging, which counts for
+		// nothing (replica/SPEC.md, "Membership changes"); waiting to hear
+		// of that placement from a member that does not answer would
+		// waste the handoff.
+		cl.learn(placementFacts{Joined: []ring.NodeID{cl.self}, Removed: []ring.NodeID{cl.self}})
+	}
 	if len(peers) > 0 {
 		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
 		if n := cl.rp.handoff(hctx, peers); n > 0 {

@@ -217,6 +217,20 @@ func HoldReplication(s *System) (release func()) {
 	return func() { once.Do(func() { close(gate) }) }
 }
 
+// CountFactsRequests counts the requests for its placement facts the
+// member answers from now on.
+func CountFactsRequests(s *System) (count func() int32) {
+	var n atomic.Int32
+	rp := s.cl.rp
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		if len(payload) > 0 && payload[0] == laneFacts {
+			n.Add(1)
+		}
+		return rp.handle(ctx, sess, payload)
+	})
+	return n.Load
+}
+
 // HostileChain is a call request to kind whose chain claims entries
 // empty entries, entries bytes long, as a hostile peer would build it.
 func HostileChain(kind string, entries int) []byte {

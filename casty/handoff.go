@@ -16,7 +16,9 @@ import (
 // SyncNeed(n, w) = n-w+1 members of that set. With Write(One) that is the
 // whole set — an acknowledged write may sit on the leaver alone — and with
 // any quorum it is more than the members that stayed once one of them is
-// down. So the leaver does not go at once: after announcing LEFT it keeps
+// down. So the leaver does not go at once: it adopts its own removal as it
+// announces LEFT (cluster.shutdown; still on the placement with itself it
+// would answer those syncs lagging, which counts for nothing), and keeps
 // answering on the replication lane — the other members still reach it at
 // the address its LEFT record carries (view.left) — and asks every other
 // member of the placement, until each says it has adopted a placement

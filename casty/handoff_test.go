@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/replica"
 )
 
 // TestGracefulLeaveHandsItsRangesOff: a member that closes gracefully
@@ -145,4 +146,78 @@ func TestLeaveSyncsFromTheRangesPreviousSet(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("close: %v", err)
 	}
+}
+
+// TestALeaverAdoptsItsOwnRemoval: a leaver takes the placement without
+// itself as soon as it has announced LEFT, not only once another member
+// tells it. Until it has, it answers the syncs of the members taking over
+// its ranges as lagging (it has not adopted their placement), and the
+// members it asks for that placement may not answer: here every other
+// member holds its replication requests while it keeps syncing. Seen in
+// TestLeaveSyncsFromTheRangesPreviousSet under load: the leaver asked the
+// one member that did not answer, answered lagging for its whole
+// handoff, and the syncs that needed it never finished.
+func TestALeaverAdoptsItsOwnRemoval(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	leaver := nodes[1]
+	var releases []func()
+	for _, n := range nodes {
+		if n != leaver {
+			releases = append(releases, casty.HoldReplication(n))
+		}
+	}
+	defer func() {
+		for _, release := range releases {
+			release()
+		}
+	}()
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		closed <- leaver.Close(ctx)
+	}()
+	waitFor(t, 5*time.Second, "the leaver on a placement without itself", func() bool {
+		return casty.Placed(leaver) == len(nodes)-1
+	})
+	for _, release := range releases {
+		release()
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+// TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull: a member asked
+// under a placement newer than its own pulls that placement's facts from
+// the member that asked. A member that does not answer the pull (here it
+// holds its replication requests, as a paused or overloaded one would)
+// must not keep the news of every other member out meanwhile: the pull
+// is one at a time per member, not one at a time in all. Before, the
+// leaver of TestLeaveSyncsFromTheRangesPreviousSet, asked again and
+// again by a member that held its requests, pulled from it alone for its
+// whole handoff.
+func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	m, silent, other := nodes[0], nodes[1], nodes[2]
+	release := casty.HoldReplication(silent)
+	defer release()
+	pulls := casty.CountFactsRequests(other)
+	newer, err := (&replica.Msg{Op: replica.OpSync, Kind: Ledgers.Name(), Version: 1 << 40}).Append([]byte{'R'})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, from := range []*casty.System{silent, other} {
+		b, err := casty.ReplicationRequest(ctx, from, m, newer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := replica.Decode(b[1:]); err != nil || r.Status != replica.StatusLagging {
+			t.Fatalf("a sync of a placement %s has not adopted: %+v, %v; want it answered lagging", m.Addr(), r, err)
+		}
+	}
+	// The silent member's pull lasts ReplicationTimeout (2 s here).
+	waitFor(t, time.Second, "the other member asked for its facts", func() bool { return pulls() > 0 })
 }

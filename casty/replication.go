@@ -66,7 +66,7 @@ type replicator struct {
 	reacting bool       // a reactivation of durable actors runs
 	reagain  bool       // the view changed while it ran: run again
 
-	pulling      atomic.Bool  // a facts request is in flight
+	pulling      sync.Map     // ring.NodeID: a facts request to that member is in flight
 	commits      atomic.Int64 // commits made by this member's activations
 	commitBytes  atomic.Int64 // bytes of their commit messages sent
 	syncIn       atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
@@ -344,13 +344,15 @@ func (r *replicator) noteCommit(m, reply *replica.Msg) {
 type copyKey struct{ kind, key string }
 
 // pullFacts asks a member that knows a newer placement for its facts, one
-// request at a time, and merges them.
+// request at a time per member, and merges them. Per member, so that one
+// that does not answer (paused, overloaded) holds up only its own pull,
+// not the news every other member could bring meanwhile.
 func (r *replicator) pullFacts(id ring.NodeID, addr string) {
-	if !r.pulling.CompareAndSwap(false, true) {
+	if _, busy := r.pulling.LoadOrStore(id, true); busy {
 		return
 	}
 	if !r.spawn(func() {
-		defer r.pulling.Store(false)
+		defer r.pulling.Delete(id)
 		ctx, cancel := context.WithTimeout(r.life, r.timeout)
 		defer cancel()
 		sess, err := r.cl.node.Connect(ctx, mux.NodeID(id), addr)
@@ -363,7 +365,7 @@ func (r *replicator) pullFacts(id ring.NodeID, addr string) {
 		}
 		r.learn(b[1:])
 	}) {
-		r.pulling.Store(false)
+		r.pulling.Delete(id)
 	}
 }
 
