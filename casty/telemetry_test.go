@@ -281,6 +281,15 @@ func TestTelemetryCountsCommitsAReplicaMissedTheBasisOf(t *testing.T) {
 		})
 	}
 	add()
+	// The write is acknowledged once a majority holds it: the third
+	// member's copy may still be on its way, and dropped before it lands
+	// it would be rebuilt by that commit, leaving the next one nothing to
+	// refuse.
+	waitFor(t, 5*time.Second, "the third member holding the first commit", func() bool {
+		want, _ := casty.ReplicaState(nodes[0], Ledgers.Name(), key)
+		got, ok := casty.ReplicaState(nodes[2], Ledgers.Name(), key)
+		return ok && got == want
+	})
 	casty.DropCopy(nodes[2], Ledgers.Name(), key)
 	add()
 	waitFor(t, 5*time.Second, "the member that lost its copy to count the commit it refused", func() bool {
