@@ -20,6 +20,9 @@ func lagCluster(t *testing.T) (owner, slow *casty.System, key string, ref casty.
 	if _, err := casty.Call(context.Background(), ref, (*Tab).Add, 1); err != nil {
 		t.Fatal(err)
 	}
+	// Acknowledged by a majority, the commit may still be on its way to
+	// the third member: the tests start from every copy holding it.
+	waitFor(t, 5*time.Second, "the slow replica holding the first commit", func() bool { return sameCopy(owner, slow, key) })
 	return owner, slow, key, ref
 }
 
