@@ -209,6 +209,35 @@ func Diverge(have, want Listing) (fetch, drop []string) {
 	return fetch, drop
 }
 
+// Since builds the delta that brings a store at basis to s's published
+// commit when keys names every page written or dropped by the commits
+// between the two (the union of their Pages' and Dropped's keys, in any
+// order, repeats allowed): the pages of keys s holds, each with its own
+// stamp, and the rest as drops. It is the sum of those commits' deltas
+// without keeping them: a page written twice travels once, at its last
+// value, and a page written and then dropped travels as a drop. The store
+// at basis accepts it under the basis rule, and no other does. It returns
+// the empty delta (Stamp == Basis) when basis is s's stamp.
+func (s *Store) Since(basis Stamp, keys []string) Delta {
+	d := Delta{Stamp: s.stamp, Basis: basis}
+	if basis == s.stamp {
+		return d
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if p, ok := s.pages[k]; ok {
+			d.Pages = append(d.Pages, p)
+		} else {
+			d.Dropped = append(d.Dropped, k)
+		}
+	}
+	return d
+}
+
 // Catchup builds the delta that brings a lagging store, whose listing is lag,
 // to s's published commit: basis lag.Stamp, stamp s.Stamp(), and exactly the
 // pages where the two diverge (each with its own stamp) plus the drops. The

@@ -265,6 +265,22 @@ func (r *Replica) Catchup(kind, k string, have pager.Listing, batch int) []pager
 	return d.Split(batch)
 }
 
+// Since returns, split into parts of at most batch bytes, the delta that
+// brings a copy at basis to this replica's copy of kind/k when keys names
+// every page the commits between them wrote or dropped (pager.Store.Since).
+// It is nil when this replica holds no copy or its copy is at basis.
+func (r *Replica) Since(kind, k string, basis pager.Stamp, keys []string, batch int) []pager.Delta {
+	rec, ok := r.recs[key{kind, k}]
+	if !ok {
+		return nil
+	}
+	d := rec.store.Since(basis, keys)
+	if d.Stamp == d.Basis {
+		return nil
+	}
+	return d.Split(batch)
+}
+
 // empty reports whether kind/k's copy is the empty state (a deleted
 // actor's, or one whose every field is zero).
 func (r *Replica) empty(kind, k string) bool {

@@ -20,6 +20,14 @@ type Set struct {
 	// Batch bounds the bytes of one message part (default
 	// pager.DefaultBatchSize).
 	Batch int
+	// Spares, when positive, lets a commit whose answer rides to the
+	// caller's member (CommitAnswering) skip the members its write quorum
+	// does not need — the set's spares — for up to Spares commits in a
+	// row. A skipped member gets what it missed as one delta (Since), with
+	// the next commit that does not skip it or on Flush; the runtime calls
+	// Flush when a round is slow to decide and when the actor goes quiet
+	// (SPEC.md, "Spare copies"). Zero sends every commit to every member.
+	Spares int
 	// Version and Digest name the placement Members was computed from;
 	// replicas that know a newer one refuse the session (StatusBehind).
 	Version, Digest uint64
@@ -142,6 +150,17 @@ type Session struct {
 	answer   []byte
 	// What the owner last heard of each member's copy (noteCopy).
 	copies map[NodeID]copyNews
+	// The spares the last commits skipped (Set.Spares), and what they owe.
+	deferred map[NodeID]*deferral
+}
+
+// deferral is what a spare was not sent: the commits after basis (the
+// stamp of the last commit it was sent), as the keys they wrote or
+// dropped.
+type deferral struct {
+	basis   pager.Stamp
+	commits int
+	keys    []string
 }
 
 // copyNews is what an owner last heard of one member's copy: the stamp of
@@ -627,6 +646,10 @@ func (s *Session) spread() []Out {
 	}
 	// From here on the commit may be applied somewhere.
 	s.applied = true
+	carrier := NodeID{}
+	if s.carriesAnswer(s.answerTo) {
+		carrier = s.answerTo
+	}
 	for _, id := range s.set.Members {
 		if id == s.set.Self {
 			continue
@@ -636,6 +659,7 @@ func (s *Session) spread() []Out {
 			// It refused an earlier commit for lack of its basis, after
 			// that round ended: the delta would be refused too. What its
 			// copy lacks, or else the full page set, is not.
+			delete(s.deferred, id)
 			if up := s.catchupParts(c.have); len(up) > 0 {
 				parts = up
 				s.sentCatchup(id)
@@ -643,12 +667,94 @@ func (s *Session) spread() []Out {
 				parts = full
 				s.sentFull(id)
 			}
+		} else if s.round == RoundCommit && s.skip(id, carrier) {
+			continue
+		} else if s.round == RoundCommit && s.deferred[id] != nil {
+			parts = s.owed(id, true)
 		}
 		n := len(out)
 		out = append(out, s.sendParts(id, parts)...)
 		if len(parts) == 1 && s.carriesAnswer(id) {
 			out[n].Msg.Answer = s.answer
 		}
+	}
+	return out
+}
+
+// skip reports whether this commit skips the spare id (Set.Spares): the
+// round's answer rides to carrier, whose vote with the owner's completes
+// the write quorum, id is another member, and it has been skipped fewer
+// than Spares commits in a row. A skipped commit is recorded as owed.
+func (s *Session) skip(id, carrier NodeID) bool {
+	if s.set.Spares <= 0 || carrier == (NodeID{}) || id == carrier || len(s.parts) != 1 {
+		return false
+	}
+	df := s.deferred[id]
+	if df == nil {
+		if s.deferred == nil {
+			s.deferred = map[NodeID]*deferral{}
+		}
+		df = &deferral{basis: s.parts[0].Basis}
+		s.deferred[id] = df
+	} else if df.commits >= s.set.Spares {
+		return false
+	}
+	df.commits++
+	df.keys = appendKeys(df.keys, &s.parts[0])
+	return true
+}
+
+// appendKeys appends the keys d writes or drops.
+func appendKeys(keys []string, d *pager.Delta) []string {
+	for i := range d.Pages {
+		keys = append(keys, d.Pages[i].Key)
+	}
+	return append(keys, d.Dropped...)
+}
+
+// owed returns, and forgets, what the skipped spare id is owed: one delta
+// from the last commit it was sent to the owner's copy now, this round's
+// commit included when withRound (it was not recorded as skipped).
+func (s *Session) owed(id NodeID, withRound bool) []pager.Delta {
+	df := s.deferred[id]
+	delete(s.deferred, id)
+	keys := df.keys
+	if withRound {
+		for i := range s.parts {
+			keys = appendKeys(keys, &s.parts[i])
+		}
+	}
+	if parts := s.local.Since(s.kind, s.key, df.basis, keys, s.set.Batch); len(parts) > 0 {
+		return parts
+	}
+	return s.fullParts() // unreachable: the owner's copy moved past basis
+}
+
+// Owed reports how many members are owed commits this session skipped
+// (Set.Spares): the runtime calls Flush while it is positive.
+func (s *Session) Owed() int { return len(s.deferred) }
+
+// Flush sends every skipped spare what it is owed, as one delta to the
+// owner's current copy. During a commit round whose answer has not come,
+// their acknowledgements count toward its quorum (the runtime feeds them
+// to Step); between rounds they change only what the owner knows of their
+// copies. A spare a need-full marked behind is left to the next commit,
+// which sends it what its copy lacks. A session that is over sends
+// nothing: its last commit may have failed.
+func (s *Session) Flush() []Out {
+	if s.over || len(s.deferred) == 0 {
+		return nil
+	}
+	var out []Out
+	for _, id := range s.set.Members {
+		if s.deferred[id] == nil {
+			continue
+		}
+		if s.copies[id].behind {
+			delete(s.deferred, id)
+			continue
+		}
+		out = append(out, s.sendParts(id, s.owed(id, false))...)
 	}
 	return out
 }
@@ -771,6 +877,12 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 	if s.oks >= s.set.W {
 		s.state = State{Accepted: s.ballot, Stamp: s.stamp}
 		s.finish(nil)
+		return nil
+	}
+	if from != s.set.Self && (m.Status != StatusOK || !m.Voter) {
+		// A vote the round counted on did not come: the spares it
+		// skipped may still make the quorum.
+		return s.Flush()
 	}
 	return nil
 }

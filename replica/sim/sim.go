@@ -156,6 +156,14 @@ type Config struct {
 	// only the pages the copy lacks (replica/SPEC.md, "Owner rounds") —
 	// rather than the full page set a one-register copy always gets.
 	Ballast bool
+	// Spares lets an owner skip a key's spare replica for up to that many
+	// commits in a row whose answer rides to the caller's member
+	// (replica.Set.Spares; it needs EarlyAnswers), as casty does. What a
+	// spare is owed is flushed SpareFlush simulated ms (default 20) after
+	// each commit that skipped one, during the next rounds or between
+	// them (replica/SPEC.md, "Spare copies").
+	Spares     int
+	SpareFlush int64
 }
 
 func (c *Config) defaults() {
@@ -185,6 +193,9 @@ func (c *Config) defaults() {
 	}
 	if c.HandoffTimeout == 0 {
 		c.HandoffTimeout = 10_000
+	}
+	if c.SpareFlush == 0 {
+		c.SpareFlush = 20
 	}
 }
 
@@ -231,6 +242,9 @@ type Stats struct {
 	// with the refusing copy's listing, each answered with a catch-up
 	// when the owner's copy can build one (Config.Ballast).
 	ListedRefusals int
+	// SpareSkips counts the commits that skipped a spare (Config.Spares),
+	// SpareFlushes the flushes that then sent a spare what it was owed.
+	SpareSkips, SpareFlushes int
 	// Diverged lists the copies found, at the end of the run, holding the
 	// same stamp as another copy of the key but other pages: a stamp
 	// names one commit, so that never happens (catch-ups and activation's
@@ -491,7 +505,7 @@ func (s *Sim) rank(key int, members []int) []int {
 }
 
 func (s *Sim) set(key, self, v int) replica.Set {
-	set := replica.Set{Self: s.nodes[self].id, W: s.cfg.W, Version: uint64(v)}
+	set := replica.Set{Self: s.nodes[self].id, W: s.cfg.W, Version: uint64(v), Spares: s.cfg.Spares}
 	for _, i := range s.replicas(key, v) {
 		set.Members = append(set.Members, s.nodes[i].id)
 	}
@@ -670,6 +684,30 @@ func (s *Sim) startRound(n *node, a *activation, outs []replica.Out) {
 	s.carry(n, a, outs)
 }
 
+// flushLater sends a's skipped spares what they are owed after
+// Config.SpareFlush, as casty's runtime does when a round is slow to
+// decide or the actor goes quiet; their answers go to the session like
+// any other.
+func (s *Sim) flushLater(n *node, a *activation) {
+	flush := func() {
+		if n.crashed || n.acts[a.key] != a {
+			return
+		}
+		out := a.sess.Flush()
+		if len(out) > 0 {
+			s.stats.SpareFlushes++
+		}
+		s.carry(n, a, out)
+	}
+	s.after(s.cfg.SpareFlush, func() {
+		if n.paused {
+			n.held = append(n.held, &event{kind: evFunc, f: flush})
+			return
+		}
+		flush()
+	})
+}
+
 func (s *Sim) tracef(format string, args ...any) {
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(fmt.Sprintf("t=%d ", s.now) + fmt.Sprintf(format, args...))
@@ -796,6 +834,10 @@ func (s *Sim) next(n *node, a *activation) {
 			s.startRound(n, a, s.answering(req, func(home replica.NodeID, answer []byte) []replica.Out {
 				return a.sess.CommitAnswering(d, home, answer)
 			}))
+			if a.sess.Owed() > 0 {
+				s.stats.SpareSkips++
+				s.flushLater(n, a)
+			}
 			return
 		}
 	}

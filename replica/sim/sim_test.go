@@ -66,6 +66,8 @@ func runSeeds(t *testing.T, cfg Config, n int) Stats {
 		total.WaitsCut += st.WaitsCut
 		total.EarlyReads += st.EarlyReads
 		total.ListedRefusals += st.ListedRefusals
+		total.SpareSkips += st.SpareSkips
+		total.SpareFlushes += st.SpareFlushes
 		total.Faults = append(total.Faults, st.Faults...)
 		dir := filepath.Join(os.TempDir(), "casty-replica-sim")
 		v, file := Verify(hist, dir, fmt.Sprintf("%s-seed-%d", t.Name(), seed))

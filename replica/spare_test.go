@@ -1,0 +1,154 @@
+package replica
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/casty-go/casty/pager"
+)
+
+// openSpares activates key x on three members (W = 2) whose owner may skip
+// its spare for up to spares commits in a row.
+func openSpares(t *testing.T, spares int) (cluster, []NodeID, *Session) {
+	t.Helper()
+	c, members, s := openCluster(t, 3, 2)
+	s.set.Spares = spares
+	return c, members, s
+}
+
+// commitTo commits one page written with v (and drops the page of drop,
+// when not empty) answering members[1], and returns the messages by member.
+func commitTo(s *Session, members []NodeID, wall int64, key string, v byte, drop string) map[NodeID][]*Msg {
+	d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(wall, 1), Pages: []pager.Page{{Key: key, Data: []byte{v}}}}
+	if drop != "" {
+		d.Dropped = []string{drop}
+	}
+	by := map[NodeID][]*Msg{}
+	for _, o := range s.CommitAnswering(d, members[1], []byte("answer")) {
+		by[o.To] = append(by[o.To], o.Msg)
+	}
+	return by
+}
+
+// deliver hands msgs to member id's replica and feeds the replies to s.
+func deliver(c cluster, s *Session, id NodeID, msgs []*Msg) {
+	for _, m := range msgs {
+		c.run(s, s.Step(id, c[id].Handle(m, 0)))
+	}
+}
+
+func sameCopy(t *testing.T, c cluster, a, b NodeID) {
+	t.Helper()
+	ra, rb := c[a].Listing("k", "x"), c[b].Listing("k", "x")
+	if !reflect.DeepEqual(ra, rb) || !reflect.DeepEqual(c[a].Pages("k", "x"), c[b].Pages("k", "x")) {
+		t.Fatalf("copies differ: %v holds %+v, %v holds %+v", a, ra, b, rb)
+	}
+}
+
+// A commit whose answer rides to the caller's member skips the spare for
+// Spares commits in a row; the next one sends it everything it missed as
+// one delta, after which its copy is the owner's.
+func TestASpareIsSkippedThenSentWhatItMissedAsOneDelta(t *testing.T) {
+	c, members, s := openSpares(t, 3)
+	keys := []string{"A", "B", "A"}
+	for i, k := range keys {
+		by := commitTo(s, members, int64(11+i), k, byte(i), "")
+		if len(by[members[2]]) != 0 || len(by[members[1]]) != 1 {
+			t.Fatalf("commit %d: %d message(s) to the spare, %d to the caller's member", i, len(by[members[2]]), len(by[members[1]]))
+		}
+		deliver(c, s, members[1], by[members[1]])
+		if res := s.Results(); len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("commit %d: %+v", i, res)
+		}
+	}
+	if s.Owed() != 1 {
+		t.Fatalf("Owed = %d after skipping the spare, want 1", s.Owed())
+	}
+	// The fourth commit drops B: the spare gets A (last value), C and B's drop.
+	by := commitTo(s, members, 14, "C", 9, "B")
+	if len(by[members[2]]) != 1 {
+		t.Fatalf("the fourth commit sends the spare %d message(s), want 1", len(by[members[2]]))
+	}
+	d := by[members[2]][0].Delta
+	if d.Basis != (pager.Stamp{}) || d.Stamp != stamp(14, 1) || len(d.Pages) != 2 || len(d.Dropped) != 1 {
+		t.Fatalf("the spare's delta: basis %v stamp %v, %d pages, drops %v", d.Basis, d.Stamp, len(d.Pages), d.Dropped)
+	}
+	deliver(c, s, members[2], by[members[2]])
+	if res := s.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the fourth commit, acknowledged by the spare: %+v", res)
+	}
+	sameCopy(t, c, members[0], members[2])
+	if s.Owed() != 0 {
+		t.Fatalf("Owed = %d after the spare was sent its due", s.Owed())
+	}
+}
+
+// Flush between rounds sends the spare what it is owed.
+func TestFlushSendsTheSpareWhatItMissed(t *testing.T) {
+	c, members, s := openSpares(t, 16)
+	for i := range 2 {
+		by := commitTo(s, members, int64(11+i), "V", byte(i), "")
+		deliver(c, s, members[1], by[members[1]])
+		s.Results()
+	}
+	out := s.Flush()
+	if len(out) != 1 || out[0].To != members[2] {
+		t.Fatalf("Flush: %+v, want one message to the spare", out)
+	}
+	c.run(s, out)
+	sameCopy(t, c, members[0], members[2])
+	if s.Owed() != 0 || len(s.Flush()) != 0 {
+		t.Fatal("a second Flush sends again")
+	}
+}
+
+// When the caller's member does not vote for the commit, the round sends
+// the spare what it is owed at once, and its acknowledgement decides.
+func TestASpareIsSentAtOnceWhenTheCallersMemberDoesNotVote(t *testing.T) {
+	c, members, s := openSpares(t, 16)
+	by := commitTo(s, members, 11, "V", 1, "")
+	if len(by[members[2]]) != 0 {
+		t.Fatal("the spare was not skipped")
+	}
+	reply := c[members[1]].Handle(by[members[1]][0], 0)
+	reply.Voter = false // it has not synced the range
+	out := s.Step(members[1], reply)
+	if len(out) != 1 || out[0].To != members[2] {
+		t.Fatalf("after an abstention the round sends %+v, want the spare's commit", out)
+	}
+	c.run(s, out)
+	if res := s.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the round, decided by the spare: %+v", res)
+	}
+	sameCopy(t, c, members[0], members[2])
+
+	// The runtime's Flush during a round whose answer is slow: the
+	// spare's acknowledgement counts for the round.
+	by = commitTo(s, members, 12, "V", 2, "")
+	c.run(s, s.Flush())
+	if res := s.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the round, flushed to the spare: %+v", res)
+	}
+}
+
+// Without an early answer, and with Spares zero, every member gets every
+// commit; a session that is over flushes nothing.
+func TestSparesAreSkippedOnlyWhenAnAnswerRidesAndAllowed(t *testing.T) {
+	for _, spares := range []int{0, 4} {
+		_, members, s := openSpares(t, spares)
+		d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(11, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}
+		out := s.CommitAnswering(d, members[1], []byte("a"))
+		if spares == 0 && len(out) != 2 {
+			t.Fatalf("Spares 0: %d messages, want 2", len(out))
+		}
+		s.Expire()
+		if len(s.Flush()) != 0 {
+			t.Fatal("a session whose commit failed flushed its skipped commits")
+		}
+	}
+	_, _, s := openSpares(t, 4)
+	d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(11, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}
+	if out := s.Commit(d); len(out) != 2 {
+		t.Fatalf("a commit without an answer: %d messages, want 2", len(out))
+	}
+}
