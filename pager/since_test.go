@@ -66,4 +66,3 @@ func TestSinceSumsTheCommitsItSkips(t *testing.T) {
 		}
 	})
 }
-
