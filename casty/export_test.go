@@ -231,6 +231,32 @@ func CountFactsRequests(s *System) (count func() int32) {
 	return n.Load
 }
 
+// CountCommits counts the commit messages of kind the member's replica
+// receives from now on.
+func CountCommits(s *System, kind string) (count func() int32) {
+	var n atomic.Int32
+	rp := s.cl.rp
+	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
+		if len(payload) > 1 && payload[0] == laneReplica {
+			if m, err := replica.Decode(payload[1:]); err == nil && m.Op == replica.OpCommit && m.Kind == kind {
+				n.Add(1)
+			}
+		}
+		return rp.handle(ctx, sess, payload)
+	})
+	return n.Load
+}
+
+// SetSpares sets how many commits in a row may skip a spare replica, and
+// the flush delay (spares.go), for the activations the member starts
+// from now on.
+func SetSpares(s *System, commits int, flush time.Duration) {
+	rp := s.cl.rp
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.spares, rp.spareFlush = commits, flush
+}
+
 // HostileChain is a call request to kind whose chain claims entries
 // empty entries, entries bytes long, as a hostile peer would build it.
 func HostileChain(kind string, entries int) []byte {

@@ -79,6 +79,11 @@ type replicator struct {
 	// (basisWait; tests change it); guarded by mu.
 	basisWaits   map[copyKey][]basisWaiter
 	basisWait    time.Duration
+	// How many commits in a row may skip a spare replica, and how long a
+	// round or a quiet actor waits before sending it its due (spares.go;
+	// tests change them before the first activation); guarded by mu.
+	spares     int
+	spareFlush time.Duration
 	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
 
@@ -91,7 +96,8 @@ type replicator struct {
 }
 
 func newReplicator() *replicator {
-	r := &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{}), basisWait: basisWait}
+	r := &replicator{rep: replica.NewReplica(ring.Point), done: make(chan struct{}), basisWait: basisWait,
+		spares: spareCommits, spareFlush: spareFlush}
 	r.life, r.stop = context.WithCancel(context.Background())
 	return r
 }
@@ -463,6 +469,19 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		rd.r, rd.s = r, s
 	}
 	defer rd.end()
+	// A commit round that skipped a spare sends it its due if the answer's
+	// member is slow to vote (spares.go).
+	var flushC <-chan time.Time
+	if rd.s != nil {
+		r.mu.Lock()
+		owed, wait := s.Owed() > 0, r.spareFlush
+		r.mu.Unlock()
+		if owed {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			flushC = t.C
+		}
+	}
 	var (
 		sentBuf     [4]mux.AsyncRequest
 		batchBuf    [4]reply
@@ -493,6 +512,12 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		// outstanding reaching zero.
 		select {
 		case <-rd.wake:
+		case <-flushC:
+			flushC = nil
+			r.mu.Lock()
+			more := s.Flush()
+			r.mu.Unlock()
+			send(more)
 		case <-ctx.Done():
 			return expire()
 		case <-r.done:
@@ -503,7 +528,16 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			outstanding--
 			m := r.decodeReply(rp.raw)
 			if m == nil {
-				continue // unreachable: the round waits for the others
+				// Unreachable: the round waits for the others, a skipped
+				// spare among them.
+				if flushC != nil {
+					flushC = nil
+					r.mu.Lock()
+					more := s.Flush()
+					r.mu.Unlock()
+					send(more)
+				}
+				continue
 			}
 			if m.Op == replica.OpAck {
 				r.cl.sys.tel.acked(1)
@@ -784,7 +818,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 func (r *replicator) setOf(pl *layout, point uint64, rp replication) replica.Set {
 	ids := pl.ring.Replicas(point, rp.replicas)
 	set := replica.Set{Self: replica.NodeID(r.cl.self), W: rp.write.Of(rp.replicas), Batch: r.batch,
-		Version: pl.version, Digest: pl.digest}
+		Version: pl.version, Digest: pl.digest, Spares: r.spares}
 	for _, id := range ids {
 		set.Members = append(set.Members, replica.NodeID(id))
 	}
@@ -801,6 +835,9 @@ type replSession struct {
 	over    error // set once a newer owner fenced this one
 	durable bool  // Replicas > 1 and IdleTimeout(Forever) (durable.go)
 	dur     durableState
+	// flushArmed: a quiet-actor flush of skipped spares is scheduled
+	// (spares.go); guarded by r.mu.
+	flushArmed bool
 }
 
 // Commit replicates what the handler changed, or, for Read(Majority),
@@ -828,7 +865,11 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		r.mu.Lock()
 		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
-		if res := r.run(ctx, s.sess, outs); res.Err != nil {
+		res := r.run(ctx, s.sess, outs)
+		r.mu.Lock()
+		s.armFlush() // a quiet flush that found this round running left it to us
+		r.mu.Unlock()
+		if res.Err != nil {
 			r.cl.sys.tel.quorumFailed()
 			if res.Fenced || res.Version > 0 {
 				// A newer owner, or a newer placement, refused it: the read
@@ -845,6 +886,9 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
 	res := r.run(ctx, s.sess, outs)
+	r.mu.Lock()
+	s.armFlush()
+	r.mu.Unlock()
 	if res.Err != nil {
 		r.cl.sys.tel.quorumFailed()
 		if !res.Applied {

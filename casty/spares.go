@@ -1,0 +1,65 @@
+package casty
+
+import (
+	"time"
+
+	"github.com/casty-go/casty/replica"
+)
+
+// Spare copies (replica/SPEC.md, "Spare copies"). A commit whose answer
+// rides to the caller's member needs no vote from the key's third
+// replica, so the owner skips it for up to spareCommits commits in a row
+// and then sends it what it missed as one delta. The runtime's part is
+// the flushes: a commit round that skipped a spare and has not decided
+// within spareFlush sends the spare its due and counts its vote (the
+// answer's member may be paused or gone; when its connection fails the
+// spare is sent at once), and an actor that goes quiet with a spare owed
+// sends it spareFlush after its last commit, so that a spare is behind by
+// at most spareCommits commits or spareFlush.
+const (
+	spareCommits = 8
+	spareFlush   = 5 * time.Millisecond
+)
+
+// armFlush schedules the quiet-actor flush of the spares s's commits
+// skipped, unless one is scheduled or nothing is owed. The caller holds
+// s.r.mu.
+func (s *replSession) armFlush() {
+	if s.flushArmed || s.sess.Owed() == 0 {
+		return
+	}
+	s.flushArmed = true
+	time.AfterFunc(s.r.spareFlush, s.quietFlush)
+}
+
+// quietFlush sends the spares what they are owed, unless a round is
+// running: that round flushes, or re-arms, when it ends (replSession.Commit).
+func (s *replSession) quietFlush() {
+	r := s.r
+	r.mu.Lock()
+	s.flushArmed = false
+	var outs []replica.Out
+	if !s.sess.Busy() {
+		outs = s.sess.Flush()
+	}
+	r.mu.Unlock()
+	r.sendFlush(s.sess, outs)
+}
+
+// sendFlush sends a flush outside any round: the answers change only what
+// the session knows of the spares' copies (a need-full marks one behind,
+// lateAck).
+func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
+	if len(outs) == 0 {
+		return
+	}
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	rd := &round{ended: true, r: r, s: s}
+	for _, o := range outs {
+		r.requestAsync(r.life, o, r.timeout, rd)
+	}
+}

@@ -1,0 +1,76 @@
+package casty_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// spareCluster starts three replicated members and returns the key's
+// owner, the member that calls (a replica of the key), the key's third
+// replica (the spare of every call from caller) and the key.
+func spareCluster(t *testing.T) (owner, caller, spare *casty.System, key string) {
+	t.Helper()
+	nodes := startReplicated(t, 3)
+	owner, caller, spare = nodes[0], nodes[1], nodes[2]
+	return owner, caller, spare, earlyKey(t, caller, owner)
+}
+
+// A hot key written from one of its replicas sends the third replica one
+// delta for several commits (replica/SPEC.md, "Spare copies"), and once
+// the writes stop the third replica holds the owner's last commit. Before,
+// each commit went to it.
+func TestAHotKeySendsItsSpareOneDeltaForSeveralCommits(t *testing.T) {
+	owner, caller, spare, key := spareCluster(t)
+	ctx := context.Background()
+	ref := Tabs.Ref(caller, key)
+	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	received := casty.CountCommits(spare, Tabs.Name())
+	const writes = 45
+	for i := range writes {
+		if _, err := casty.Call(ctx, ref, (*Tab).Add, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the spare holding the owner's last commit", func() bool { return sameCopy(owner, spare, key) })
+	// Nine commits in a row carry a spare's due at most (spareCommits);
+	// rounds slower than spareFlush on a loaded machine send it more.
+	if n := received(); n > writes/3 {
+		t.Fatalf("the spare received %d commits for %d writes, want at most %d", n, writes, writes/3)
+	} else {
+		t.Logf("the spare received %d commits for %d writes", n, writes)
+	}
+	if got, err := casty.Call0(ctx, Tabs.Ref(spare, key), (*Tab).Get); err != nil || got == 0 {
+		t.Fatalf("reading through the spare: %d, %v", got, err)
+	}
+}
+
+// A write whose answer rides to a caller's member that cannot vote (its
+// replication is held, as a paused process's would be) does not wait for
+// it: after spareFlush the owner sends the skipped spare its due, and its
+// vote decides the round. Without that flush the round waited out
+// ReplicationTimeout and failed.
+func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
+	owner, caller, spare, key := spareCluster(t)
+	ctx := context.Background()
+	ref := Tabs.Ref(caller, key)
+	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the spare holding the first commit", func() bool { return sameCopy(owner, spare, key) })
+	release := casty.HoldReplication(caller)
+	defer release()
+	cctx, cancel := context.WithTimeout(ctx, time.Second) // ReplicationTimeout is 2 s here
+	defer cancel()
+	start := time.Now()
+	if n, err := casty.Call(cctx, ref, (*Tab).Add, 2); err != nil || n != 3 {
+		t.Fatalf("a write while the caller's member takes no commit: %d, %v after %v", n, err, time.Since(start))
+	}
+	if !sameCopy(owner, spare, key) {
+		t.Fatal("the write was acknowledged without the spare holding it")
+	}
+}
