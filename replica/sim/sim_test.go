@@ -16,7 +16,7 @@ func seeds(t *testing.T, def int) []uint64 {
 	if *seedFlag != 0 {
 		return []uint64{*seedFlag}
 	}
-	n := def
+	n := max(def/raceSeedShare, 1)
 	if v := os.Getenv("CASTY_REPLICA_SEEDS"); v != "" {
 		if x, err := strconv.Atoi(v); err == nil {
 			n = x
