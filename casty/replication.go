@@ -77,13 +77,13 @@ type replicator struct {
 	// Commits waiting for the commit they were built on (basisOnItsWay),
 	// closed when the copy publishes one, and how long they wait
 	// (basisWait; tests change it); guarded by mu.
-	basisWaits   map[copyKey][]basisWaiter
-	basisWait    time.Duration
+	basisWaits map[copyKey][]basisWaiter
+	basisWait  time.Duration
 	// How many commits in a row may skip a spare replica, and how long a
 	// round or a quiet actor waits before sending it its due (spares.go;
 	// tests change them before the first activation); guarded by mu.
-	spares     int
-	spareFlush time.Duration
+	spares       int
+	spareFlush   time.Duration
 	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
 
