@@ -8,14 +8,20 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
-// spareCluster starts three replicated members and returns the key's
-// owner, the member that calls (a replica of the key), the key's third
-// replica (the spare of every call from caller) and the key.
-func spareCluster(t *testing.T) (owner, caller, spare *casty.System, key string) {
+// spareCluster starts three replicated members, writes once to a key the
+// first owns through the second (the caller), and returns the three, the
+// third being the spare (the key's replica no call from the caller
+// needs), the key and a Ref to it through the caller.
+func spareCluster(t *testing.T) (owner, caller, spare *casty.System, key string, ref casty.Ref[Tab]) {
 	t.Helper()
 	nodes := startReplicated(t, 3)
 	owner, caller, spare = nodes[0], nodes[1], nodes[2]
-	return owner, caller, spare, earlyKey(t, caller, owner)
+	key = earlyKey(t, caller, owner)
+	ref = Tabs.Ref(caller, key)
+	if _, err := casty.Call(context.Background(), ref, (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	return owner, caller, spare, key, ref
 }
 
 // A hot key written from one of its replicas sends the third replica one
@@ -23,12 +29,8 @@ func spareCluster(t *testing.T) (owner, caller, spare *casty.System, key string)
 // the writes stop the third replica holds the owner's last commit. Before,
 // each commit went to it.
 func TestAHotKeySendsItsSpareOneDeltaForSeveralCommits(t *testing.T) {
-	owner, caller, spare, key := spareCluster(t)
+	owner, _, spare, key, ref := spareCluster(t)
 	ctx := context.Background()
-	ref := Tabs.Ref(caller, key)
-	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
-		t.Fatal(err)
-	}
 	received := casty.CountCommits(spare, Tabs.Name())
 	const writes = 45
 	for i := range writes {
@@ -55,12 +57,8 @@ func TestAHotKeySendsItsSpareOneDeltaForSeveralCommits(t *testing.T) {
 // vote decides the round. Without that flush the round waited out
 // ReplicationTimeout and failed.
 func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
-	owner, caller, spare, key := spareCluster(t)
+	owner, caller, spare, key, ref := spareCluster(t)
 	ctx := context.Background()
-	ref := Tabs.Ref(caller, key)
-	if _, err := casty.Call(ctx, ref, (*Tab).Add, 1); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, 5*time.Second, "the spare holding the first commit", func() bool { return sameCopy(owner, spare, key) })
 	release := casty.HoldReplication(caller)
 	defer release()
