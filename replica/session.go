@@ -670,7 +670,13 @@ func (s *Session) spread() []Out {
 		} else if s.round == RoundCommit && s.skip(id, carrier) {
 			continue
 		} else if s.round == RoundCommit && s.deferred[id] != nil {
-			parts = s.owed(id, true)
+			if s.parts[0].Full {
+				// A full page set replaces whatever the spare holds: it
+				// settles what the spare was owed.
+				delete(s.deferred, id)
+			} else {
+				parts = s.owed(id, true)
+			}
 		}
 		n := len(out)
 		out = append(out, s.sendParts(id, parts)...)
@@ -683,10 +689,13 @@ func (s *Session) spread() []Out {
 
 // skip reports whether this commit skips the spare id (Set.Spares): the
 // round's answer rides to carrier, whose vote with the owner's completes
-// the write quorum, id is another member, and it has been skipped fewer
-// than Spares commits in a row. A skipped commit is recorded as owed.
+// the write quorum, id is another member whose copy holds the key
+// (holds), the commit is a delta — not a full page set, which replaces
+// pages no list of written keys names (a deletion) — and id has been
+// skipped fewer than Spares commits in a row. A skipped commit is
+// recorded as owed.
 func (s *Session) skip(id, carrier NodeID) bool {
-	if s.set.Spares <= 0 || carrier == (NodeID{}) || id == carrier || len(s.parts) != 1 {
+	if s.set.Spares <= 0 || carrier == (NodeID{}) || id == carrier || len(s.parts) != 1 || s.parts[0].Full || !s.holds(id) {
 		return false
 	}
 	df := s.deferred[id]
@@ -702,6 +711,19 @@ func (s *Session) skip(id, carrier NodeID) bool {
 	df.commits++
 	df.keys = appendKeys(df.keys, &s.parts[0])
 	return true
+}
+
+// holds reports whether the owner knows id's copy holds some committed
+// state of the key: id promised one, or acknowledged one of this
+// session's commits, and no need-full since marked it behind. A spare is
+// never skipped before: a member with no copy does not know the key
+// exists, and casty finds the durable actors a new owner must resume among
+// the keys its copies hold (SPEC.md, "Spare copies").
+func (s *Session) holds(id NodeID) bool {
+	if c, ok := s.copies[id]; ok {
+		return !c.stamp.IsZero() && !c.behind
+	}
+	return !s.promises[id].Stamp.IsZero()
 }
 
 // appendKeys appends the keys d writes or drops.

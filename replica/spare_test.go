@@ -8,11 +8,16 @@ import (
 )
 
 // openSpares activates key x on three members (W = 2) whose owner may skip
-// its spare for up to spares commits in a row.
+// its spare for up to spares commits in a row, and commits page S at stamp
+// 10 to all three: every copy holds the key.
 func openSpares(t *testing.T, spares int) (cluster, []NodeID, *Session) {
 	t.Helper()
 	c, members, s := openCluster(t, 3, 2)
 	s.set.Spares = spares
+	c.run(s, s.Commit(pager.Delta{Stamp: stamp(10, 1), Pages: []pager.Page{{Key: "S", Data: []byte{1}}}}))
+	if res := s.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the first commit: %+v", res)
+	}
 	return c, members, s
 }
 
@@ -70,7 +75,7 @@ func TestASpareIsSkippedThenSentWhatItMissedAsOneDelta(t *testing.T) {
 		t.Fatalf("the fourth commit sends the spare %d message(s), want 1", len(by[members[2]]))
 	}
 	d := by[members[2]][0].Delta
-	if d.Basis != (pager.Stamp{}) || d.Stamp != stamp(14, 1) || len(d.Pages) != 2 || len(d.Dropped) != 1 {
+	if d.Basis != stamp(10, 1) || d.Stamp != stamp(14, 1) || len(d.Pages) != 2 || len(d.Dropped) != 1 {
 		t.Fatalf("the spare's delta: basis %v stamp %v, %d pages, drops %v", d.Basis, d.Stamp, len(d.Pages), d.Dropped)
 	}
 	deliver(c, s, members[2], by[members[2]])
@@ -150,5 +155,69 @@ func TestSparesAreSkippedOnlyWhenAnAnswerRidesAndAllowed(t *testing.T) {
 	d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(11, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}
 	if out := s.Commit(d); len(out) != 2 {
 		t.Fatalf("a commit without an answer: %d messages, want 2", len(out))
+	}
+}
+
+// A spare is skipped only once the owner knows its copy holds the key: a
+// member that has none is sent every commit until it acknowledges one,
+// and a new activation skips a spare whose promise showed a copy.
+func TestASpareWithNoCopyIsNotSkipped(t *testing.T) {
+	c, members, s := openCluster(t, 3, 2)
+	s.set.Spares = 4
+	by := commitTo(s, members, 11, "V", 1, "")
+	if len(by[members[2]]) != 1 {
+		t.Fatalf("the first commit sends the spare %d message(s), want 1: it holds no copy", len(by[members[2]]))
+	}
+	deliver(c, s, members[1], by[members[1]])
+	by2 := commitTo(s, members, 12, "V", 2, "")
+	if len(by2[members[2]]) != 1 {
+		t.Fatal("the spare was skipped before it acknowledged a commit")
+	}
+	deliver(c, s, members[2], by[members[2]])
+	deliver(c, s, members[1], by2[members[1]])
+	deliver(c, s, members[2], by2[members[2]])
+	s.Results()
+	if by := commitTo(s, members, 13, "V", 3, ""); len(by[members[2]]) != 0 {
+		t.Fatal("the spare holds the key and was not skipped")
+	}
+
+	// The next activation heard the spare's promise: it skips it at once.
+	s2 := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2, Spares: 4}, c[members[0]], ballot(20, 1))
+	c.run(s2, s2.Open())
+	if res := s2.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the second activation: %+v", res)
+	}
+	if by := commitTo(s2, members, 30, "V", 4, ""); len(by[members[2]]) != 0 {
+		t.Fatal("a new activation did not skip a spare that promised a copy")
+	}
+}
+
+// A full page set (a deletion) is never skipped, and settles what the
+// spare was owed: a delta of the keys the skipped commits wrote could not
+// drop the pages the full set removes.
+func TestAFullCommitIsSentToTheSpare(t *testing.T) {
+	c, members, s := openSpares(t, 8)
+	by := commitTo(s, members, 11, "V", 1, "")
+	if len(by[members[2]]) != 0 {
+		t.Fatal("the spare was not skipped")
+	}
+	deliver(c, s, members[1], by[members[1]])
+	s.Results()
+	d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(12, 1), Full: true}
+	by = map[NodeID][]*Msg{}
+	for _, o := range s.CommitAnswering(d, members[1], []byte("answer")) {
+		by[o.To] = append(by[o.To], o.Msg)
+	}
+	if len(by[members[2]]) != 1 || !by[members[2]][0].Delta.Full {
+		t.Fatalf("the full commit sends the spare %+v, want the full page set", by[members[2]])
+	}
+	if s.Owed() != 0 {
+		t.Fatalf("Owed = %d after the full commit", s.Owed())
+	}
+	deliver(c, s, members[1], by[members[1]])
+	deliver(c, s, members[2], by[members[2]])
+	sameCopy(t, c, members[0], members[2])
+	if pages := c[members[2]].Pages("k", "x"); len(pages) != 0 {
+		t.Fatalf("the spare holds %v after the deletion", pages)
 	}
 }

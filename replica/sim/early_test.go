@@ -104,14 +104,15 @@ func TestKillsBeyondTheQuorumLoseWrites(t *testing.T) {
 // later commit or a flush. Histories stay linearizable, and no two copies
 // at one stamp differ, under every fault the early-answer tests inject,
 // with multi-page states (Ballast) so that the deltas a spare gets sum
-// several commits' pages. Every other configuration flushes late (150
+// several commits' pages, and deletions (Deletes: full page sets, which
+// a spare is never skipped for). Every other configuration flushes late (150
 // simulated ms, against clients that think up to 20 ms between calls), so
 // that a spare is mostly sent its due by the fifth commit instead.
 func TestLinearizableWithSpareCopies(t *testing.T) {
 	for i, c := range earlyConfigs {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
-			cfg.EarlyAnswers, cfg.EarlyReads, cfg.Ballast, cfg.Spares = true, true, true, 4
+			cfg.EarlyAnswers, cfg.EarlyReads, cfg.Ballast, cfg.Spares, cfg.Deletes = true, true, true, 4, true
 			if i%2 == 1 {
 				cfg.SpareFlush = 150
 			}

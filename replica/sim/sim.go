@@ -156,6 +156,10 @@ type Config struct {
 	// only the pages the copy lacks (replica/SPEC.md, "Owner rounds") —
 	// rather than the full page set a one-register copy always gets.
 	Ballast bool
+	// Deletes makes one operation in ten a deletion: a write of 0
+	// committed as a full page set with no page (as casty's DeleteState
+	// commits), which reads as 0.
+	Deletes bool
 	// Spares lets an owner skip a key's spare replica for up to that many
 	// commits in a row whose answer rides to the caller's member
 	// (replica.Set.Spares; it needs EarlyAnswers), as casty does. What a
@@ -827,6 +831,11 @@ func (s *Sim) next(n *node, a *activation) {
 			if s.cfg.Ballast {
 				d.Pages = append(d.Pages, ballast(req.newVal))
 			}
+			if req.newVal == 0 && s.cfg.Deletes {
+				// Writing 0 deletes the state, as casty's DeleteState does:
+				// a full delta with no page, which reads as 0.
+				d.Full, d.Pages = true, nil
+			}
 			if req.home < 0 {
 				s.startRound(n, a, a.sess.Commit(d))
 				return
@@ -968,6 +977,8 @@ func (s *Sim) client(c int) {
 	switch x := s.rng.IntN(10); {
 	case x < 4:
 		in.Kind = Read
+	case x == 6 && s.cfg.Deletes:
+		in.Kind = Write // a deletion: Value 0, committed as a full delta
 	case x < 7:
 		in.Kind = Write
 		s.values++

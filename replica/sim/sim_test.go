@@ -149,6 +149,14 @@ func TestLinearizableWithCatchUps(t *testing.T) {
 	t.Logf("%d need-full refusals listed their copy", st.ListedRefusals)
 }
 
+// Deletions (full page sets with no page) under every fault, with
+// anti-entropy and catch-ups: a deleted state never comes back, and no
+// two copies at one stamp differ.
+func TestLinearizableWithDeletions(t *testing.T) {
+	runSeeds(t, Config{Keys: 6, Deletes: true, Ballast: true, Repair: 300, Partitions: 3, Pauses: 3, Crashes: 1, Restarts: 1,
+		Reorder: true, WrongViews: 0.1, Loss: 0.03, Duplicate: 0.02, Skew: 500 * time.Millisecond, EarlyAnswers: true}, 200)
+}
+
 func TestLinearizableWithAllReplicasAndWriteOne(t *testing.T) {
 	runSeeds(t, Config{Keys: 6, Replicas: 3, W: 1, WrongViews: 0.1, Reorder: true, Partitions: 2, Pauses: 2, Crashes: 1}, 150)
 }
