@@ -3,6 +3,7 @@ package actor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -218,7 +219,7 @@ func (a *Activation) drain() {
 			continue
 		}
 		if !a.started {
-			if err := a.activate(); err != nil {
+			if err := a.activate(e); err != nil {
 				a.failActivation(e, err)
 				return
 			}
@@ -238,7 +239,7 @@ func (a *Activation) runHere(e *Envelope) {
 	draining.Add(1)
 	defer draining.Add(-1)
 	if !a.started {
-		if err := a.activate(); err != nil {
+		if err := a.activate(e); err != nil {
 			a.failActivation(e, err)
 			return
 		}
@@ -320,13 +321,13 @@ func (a *Activation) cancelServing(err error) {
 	}
 }
 
-func (a *Activation) activate() error {
+func (a *Activation) activate(e *Envelope) error {
 	// Under the lock: Peek reads started from other goroutines, and a
 	// restore (the layer above's Durability) may take a network round.
 	a.mu.Lock()
 	a.started = true
 	a.mu.Unlock()
-	if err := a.restore(); err != nil {
+	if err := a.restore(e); err != nil {
 		return err
 	}
 	// Injectors are the embedder's code (casty.Inject): a panic in one fails
@@ -515,7 +516,16 @@ func (a *Activation) failActivation(e *Envelope, err error) {
 	a.mu.Unlock()
 	a.release()
 	var fail error
-	if re, ok := err.(*restoreError); ok {
+	if re, ok := err.(*restoreError); ok && errors.Is(re.err, ErrDeclined) {
+		// Only e was declined: what is queued behind it moves on, on a
+		// worker (this may be a caller's goroutine: Host.AskHere).
+		e.state.CompareAndSwap(envPending, envRunning)
+		e.finish(re.err)
+		if next := a.host.finalize(a, nil); next != nil {
+			a.host.start(next)
+		}
+		return
+	} else if ok {
 		fail = re.err
 		a.host.cfg.Logger.Warn("casty: restoring the state failed", "kind", a.kind.Name, "key", a.key, "err", fail)
 	} else {

@@ -1,6 +1,9 @@
 package actor
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Durability is implemented by the layer above the engine to keep
 // activations' state beyond their life (casty's replication). Set it in
@@ -11,7 +14,8 @@ import "context"
 //   - Restore runs once per activation, before its first message. A
 //     Restore error fails that message and every message queued behind it
 //     with the error unchanged, and discards the activation; the next
-//     message starts a fresh one, which runs Restore again.
+//     message starts a fresh one, which runs Restore again. ErrDeclined
+//     fails the first message alone.
 //   - The Session's Commit runs after every handler that succeeded, or
 //     failed with the supervisor's Keep: calls, ticks, emits, and a
 //     streaming handler once at its end. A Commit error reaches the caller
@@ -78,15 +82,37 @@ func Settled(ctx context.Context) bool {
 	return a.x == nil || len(a.x.emits) == 0
 }
 
-// restore runs the host's Durability for a starting activation. It
+// ErrDeclined, returned (or wrapped) by a Durability's Restore, declines
+// to start the activation for the message that started it (Starter): that
+// message fails with the error, quietly, and calls queued behind it start
+// a fresh activation, whose Restore runs again. casty declines its own
+// unprompted reactivation of a durable actor whose state says it ended.
+var ErrDeclined = errors.New("casty: activation declined")
+
+// starterKey is the context key under which restore passes the starting
+// message's method to Restore.
+type starterKey struct{}
+
+// Starter returns, for the ctx a Durability's Restore receives, the
+// method of the message that starts the activation: nil for a tick, an
+// emit, or any other ctx.
+func Starter(ctx context.Context) *Method {
+	m, _ := ctx.Value(starterKey{}).(*Method)
+	return m
+}
+
+// restore runs the host's Durability for an activation that e starts. It
 // returns the Restore error, or nil with a.sess set.
-func (a *Activation) restore() error {
+func (a *Activation) restore(e *Envelope) error {
 	d := a.host.cfg.Durability
 	if d == nil || a.kind.Service {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.CallTimeout)
 	defer cancel()
+	if e.method != nil {
+		ctx = context.WithValue(ctx, starterKey{}, e.method)
+	}
 	var sess Session
 	err := a.host.guard(func() (err error) {
 		sess, err = d.Restore(ctx, a)

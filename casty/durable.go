@@ -20,8 +20,10 @@ import (
 //
 // Self(ctx).Deactivate() on a durable actor ends it for good: its next
 // commit carries an "ended" page (endedPage), and members do not reactivate
-// an ended actor; a later call to it activates it again and clears the
-// mark. A supervisor's Stop ends it for good too: nothing of the failed
+// an ended actor — neither by their own copy, nor by the state the
+// reactivation reads from the replicas when their copy missed the end
+// (Restore declines it: actor.ErrDeclined); a later call to it activates
+// it again and clears the mark. A supervisor's Stop ends it for good too: nothing of the failed
 // handler is committed, but the ended mark is, on top of the last commit
 // (replSession.Stopped).
 
@@ -112,6 +114,19 @@ func (r *replicator) reactivateOnce() {
 			cancel()
 		}
 	}
+}
+
+// ended reports whether this member's copy of kind/key carries the ended
+// mark.
+func (r *replicator) ended(kind, key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.rep.Pages(kind, key) {
+		if p.Key == endedPage {
+			return true
+		}
+	}
+	return false
 }
 
 // durableState is what a replicated activation tracks of durability.

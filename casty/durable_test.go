@@ -173,3 +173,58 @@ func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
 		t.Fatalf("a call after retirement: beat %d, want 4", n)
 	}
 }
+
+// TestARetiredActorStaysEndedWhenItsNewOwnerMissedTheRetirement: the
+// member that owns a durable actor after its owner crashes lost the
+// commit that retired it, so its own copy does not say the actor ended.
+// Its reactivation pass reads the replicas, sees the ended mark there, and
+// leaves the actor down; a call still brings it back.
+func TestARetiredActorStaysEndedWhenItsNewOwnerMissedTheRetirement(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	ctx := context.Background()
+	byAddr := map[string]*casty.System{}
+	for _, n := range nodes {
+		byAddr[n.Addr()] = n
+	}
+	set := casty.ReplicasOf(nodes[0], Sentinels.Name(), "r1")
+	owner, next, via := byAddr[set[0]], byAddr[set[1]], byAddr[set[2]]
+	for i := 1; i <= 3; i++ {
+		if n, err := casty.Call0(ctx, Sentinels.Ref(via, "r1"), (*Sentinel).Beat); err != nil || n != i {
+			t.Fatalf("beat %d: %d, %v", i, n, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "next holds the owner's last commit", func() bool {
+		want, _ := casty.ReplicaState(owner, Sentinels.Name(), "r1")
+		got, ok := casty.ReplicaState(next, Sentinels.Name(), "r1")
+		return ok && got == want
+	})
+	restore := casty.LoseNextCommit(next, Sentinels.Name())
+	if err := casty.Do0(ctx, Sentinels.Ref(via, "r1"), (*Sentinel).Retire); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "r1 deactivated after Retire", func() bool {
+		_, ok := activeAnywhere(nodes, "r1")
+		return !ok
+	})
+	restore()
+	casty.Crash(owner)
+	rest := []*casty.System{next, via}
+	waitFor(t, 20*time.Second, "next owns r1", func() bool {
+		return casty.OwnerOf(next, Sentinels.Name(), "r1") == next.Addr()
+	})
+	// The view change prompts a pass at once, the periodic one within
+	// five seconds: observe past both.
+	deadline := time.Now().Add(7 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, ok := activeAnywhere(rest, "r1"); ok {
+			t.Fatalf("a retired durable actor came back without a call, with %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond) // observing that nothing happens, not waiting for it
+	}
+	n := callUntil(t, 20*time.Second, "calling the retired actor", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, Sentinels.Ref(via, "r1"), (*Sentinel).Beat)
+	})
+	if n != 4 {
+		t.Fatalf("a call after retirement: beat %d, want 4", n)
+	}
+}

@@ -309,6 +309,22 @@ func OwnerOf(via *System, kind, key string) string {
 	return v.addrs[id]
 }
 
+// ReplicasOf returns the addresses of kind's key's replica set on via's
+// placement, in ring order: the first live one owns the key.
+func ReplicasOf(via *System, kind, key string) []string {
+	k := kinds.get(kind)
+	v := via.cl.view.Load()
+	var out []string
+	for _, id := range v.pl.ring.Replicas(pointOf(k, key), replicasOf(k)) {
+		if id == via.cl.self {
+			out = append(out, via.Addr())
+		} else {
+			out = append(out, v.addrs[id])
+		}
+	}
+	return out
+}
+
 // DelayReplicationReplies makes the member apply the replication requests
 // it receives at once but hold its replies until release is called, as if
 // every reply were slow on the network.

@@ -801,14 +801,13 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		}
 	}
 	rs := &replSession{r: r, sess: sess, tracker: t, act: a, repl: rp, durable: k.IdleTimeout == actor.Forever}
-	if rs.durable {
-		r.mu.Lock()
-		for _, p := range r.rep.Pages(k.Name, a.Key()) {
-			if p.Key == endedPage {
-				rs.dur.clearing = true // ended, and called again
-			}
+	if rs.durable && r.ended(k.Name, a.Key()) {
+		if actor.Starter(ctx) == touchMethod {
+			// An unprompted reactivation whose own copy missed the end:
+			// the adopted state has it, so the actor stays down.
+			return nil, fmt.Errorf("%w: %s/%s ended for good", actor.ErrDeclined, k.Name, a.Key())
 		}
-		r.mu.Unlock()
+		rs.dur.clearing = true // ended, and called again
 	}
 	sessionsByActivation.Store(a, rs)
 	return rs, nil
