@@ -53,7 +53,8 @@ type Config struct {
 	// first (replica/SPEC.md). Only a member that sees a strict majority of
 	// the placement alive removes anyone. Until then an actor with a dead
 	// replica still has its other replicas for its quorums. A member that
-	// comes back after its removal holds nothing any more: restart it.
+	// comes back after its removal holds nothing any more: restart it
+	// (its Health is no longer Live, so a liveness probe does).
 	// A member syncing a range also waits this long, and two
 	// ReplicationTimeouts more, for a replica of the range that is still
 	// syncing it itself: that replica may hold the only copy of a write

@@ -104,8 +104,14 @@ func activeAnywhere(nodes []*casty.System, key string) (Sentinel, bool) {
 // its state; once it retires (Self(ctx).Deactivate), a later crash of its
 // owner does not bring it back.
 func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
+	// Crashed members leave the placement within seconds. A failure
+	// detector as quick as fastCluster's falsely kills members of a
+	// loaded host (CI: a race run beside a simulator run), and a live
+	// member removed stays out of the placement (ARCHITECTURE.md,
+	// "Known gaps"): keep false deaths shorter than the removal delay.
 	cfg := replicationConfig()
-	cfg.RemoveDeadAfter = 2 * time.Second // crashed members leave the placement
+	cfg.KeepAliveTimeout, cfg.SuspicionTimeout = 2*time.Second, time.Second
+	cfg.RemoveDeadAfter = 4 * time.Second
 	nodes := startReplicated(t, 5, casty.WithConfig(cfg))
 	ctx := context.Background()
 	owner, via := ownerAndOther(t, nodes, Sentinels.Name(), "s1")
@@ -122,7 +128,7 @@ func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
 		}
 	}
 	var st Sentinel
-	waitFor(t, 20*time.Second, "s1 active again on another member, with no call", func() bool {
+	waitFor(t, 30*time.Second, "s1 active again on another member, with no call", func() bool {
 		var ok bool
 		st, ok = activeAnywhere(alive, "s1")
 		return ok

@@ -14,6 +14,7 @@ import (
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/ring"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -308,6 +309,10 @@ func OwnerOf(via *System, kind, key string) string {
 	}
 	return v.addrs[id]
 }
+
+// RemoveFromPlacement makes the member learn that the placement removed
+// it, as when others saw it dead for RemoveDeadAfter while it was alive.
+func RemoveFromPlacement(s *System) { s.cl.learn(placementFacts{Removed: []ring.NodeID{s.cl.self}}) }
 
 // ReplicasOf returns the addresses of kind's key's replica set on via's
 // placement, in ring order: the first live one owns the key.

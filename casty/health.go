@@ -11,7 +11,12 @@ import (
 type Health struct {
 	// Live is false once Close has returned (and for a nil System): the
 	// process has nothing left to do but exit. A member that is draining
-	// is still live: restarting it would cut its handoff short.
+	// is still live: restarting it would cut its handoff short. It is
+	// false too for a full member the cluster removed from the placement
+	// of replicated kinds while it was alive (it was seen dead for
+	// Config.RemoveDeadAfter, e.g. paused or cut off): it holds no
+	// replica and never will under its id, and a restart brings it back
+	// as a newcomer.
 	Live bool `json:"live"`
 	// Ready is Joined && Settled && !Draining.
 	Ready bool `json:"ready"`
@@ -39,6 +44,7 @@ func (s *System) Health() Health {
 		return Health{Live: true, Reason: "not started"}
 	}
 	h := Health{Live: !s.closed.Load(), Draining: s.closing.Load(), Joined: true, Settled: true}
+	removed := false
 	if cl := s.cl; cl != nil {
 		h.Draining = h.Draining || cl.closed.Load()
 		cl.mu.Lock()
@@ -56,10 +62,15 @@ func (s *System) Health() Health {
 				h.Joined = h.Joined || founder
 			}
 			h.Settled = v.ring.Has(cl.self) && (rp == nil || rp.settled())
+			if rp != nil && !h.Draining && v.pl != nil && v.pl.removed(cl.self) && len(kinds.replicated()) > 0 {
+				h.Live, h.Settled, removed = false, false, true
+			}
 		}
 	}
 	h.Ready = h.Joined && h.Settled && !h.Draining
 	switch {
+	case removed:
+		h.Reason = "removed from the placement while alive (seen dead for RemoveDeadAfter): restart it"
 	case !h.Live:
 		h.Reason = "closed"
 	case h.Draining:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,25 @@ func TestHealthJoinerAndLite(t *testing.T) {
 	closeSys(t, lite)
 	if hs := lite.Health(); hs.Ready || hs.Live {
 		t.Errorf("closed lite member: %+v, want neither live nor ready", hs)
+	}
+}
+
+// A live member the placement removed (seen dead while it was only slow)
+// holds no replica under its id again: its liveness probe fails, so the
+// orchestrator restarts it as a newcomer.
+func TestHealthOfAMemberRemovedWhileAlive(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	h := casty.HealthHandler(nodes[2])
+	if code, hs := healthProbe(t, h, "/livez"); code != 200 || !hs.Ready {
+		t.Fatalf("a settled member: /livez %d %+v", code, hs)
+	}
+	casty.RemoveFromPlacement(nodes[2])
+	code, hs := healthProbe(t, h, "/livez")
+	if code != 503 || hs.Live || hs.Ready || !strings.Contains(hs.Reason, "restart") {
+		t.Fatalf("a member removed while alive: /livez %d %+v, want 503, not live, a reason saying restart", code, hs)
+	}
+	if hs := nodes[0].Health(); !hs.Live {
+		t.Fatalf("another member: %+v", hs)
 	}
 }
 

@@ -102,6 +102,13 @@ func decodeFacts(b []byte) (placementFacts, bool) {
 	return f, true
 }
 
+// removed reports whether p removed id (a leave, a replacement or a
+// death): it never holds replicated state under this id again.
+func (p *layout) removed(id ring.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(p.facts.Removed, id, ring.NodeID.Compare)
+	return ok
+}
+
 // placed reports whether id holds replicated state in p.
 func (p *layout) placed(id ring.NodeID) bool { return p.ring.Has(id) }
 
