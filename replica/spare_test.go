@@ -35,6 +35,17 @@ func commitTo(s *Session, members []NodeID, wall int64, key string, v byte, drop
 	return by
 }
 
+// commitSkipping is commitTo writing v to page V, which must skip the
+// spare members[2].
+func commitSkipping(t *testing.T, s *Session, members []NodeID, wall int64, v byte) map[NodeID][]*Msg {
+	t.Helper()
+	by := commitTo(s, members, wall, "V", v, "")
+	if len(by[members[2]]) != 0 {
+		t.Fatal("the spare was not skipped")
+	}
+	return by
+}
+
 // deliver hands msgs to member id's replica and feeds the replies to s.
 func deliver(c cluster, s *Session, id NodeID, msgs []*Msg) {
 	for _, m := range msgs {
@@ -111,10 +122,7 @@ func TestFlushSendsTheSpareWhatItMissed(t *testing.T) {
 // the spare what it is owed at once, and its acknowledgement decides.
 func TestASpareIsSentAtOnceWhenTheCallersMemberDoesNotVote(t *testing.T) {
 	c, members, s := openSpares(t, 16)
-	by := commitTo(s, members, 11, "V", 1, "")
-	if len(by[members[2]]) != 0 {
-		t.Fatal("the spare was not skipped")
-	}
+	by := commitSkipping(t, s, members, 11, 1)
 	reply := c[members[1]].Handle(by[members[1]][0], 0)
 	reply.Voter = false // it has not synced the range
 	out := s.Step(members[1], reply)
@@ -197,10 +205,7 @@ func TestASpareWithNoCopyIsNotSkipped(t *testing.T) {
 // drop the pages the full set removes.
 func TestAFullCommitIsSentToTheSpare(t *testing.T) {
 	c, members, s := openSpares(t, 8)
-	by := commitTo(s, members, 11, "V", 1, "")
-	if len(by[members[2]]) != 0 {
-		t.Fatal("the spare was not skipped")
-	}
+	by := commitSkipping(t, s, members, 11, 1)
 	deliver(c, s, members[1], by[members[1]])
 	s.Results()
 	d := pager.Delta{Basis: s.State().Stamp, Stamp: stamp(12, 1), Full: true}
