@@ -23,9 +23,9 @@ import (
 // an ended actor — neither by their own copy, nor by the state the
 // reactivation reads from the replicas when their copy missed the end
 // (Restore declines it: actor.ErrDeclined); a later call to it activates
-// it again and clears the mark. A supervisor's Stop ends it for good too: nothing of the failed
-// handler is committed, but the ended mark is, on top of the last commit
-// (replSession.Stopped).
+// it again and clears the mark. A supervisor's Stop ends it for good too:
+// nothing of the failed handler is committed, but the ended mark is, on
+// top of the last commit (replSession.Stopped).
 
 // endedPage marks a durable actor's state as ended for good. It is not a
 // field of any state (a state's pages are named after its fields), so the
