@@ -304,6 +304,11 @@ func OwnerOf(via *System, kind, key string) string {
 	if !ok {
 		return ""
 	}
+	return addrIn(via, v, id)
+}
+
+// addrIn is member id's address in via's view v.
+func addrIn(via *System, v *view, id ring.NodeID) string {
 	if id == via.cl.self {
 		return via.Addr()
 	}
@@ -321,11 +326,7 @@ func ReplicasOf(via *System, kind, key string) []string {
 	v := via.cl.view.Load()
 	var out []string
 	for _, id := range v.pl.ring.Replicas(pointOf(k, key), replicasOf(k)) {
-		if id == via.cl.self {
-			out = append(out, via.Addr())
-		} else {
-			out = append(out, v.addrs[id])
-		}
+		out = append(out, addrIn(via, v, id))
 	}
 	return out
 }
