@@ -152,6 +152,8 @@ type Session struct {
 	copies map[NodeID]copyNews
 	// The spares the last commits skipped (Set.Spares), and what they owe.
 	deferred map[NodeID]*deferral
+	// quiet: the runtime said the next commits skip no spare (Quiet).
+	quiet bool
 }
 
 // deferral is what a spare was not sent: the commits after basis (the
@@ -695,7 +697,7 @@ func (s *Session) spread() []Out {
 // skipped fewer than Spares commits in a row. A skipped commit is
 // recorded as owed.
 func (s *Session) skip(id, carrier NodeID) bool {
-	if s.set.Spares <= 0 || carrier == (NodeID{}) || id == carrier || len(s.parts) != 1 || s.parts[0].Full || !s.holds(id) {
+	if s.set.Spares <= 0 || s.quiet || carrier == (NodeID{}) || id == carrier || len(s.parts) != 1 || s.parts[0].Full || !s.holds(id) {
 		return false
 	}
 	df := s.deferred[id]
@@ -712,6 +714,14 @@ func (s *Session) skip(id, carrier NodeID) bool {
 	df.keys = appendKeys(df.keys, &s.parts[0])
 	return true
 }
+
+// Holds reports whether the owner knows id's copy holds some committed
+// state of the key (holds). Until it does, the runtime feeds Step the
+// acknowledgements that arrive after their round ended, which it may
+// otherwise drop: on a hot key the spare's acknowledgement of the commit
+// it was sent arrives after the caller's member decided the round, and
+// without it the spare would never be skipped.
+func (s *Session) Holds(id NodeID) bool { return s.holds(id) }
 
 // holds reports whether the owner knows id's copy holds some committed
 // state of the key: id promised one, or acknowledged one of this
@@ -751,6 +761,14 @@ func (s *Session) owed(id NodeID, withRound bool) []pager.Delta {
 	}
 	return s.fullParts() // unreachable: the owner's copy moved past basis
 }
+
+// Quiet says whether the actor went quiet before the commits about to be
+// spread: while quiet, a commit skips no spare (Set.Spares) and settles
+// what they are owed. Skipping pays on a hot key only: the spare of an
+// actor that goes quiet after one commit would be sent its due on Flush
+// anyway, the same message later and a delta more to build (SPEC.md,
+// "Spare copies"). A new session is not quiet.
+func (s *Session) Quiet(q bool) { s.quiet = q }
 
 // Owed reports how many members are owed commits this session skipped
 // (Set.Spares): the runtime calls Flush while it is positive.

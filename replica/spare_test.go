@@ -226,3 +226,29 @@ func TestAFullCommitIsSentToTheSpare(t *testing.T) {
 		t.Fatalf("the spare holds %v after the deletion", pages)
 	}
 }
+
+// A quiet session skips no spare, and its commit settles what the spare
+// was owed; skipping resumes when the runtime says it is hot again.
+func TestAQuietCommitIsSentToTheSpare(t *testing.T) {
+	c, members, s := openSpares(t, 8)
+	by := commitSkipping(t, s, members, 11, 1)
+	deliver(c, s, members[1], by[members[1]])
+	s.Results()
+	s.Quiet(true)
+	by = commitTo(s, members, 12, "W", 2, "")
+	if len(by[members[2]]) != 1 {
+		t.Fatalf("a quiet commit sends the spare %d message(s), want 1", len(by[members[2]]))
+	}
+	if d := by[members[2]][0].Delta; d.Basis != stamp(10, 1) || d.Stamp != stamp(12, 1) || len(d.Pages) != 2 {
+		t.Fatalf("the spare's delta: basis %v stamp %v, %d pages; want what it missed and this commit", d.Basis, d.Stamp, len(d.Pages))
+	}
+	if s.Owed() != 0 {
+		t.Fatalf("Owed = %d after a quiet commit", s.Owed())
+	}
+	deliver(c, s, members[1], by[members[1]])
+	deliver(c, s, members[2], by[members[2]])
+	s.Results()
+	sameCopy(t, c, members[0], members[2])
+	s.Quiet(false)
+	commitSkipping(t, s, members, 13, 3)
+}

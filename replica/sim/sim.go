@@ -840,6 +840,11 @@ func (s *Sim) next(n *node, a *activation) {
 				s.startRound(n, a, a.sess.Commit(d))
 				return
 			}
+			if s.cfg.Spares > 0 {
+				// casty says quiet when the actor's last commit is not
+				// recent; here one commit in four, at random.
+				a.sess.Quiet(s.rng.IntN(4) == 0)
+			}
 			s.startRound(n, a, s.answering(req, func(home replica.NodeID, answer []byte) []replica.Out {
 				return a.sess.CommitAnswering(d, home, answer)
 			}))
