@@ -524,7 +524,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			return expire()
 		}
 		batch = rd.take(batch)
-		for _, rp := range batch {
+		for i, rp := range batch {
 			outstanding--
 			m := r.decodeReply(rp.raw)
 			if m == nil {
@@ -548,6 +548,14 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			r.mu.Unlock()
 			if len(res) > 0 {
 				r.sendAsync(more)
+				if rd.s != nil {
+					// The replies that came in the same batch as the one
+					// that decided are late ones too (a spare's
+					// acknowledgement beside the answer's member's).
+					for _, late := range batch[i+1:] {
+						r.lateAck(s, late)
+					}
+				}
 				return res[len(res)-1]
 			}
 			send(more)
@@ -561,17 +569,28 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 // lateAck feeds a commit's need-full that arrived after its round ended
 // to the session, whose next commit then sends that member the full page
 // set (replica/SPEC.md, "Owner rounds"): without it the member's copy
-// stays behind, refusing every later delta. Other late replies change
-// nothing and are dropped here.
+// stays behind, refusing every later delta. A late ok is fed only until
+// the session knows that member's copy holds the key (Session.Holds: a
+// spare is skipped only then). Other late replies change nothing and are
+// dropped here.
 func (r *replicator) lateAck(s *replica.Session, rp reply) {
 	if len(rp.raw) < 1 || rp.raw[0] != laneReplica {
 		return
 	}
-	if st, ok := replica.AckStatus(rp.raw[1:]); !ok || st != replica.StatusNeedFull {
-		return // the common case, a late ok: not even decoded
+	st, ok := replica.AckStatus(rp.raw[1:])
+	if !ok || (st != replica.StatusNeedFull && st != replica.StatusOK) {
+		return
+	}
+	if st == replica.StatusOK {
+		r.mu.Lock()
+		known := s.Holds(rp.from)
+		r.mu.Unlock()
+		if known {
+			return // the common case, a late ok: not even decoded
+		}
 	}
 	m := r.decodeReply(rp.raw)
-	if m == nil || m.Op != replica.OpAck || m.Status != replica.StatusNeedFull {
+	if m == nil || m.Op != replica.OpAck || m.Status != st {
 		return
 	}
 	r.mu.Lock()
@@ -837,6 +856,9 @@ type replSession struct {
 	// flushArmed: a quiet-actor flush of skipped spares is scheduled
 	// (spares.go); guarded by r.mu.
 	flushArmed bool
+	// lastCommit is when the last commit started: a commit within
+	// spareFlush of it may skip spares (spares.go, hot); guarded by r.mu.
+	lastCommit time.Time
 }
 
 // Commit replicates what the handler changed, or, for Read(Majority),
@@ -882,6 +904,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	}
 	to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
 	r.mu.Lock()
+	s.sess.Quiet(!s.hot())
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
 	res := r.run(ctx, s.sess, outs)
