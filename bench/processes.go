@@ -18,7 +18,8 @@ import (
 // its own, as members run in production: this process holds the caller's
 // member, and two more run this binary with -member. The floor is the same
 // pair of calls the in-process rows compare (an unreplicated call to a key
-// the other member owns), plus a raw TCP ping-pong between the processes.
+// the other member owns), plus a raw TCP ping-pong between the processes,
+// and the CPU (user and system) each operation costs in each process.
 //
 // In one process the members share one Go scheduler, which hands a message
 // from one member's goroutine to another's without the kernel waking
@@ -34,8 +35,10 @@ func processes() {
 	defer a.Close(ctx)
 	var echo []string
 	var members []string
+	var pids []int
 	for range 2 {
-		m, e, stop := spawnMember(a.Addr())
+		m, e, stop, pid := spawnMember(a.Addr())
+		pids = append(pids, pid)
 		defer stop()
 		members, echo = append(members, m), append(echo, e)
 	}
@@ -48,28 +51,38 @@ func processes() {
 	}
 	defer conn.Close()
 	buf := make([]byte, 64)
-	raw := sequential(replicationRuns, func() error {
-		if _, err := conn.Write(buf); err != nil {
+	var raw timing
+	rawCPU := cpuPerOp(pids, func(count func()) {
+		raw = sequential(replicationRuns, func() error {
+			count()
+			if _, err := conn.Write(buf); err != nil {
+				return err
+			}
+			_, err := io.ReadFull(conn, buf)
 			return err
-		}
-		_, err := io.ReadFull(conn, buf)
-		return err
+		})
 	})
 	single := Singles.Ref(a, ownedBy(a, Singles.Name(), b, "ps"))
 	hot := Majorities.Ref(a, ownedBy(a, Majorities.Name(), b, "phot"))
-	floor := sequential(replicationRuns, func() error { _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })
-	write := sequential(replicationRuns, func() error { _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })
+	var floor, write timing
+	floorCPU := cpuPerOp(pids, func(count func()) {
+		floor = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })
+	})
+	writeCPU := cpuPerOp(pids, func(count func()) {
+		write = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })
+	})
 	add("replicated write, R=3 W=Majority, one hot key, sequential caller on a non-owner member; each member a process of its own",
-		fmt.Sprintf("%.1f k ops/s, p50 %.0f µs, p99 %.0f µs (%s)", write.opsPerSec()/1e3, us(write.p50), us(write.p99), write.spread()),
-		fmt.Sprintf("unreplicated (Replicas(1)) cross-node call between the same processes %.1f k/s, p50 %.0f µs, p99 %.0f µs (%s); raw TCP ping-pong between them, 64 B, %.1f k/s, p50 %.0f µs",
-			floor.opsPerSec()/1e3, us(floor.p50), us(floor.p99), floor.spread(), raw.opsPerSec()/1e3, us(raw.p50)),
+		fmt.Sprintf("%.1f k ops/s, p50 %.0f µs, p99 %.0f µs (%s); CPU per write %s",
+			write.opsPerSec()/1e3, us(write.p50), us(write.p99), write.spread(), cpuString(writeCPU)),
+		fmt.Sprintf("unreplicated (Replicas(1)) cross-node call between the same processes %.1f k/s, p50 %.0f µs, p99 %.0f µs (%s), CPU per call %s; raw TCP ping-pong between them, 64 B, %.1f k/s, p50 %.0f µs, CPU per round trip %s",
+			floor.opsPerSec()/1e3, us(floor.p50), us(floor.p99), floor.spread(), cpuString(floorCPU), raw.opsPerSec()/1e3, us(raw.p50), cpuString(rawCPU)),
 		fmt.Sprintf("%.2f× the cross-node call's rate, %.2f× raw TCP", floor.ns()/write.ns(), raw.ns()/write.ns()),
 		"goal ≥ 0.5× and ≥ 10 k ops/s; three processes on this machine's cores")
 }
 
 // spawnMember starts this binary as a member joined to seed (-member) and
 // returns its cluster address, its echo address, and how to stop it.
-func spawnMember(seed string) (addr, echo string, stop func()) {
+func spawnMember(seed string) (addr, echo string, stop func(), pid int) {
 	exe, err := os.Executable()
 	if err != nil {
 		panic(err)
@@ -88,6 +101,7 @@ func spawnMember(seed string) (addr, echo string, stop func()) {
 		panic(err)
 	}
 	stop = func() { in.Close(); cmd.Wait() }
+	pid = cmd.Process.Pid
 	sc := bufio.NewScanner(out)
 	for (addr == "" || echo == "") && sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
@@ -101,7 +115,55 @@ func spawnMember(seed string) (addr, echo string, stop func()) {
 		stop()
 		panic("bench: a member process did not start")
 	}
-	return addr, echo, stop
+	return addr, echo, stop, pid
+}
+
+// cpuString prints the CPU times of cpuPerOp: caller's process, owner's,
+// third's.
+func cpuString(d []time.Duration) string {
+	var sum time.Duration
+	parts := make([]string, len(d))
+	for i, x := range d {
+		sum += x
+		parts[i] = fmt.Sprintf("%.0f", float64(x)/1e3)
+	}
+	return fmt.Sprintf("%.0f µs (%s in the caller's, the owner's and the third process)", float64(sum)/1e3, strings.Join(parts, " + "))
+}
+
+// cpuPerOp runs f, which counts its operations, and returns the CPU time
+// per operation of this process and of each process in pids (user and
+// system time; the members' figures include every operation of the group,
+// the warm-up runs of testing.Benchmark too, as does the count).
+func cpuPerOp(pids []int, f func(count func())) []time.Duration {
+	n := 0
+	before := []time.Duration{processCPU()}
+	for _, p := range pids {
+		before = append(before, pidCPU(p))
+	}
+	f(func() { n++ })
+	out := []time.Duration{processCPU() - before[0]}
+	for i, p := range pids {
+		out = append(out, pidCPU(p)-before[i+1])
+	}
+	for i := range out {
+		out[i] /= time.Duration(max(n, 1))
+	}
+	return out
+}
+
+// pidCPU is the user and system time process pid has used so far (Linux;
+// 0 elsewhere).
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // member runs a member joined to seed, and a raw TCP echo server for the
