@@ -477,8 +477,12 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		owed, wait := s.Owed() > 0, r.spareFlush
 		r.mu.Unlock()
 		if owed {
-			t := time.NewTimer(wait)
-			defer t.Stop()
+			t := flushTimers.Get().(*time.Timer)
+			t.Reset(wait)
+			defer func() {
+				t.Stop() // with Go 1.23's timers no stale tick survives Stop
+				flushTimers.Put(t)
+			}()
 			flushC = t.C
 		}
 	}
@@ -565,6 +569,14 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		}
 	}
 }
+
+// flushTimers are the stopped timers of the rounds that may flush a
+// spare (run): a hot key's every round has one.
+var flushTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // lateAck feeds a commit's need-full that arrived after its round ended
 // to the session, whose next commit then sends that member the full page
