@@ -29,7 +29,12 @@
 //   - Session is one activation's owner side: Open (prepare, fetch,
 //     install), then Commit or Confirm per handler. Requests come out as Out
 //     values; replies go back through Step; Expire ends a round at its
-//     deadline; Results says how rounds ended.
+//     deadline; Results says how rounds ended. CommitAnswering and
+//     ConfirmAnswering put a call's answer on the message to the caller's
+//     member, which may answer once its own reply decides (Decides); with
+//     Set.Spares a hot actor's commits skip the replica its quorum does not
+//     need and later send it one delta of what it missed (SPEC.md, "Early
+//     answers" and "Spare copies").
 //   - Sync pulls a range a member just entered from the range's previous
 //     replica set.
 //
@@ -41,5 +46,9 @@
 // from a placement that changes only on joins, leaves and decided removals,
 // never on suspicion; run a Sync for every range entered when adopting a new
 // placement, before serving it; never let a process that lost its memory
-// come back under its old id.
+// come back under its old id. With Set.Spares: call Flush while Owed is
+// positive (when a round is slow to decide, and soon after the actor's
+// last commit), mark with Quiet the commits of an actor that is not hot,
+// and feed Step the acknowledgements that arrive after their round ended
+// at least until Holds reports the member's copy known.
 package replica
