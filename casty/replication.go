@@ -401,6 +401,11 @@ type round struct {
 	// A commit round's replicator and session, for lateAck; nil otherwise.
 	r *replicator
 	s *replica.Session
+	// unknown: the members the session did not know to hold the key when
+	// the round began (Session.Holds); lateAck feeds it their late oks.
+	// Set before any request is sent, read-only after.
+	unknown    []replica.NodeID
+	unknownBuf [2]replica.NodeID
 }
 
 func (rd *round) put(rp reply) {
@@ -408,7 +413,7 @@ func (rd *round) put(rp reply) {
 	if rd.ended {
 		rd.mu.Unlock()
 		if rd.r != nil {
-			rd.r.lateAck(rd.s, rp)
+			rd.r.lateAck(rd, rp)
 		}
 		return
 	}
@@ -430,7 +435,7 @@ func (rd *round) end() {
 	rd.mu.Unlock()
 	if rd.r != nil {
 		for _, rp := range rest {
-			rd.r.lateAck(rd.s, rp)
+			rd.r.lateAck(rd, rp)
 		}
 	}
 }
@@ -475,6 +480,12 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	if rd.s != nil {
 		r.mu.Lock()
 		owed, wait := s.Owed() > 0, r.spareFlush
+		rd.unknown = rd.unknownBuf[:0]
+		for _, o := range outs {
+			if !s.Holds(o.To) && !slices.Contains(rd.unknown, o.To) {
+				rd.unknown = append(rd.unknown, o.To)
+			}
+		}
 		r.mu.Unlock()
 		if owed {
 			t := flushTimers.Get().(*time.Timer)
@@ -557,7 +568,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 					// that decided are late ones too (a spare's
 					// acknowledgement beside the answer's member's).
 					for _, late := range batch[i+1:] {
-						r.lateAck(s, late)
+						r.lateAck(rd, late)
 					}
 				}
 				return res[len(res)-1]
@@ -581,11 +592,11 @@ var flushTimers = sync.Pool{New: func() any {
 // lateAck feeds a commit's need-full that arrived after its round ended
 // to the session, whose next commit then sends that member the full page
 // set (replica/SPEC.md, "Owner rounds"): without it the member's copy
-// stays behind, refusing every later delta. A late ok is fed only until
-// the session knows that member's copy holds the key (Session.Holds: a
-// spare is skipped only then). Other late replies change nothing and are
-// dropped here.
-func (r *replicator) lateAck(s *replica.Session, rp reply) {
+// stays behind, refusing every later delta. A late ok is fed only from a
+// member the session did not know, when the round began, to hold the key
+// (Session.Holds: a spare is skipped only then). Other late replies change
+// nothing and are dropped here. It runs on connection readers.
+func (r *replicator) lateAck(rd *round, rp reply) {
 	if len(rp.raw) < 1 || rp.raw[0] != laneReplica {
 		return
 	}
@@ -593,14 +604,10 @@ func (r *replicator) lateAck(s *replica.Session, rp reply) {
 	if !ok || (st != replica.StatusNeedFull && st != replica.StatusOK) {
 		return
 	}
-	if st == replica.StatusOK {
-		r.mu.Lock()
-		known := s.Holds(rp.from)
-		r.mu.Unlock()
-		if known {
-			return // the common case, a late ok: not even decoded
-		}
+	if st == replica.StatusOK && !slices.Contains(rd.unknown, rp.from) {
+		return // the common case, a late ok: not even decoded, no lock
 	}
+	s := rd.s
 	m := r.decodeReply(rp.raw)
 	if m == nil || m.Op != replica.OpAck || m.Status != st {
 		return
