@@ -97,3 +97,18 @@ func (a AsyncRequest) Cancel() {
 		_ = a.s.lanes[a.l].send(nil, frameCancel, a.id, nil)
 	}
 }
+
+// Forget frees the request without telling the peer and without calling
+// done: for a requester that got its answer another way and knows that
+// the peer's handler goes on to its end and sends none (Answered). An
+// answer that arrives anyway is dropped. Forget of a request already
+// answered, or of the zero AsyncRequest, does nothing.
+func (a AsyncRequest) Forget() {
+	if a.s == nil {
+		return
+	}
+	a.s.mu.Lock()
+	delete(a.s.pending, a.id)
+	a.s.signalIdleLocked()
+	a.s.mu.Unlock()
+}

@@ -136,3 +136,59 @@ func TestRequestAsyncEnds(t *testing.T) {
 		}
 	})
 }
+
+// A handler that called Answered sends nothing back: its requester, still
+// waiting, times out rather than hearing the handler's result; one that got its
+// answer another way and called Forget waits for nothing, holds no
+// pending request, and is never called back.
+func TestNoAnswerAndForget(t *testing.T) {
+	release := make(chan struct{}, 2) // one per quiet request
+	ran := make(chan struct{}, 2)
+	_, _, sa, _ := connect(t, viaTCP, testConfig(1), testConfig(2), func(a, b *Node) {
+		b.HandleRequests(LaneReplication, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			if string(p) == "echo" {
+				return p, nil
+			}
+			<-release
+			if !Answered(ctx) {
+				t.Error("Answered: the handler's context is not a request's")
+			}
+			ran <- struct{}{}
+			return p, nil
+		})
+	})
+
+	t.Run("no answer", func(t *testing.T) {
+		a := newAsyncAnswer(t)
+		release <- struct{}{}
+		sa.RequestAsync(context.Background(), LaneReplication, []byte("quiet"), 200*time.Millisecond, a.done)
+		<-ran
+		if r := a.wait(); !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Fatalf("a request whose handler called Answered: %q, %v; want its timeout", r.payload, r.err)
+		}
+	})
+	t.Run("forget", func(t *testing.T) {
+		a := newAsyncAnswer(t)
+		req := sa.RequestAsync(context.Background(), LaneReplication, []byte("quiet"), 0, a.done)
+		if n := sa.Pending(); n != 1 {
+			t.Fatalf("%d pending before Forget, want 1", n)
+		}
+		req.Forget()
+		if n := sa.Pending(); n != 0 {
+			t.Fatalf("%d pending after Forget, want 0", n)
+		}
+		release <- struct{}{}
+		<-ran
+		// Whatever may come back for the forgotten request is dropped.
+		if p, err := sa.Request(context.Background(), LaneReplication, []byte("echo")); err != nil || string(p) != "echo" {
+			t.Fatalf("echo after Forget: %q, %v", p, err)
+		}
+		req.Forget() // again: nothing
+		if Answered(context.Background()) {
+			t.Error("Answered outside a handler reported true")
+		}
+		if n := a.calls.Load(); n != 0 {
+			t.Fatalf("a forgotten request was called back %d times", n)
+		}
+	})
+}

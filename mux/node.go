@@ -23,7 +23,8 @@ import (
 // RequestHandler answers a request received on a lane. payload belongs to
 // the handler. ctx is cancelled when the requester gives up (its context
 // ended) or the connection closes. A returned error travels to the
-// requester as *RemoteError (see RemoteError for the code rules).
+// requester as *RemoteError (see RemoteError for the code rules). A
+// handler that called Answered(ctx) sends nothing, whatever it returns.
 //
 // A handler may run on the connection's reader goroutine: when a read ends
 // with requests and nothing else buffered, the reader runs them itself,

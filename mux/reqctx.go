@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,25 @@ type reqCtx struct {
 	// the session, and the reader's state word for this request.
 	inline *Session
 	word   uint64
+
+	answered atomic.Bool // Answered: nothing is sent back
+}
+
+// requestKey finds, through a handler's derived contexts, its request.
+type requestKey struct{}
+
+// Answered marks the request whose handler runs with ctx, or with a
+// context derived from it, as answered another way: once the handler
+// returns, nothing is sent back, whatever it returned. It is for a
+// requester that gets its answer elsewhere and then forgets its request
+// (AsyncRequest.Forget); one that still waits times out. It reports false,
+// and does nothing, when ctx belongs to no request handler.
+func Answered(ctx context.Context) bool {
+	c, ok := ctx.Value(requestKey{}).(*reqCtx)
+	if ok {
+		c.answered.Store(true)
+	}
+	return ok
 }
 
 // inlineKey finds, through a handler's derived contexts, the reqCtx of a
@@ -39,9 +59,14 @@ var _ context.Context = (*reqCtx)(nil)
 func (c *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // Value carries no application values; inlineKey finds the context of a
-// request that runs on its connection's reader.
+// request that runs on its connection's reader, requestKey any request's.
 func (c *reqCtx) Value(key any) any {
-	if _, ok := key.(inlineKey); ok && c.inline != nil {
+	switch key.(type) {
+	case inlineKey:
+		if c.inline != nil {
+			return c
+		}
+	case requestKey:
 		return c
 	}
 	return nil

@@ -174,6 +174,15 @@ func (s *Session) Err() error {
 	return s.closeErr
 }
 
+// Pending returns how many requests sent on the session (or on the
+// session that superseded it) still await their answers: a gauge.
+func (s *Session) Pending() int {
+	s = s.current()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
 // Close closes the connection. Pending requests fail with
 // ErrConnectionLost; the peer sees the same for its own.
 func (s *Session) Close() error {
@@ -418,8 +427,8 @@ func (r *inbound) run() {
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	r.ctx.cancel()
-	if !stillWanted {
-		return // the requester cancelled; nobody reads the answer
+	if !stillWanted || r.ctx.answered.Load() {
+		return // the requester cancelled, or has its answer (Answered)
 	}
 	max := s.node.cfg.MaxMessage
 	if err == nil && len(resp) > max {
