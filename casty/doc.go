@@ -207,7 +207,8 @@
 //     argument. A call made from a member that is itself one of the key's
 //     replicas is answered there as soon as that member's copy holds the
 //     commit as the acknowledgement that completes Write (an early answer:
-//     one network round trip instead of two, the owner's reply following);
+//     one network round trip instead of two, and one message fewer: the
+//     owner, seeing that member's acknowledgement, sends no reply);
 //     handlers that return an Answer error or emit wait for the owner. A
 //     Read(Majority) call from such a member is answered there the same
 //     way, once its copy confirms the owner's ballot and state.

@@ -24,9 +24,14 @@ import (
 // Read(Majority) call that changed nothing is answered the same way, on
 // the confirm (replica.Session.ConfirmAnswering), once the caller's copy
 // confirmed the owner's ballot and holds nothing newer than its state. The
-// caller has its answer after one round trip instead of two; the owner's
-// own answer still follows and is dropped. Whatever goes wrong on the
-// early path, the call waits for the owner's answer as before.
+// caller has its answer after one round trip instead of two. When the
+// owner sees that member's vote decide the round (replica.Decides, as
+// that member judged it before it voted), it knows the answer was handed
+// on and sends no reply of its own (mux.Answered); the call, once it
+// has the early answer, forgets its request (mux.AsyncRequest.Forget).
+// Otherwise the owner's own answer follows and is dropped. Whatever goes
+// wrong on the early path, the call waits for the owner's answer as
+// before.
 
 // maxEarlyAnswer bounds the answer a commit carries: a larger one travels
 // only in the owner's reply, rather than twice.
@@ -35,8 +40,9 @@ const maxEarlyAnswer = 64 << 10
 // earlyReply is a waiting call's outcome: the owner's reply (or the error
 // that ended its request), or the answer the owner's commit carried.
 type earlyReply struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	early bool // the answer a commit carried
 }
 
 // earlyWait is one call waiting for either.
@@ -90,7 +96,7 @@ func (e *earlyWaits) deliver(tag uint64, answer []byte, delivered *atomic.Int64)
 		return
 	}
 	delivered.Add(1)
-	w.ch <- earlyReply{b: answer}
+	w.ch <- earlyReply{b: answer, early: true}
 }
 
 // wantsEarly reports whether a call of k's key at point, made from this
@@ -117,9 +123,9 @@ func (cl *cluster) wantsEarly(k *actor.Kind, point uint64) bool {
 
 // requestEarly sends a call that carries w's tag and returns the first of
 // the owner's reply and the answer the owner's commit brought this member
-// (early). After an early answer the request is left to finish, its reply
-// dropped: cancelling it would cancel the call's context on the owner,
-// whose commit round still runs under it. w must hold no outcome: a retry
+// (early). After an early answer the request is forgotten, not cancelled:
+// cancelling it would cancel the call's context on the owner, whose
+// commit round still runs under it. w must hold no outcome: a retry
 // after a refusal (which ran nothing, so no commit can carry an answer)
 // rearms it.
 func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeout time.Duration, w *earlyWait) ([]byte, error) {
@@ -135,6 +141,12 @@ func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeou
 	})
 	select {
 	case r := <-w.ch:
+		if r.early {
+			// The owner sends no reply when it saw this member's vote
+			// decide, and drops none otherwise: either way nothing is
+			// left to wait for.
+			req.Forget()
+		}
 		return r.b, r.err
 	case <-ctx.Done():
 		req.Cancel()
@@ -177,6 +189,16 @@ func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.
 	}
 	answer := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env)), x.early.tag)
 	return replica.NodeID(x.early.to), append(answer, env...)
+}
+
+// answerTaken records, on the request of the served call ctx belongs to,
+// that the caller's member handed the answer its commit carried to the
+// call (replica.Decides held for that member's reply): the owner sends no
+// reply, which the call, having forgotten its request, would drop.
+func (r *replicator) answerTaken(ctx context.Context) {
+	if x, _ := ctx.Value(servedKey{}).(*servedCtx); x != nil && x.early != nil && x.early.used && mux.Answered(x.Context) {
+		r.repliesWithheld.Add(1)
+	}
 }
 
 // answerEarly hands the answer that m, a commit or a confirm, carries to

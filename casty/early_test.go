@@ -119,6 +119,37 @@ func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
 	}
 }
 
+// An owner that sees the caller's member vote so that it decided the
+// round (the vote that member counted as deciding before it handed the
+// answer on) sends no reply of its own, and the call forgot its request:
+// nothing is left pending on the caller's member. Before, every early
+// answer was followed by the owner's reply, a message the caller dropped.
+func TestAnAnswerTakenEarlyIsNotSentAgain(t *testing.T) {
+	nodes, caller, key, _ := earlyCluster(t)
+	owner := nodes[0]
+	ctx := context.Background()
+	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != 1 {
+		t.Fatalf("first call: %d, %v", n, err)
+	}
+	before, withheldBefore := caller.Replication().EarlyAnswers, owner.Replication().RepliesWithheld
+	const calls = 20
+	for i := range calls {
+		if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != i+2 {
+			t.Fatalf("add %d: %d, %v", i, n, err)
+		}
+	}
+	// The third replica takes nothing, so every round is decided by the
+	// caller's member's vote, and every call answered early; the owner
+	// ends the last call's round after the caller has its answer.
+	if early := caller.Replication().EarlyAnswers - before; early != calls {
+		t.Fatalf("%d of %d calls answered early", early, calls)
+	}
+	waitFor(t, 5*time.Second, "the owner to withhold every reply", func() bool {
+		return owner.Replication().RepliesWithheld-withheldBefore == calls
+	})
+	waitFor(t, 5*time.Second, "no request left pending on the caller's member", func() bool { return casty.PendingTo(caller, owner) == 0 })
+}
+
 // A Read(Majority) call made from one of the key's replicas is answered
 // as soon as that replica confirms, as the reply the read quorum still
 // needs, that the owner's ballot is its promise and it holds nothing

@@ -93,6 +93,16 @@ func CountRequests(s *System, kind, key string) (count func() int32) {
 	return n.Load
 }
 
+// PendingTo is how many requests from's session to to still awaits
+// answers for (0 when there is no session).
+func PendingTo(from, to *System) int {
+	sess, ok := from.cl.node.Session(mux.NodeID(to.cl.self))
+	if !ok {
+		return 0
+	}
+	return sess.Pending()
+}
+
 // Leaving reports whether the member has begun to leave: it refuses calls
 // as leaving.
 func Leaving(s *System) bool { return s.cl.closed.Load() }

@@ -66,14 +66,15 @@ type replicator struct {
 	reacting bool       // a reactivation of durable actors runs
 	reagain  bool       // the view changed while it ran: run again
 
-	pulling      sync.Map     // ring.NodeID: a facts request to that member is in flight
-	commits      atomic.Int64 // commits made by this member's activations
-	commitBytes  atomic.Int64 // bytes of their commit messages sent
-	syncIn       atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
-	syncOut      atomic.Int64 // bytes of copies sent in answer to others' syncs
-	repaired     atomic.Int64 // copies adopted by anti-entropy passes
-	earlyAnswers atomic.Int64 // calls from here answered by this member's copy (early.go)
-	missedBasis  atomic.Int64 // commits this member's copy answered need-full
+	pulling         sync.Map     // ring.NodeID: a facts request to that member is in flight
+	commits         atomic.Int64 // commits made by this member's activations
+	commitBytes     atomic.Int64 // bytes of their commit messages sent
+	syncIn          atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
+	syncOut         atomic.Int64 // bytes of copies sent in answer to others' syncs
+	repaired        atomic.Int64 // copies adopted by anti-entropy passes
+	earlyAnswers    atomic.Int64 // calls from here answered by this member's copy (early.go)
+	repliesWithheld atomic.Int64 // calls served here whose answer the caller's member handed on (early.go)
+	missedBasis     atomic.Int64 // commits this member's copy answered need-full
 	// Commits waiting for the commit they were built on (basisOnItsWay),
 	// closed when the copy publishes one, and how long they wait
 	// (basisWait; tests change it); guarded by mu.
@@ -387,6 +388,9 @@ func (r *replicator) learn(b []byte) {
 type reply struct {
 	from replica.NodeID
 	raw  []byte
+	// carried: the request answered, when it carried a call's answer
+	// (early.go); nil otherwise.
+	carried *replica.Msg
 }
 
 // round collects the answers to one round's requests. Answers arrive on
@@ -451,18 +455,20 @@ func (rd *round) take(into []reply) []reply {
 // run carries out one round of s until it ends: it sends outs, feeds the
 // replies to s, sends what follows, and expires the round at its deadline
 // (ReplicationTimeout, or ctx's when sooner), or as soon as every request
-// of the round has failed (nothing more can arrive).
+// of the round has failed (nothing more can arrive). It reports taken when
+// the member a call's answer rode to voted so that it decided the round
+// (replica.Decides): that member handed the answer to the call (early.go).
 //
 // The requests go out without a goroutine each: their answers come back
 // on the connections' readers and wake this goroutine, once per batch of
 // answers (the latency of a commit is two wake-ups past the network).
-func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) replica.Result {
+func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) (_ replica.Result, taken bool) {
 	r.mu.Lock()
 	res := s.Results()
 	r.mu.Unlock()
 	if len(res) > 0 {
 		r.sendAsync(outs)
-		return res[len(res)-1]
+		return res[len(res)-1], false
 	}
 	deadline := time.Now().Add(r.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -514,11 +520,11 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	}
 	// expire ends a round that cannot succeed any more, abandoning the
 	// requests still out.
-	expire := func() replica.Result {
+	expire := func() (replica.Result, bool) {
 		for _, req := range sent {
 			req.Cancel()
 		}
-		return r.expire(s)
+		return r.expire(s), false
 	}
 	send(answerFirst(outs))
 	for {
@@ -557,6 +563,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			if m.Op == replica.OpAck {
 				r.cl.sys.tel.acked(1)
 			}
+			if rp.carried != nil && replica.Decides(rp.carried, m) {
+				taken = true
+			}
 			r.mu.Lock()
 			more := s.Step(rp.from, m)
 			res := s.Results()
@@ -571,7 +580,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 						r.lateAck(rd, late)
 					}
 				}
-				return res[len(res)-1]
+				return res[len(res)-1], taken
 			}
 			send(more)
 		}
@@ -700,11 +709,15 @@ func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout ti
 			rd.put(reply{from: to})
 			return mux.AsyncRequest{}, false
 		}
+		var carried *replica.Msg
+		if len(o.Msg.Answer) > 0 {
+			carried = o.Msg
+		}
 		req := sess.RequestAsync(ctx, mux.LaneReplication, b, timeout, func(resp []byte, err error) {
 			if err != nil {
 				resp = nil
 			}
-			rd.put(reply{from: to, raw: resp})
+			rd.put(reply{from: to, raw: resp, carried: carried})
 		})
 		putOut(b)
 		return req, true
@@ -797,7 +810,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		sess = replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
 		outs := sess.Open()
 		r.mu.Unlock()
-		res = r.run(ctx, sess, outs)
+		res, _ = r.run(ctx, sess, outs)
 		if res.Err == nil {
 			break
 		}
@@ -905,7 +918,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		r.mu.Lock()
 		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
-		res := r.run(ctx, s.sess, outs)
+		res, taken := r.run(ctx, s.sess, outs)
 		r.mu.Lock()
 		s.armFlush() // a quiet flush that found this round running left it to us
 		r.mu.Unlock()
@@ -919,6 +932,9 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 			}
 			return fmt.Errorf("%w: %s/%s: confirming the read: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
 		}
+		if taken {
+			r.answerTaken(ctx)
+		}
 		return nil
 	}
 	to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
@@ -926,7 +942,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	s.sess.Quiet(!s.hot())
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
-	res := r.run(ctx, s.sess, outs)
+	res, taken := r.run(ctx, s.sess, outs)
 	r.mu.Lock()
 	s.armFlush()
 	r.mu.Unlock()
@@ -939,6 +955,9 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	}
 	_ = s.tracker.Commit(pending)
 	r.commits.Add(1)
+	if taken {
+		r.answerTaken(ctx)
+	}
 	if res.Fenced {
 		s.over = fmt.Errorf("%w: %s/%s: %w: a newer owner exists", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied)
 	}
@@ -988,6 +1007,11 @@ type ReplicationStats struct {
 	// (replica/SPEC.md, "Early answers"), a round trip before the owner's
 	// reply.
 	EarlyAnswers int64
+	// RepliesWithheld counts the calls from other members that this member
+	// served and did not answer itself, because the caller's member had
+	// handed the call the answer the commit carried (the other side of
+	// EarlyAnswers; replica/SPEC.md, "Early answers").
+	RepliesWithheld int64
 	// MissedBasis counts the commits this member's copy could not apply
 	// because it lacked the commit they were built on (one it missed, or
 	// one still on its way after a short wait), each answered need-full:
@@ -1017,7 +1041,7 @@ func (s *System) Replication() ReplicationStats {
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0,
-		EarlyAnswers: r.earlyAnswers.Load(), MissedBasis: r.missedBasis.Load()}
+		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}

@@ -439,7 +439,7 @@ func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *rep
 		replies := make(chan reply, len(outs))
 		sent := 0
 		for _, o := range outs {
-			if r.spawn(func() { replies <- reply{o.To, r.send(ctx, o)} }) {
+			if r.spawn(func() { replies <- reply{from: o.To, raw: r.send(ctx, o)} }) {
 				sent++
 			}
 		}
