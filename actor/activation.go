@@ -60,6 +60,7 @@ type Activation struct {
 	touched  bool         // a call (not a tick) ran since lastUsed was set
 	evicted  bool         // its key moved away: queued calls fail with ErrRangeMoving
 	roomFor  bool         // deactivating to make room under Config.MaxActivations
+	settling bool         // its handler returned and it has not yet gone idle or taken its next message (capacity.go)
 	status   uint8        // statusActive, statusClosing, statusClosed
 	stopReq  Reason       // deactivate after the current message
 	inflight int32        // service calls running (packed beside failures: an activation stays in its size class)
@@ -175,7 +176,11 @@ func (a *Activation) drain() {
 		if a.stopReq != ReasonNone && a.inflight == 0 && a.status == statusActive {
 			reason := a.stopReq
 			a.status = statusClosing
+			woke := a.unsettle()
 			a.mu.Unlock()
+			if woke {
+				a.host.freed()
+			}
 			a.deactivate(reason)
 			return
 		}
@@ -193,13 +198,21 @@ func (a *Activation) drain() {
 			if a.touched {
 				a.lastUsed, a.touched = a.host.now(), false
 			}
+			woke := a.unsettle()
 			a.mu.Unlock()
+			if woke {
+				a.host.freed()
+			}
 			return
 		}
 		linger = 0
 		e := a.pop()
+		woke := a.unsettle() // busy with the next message
 		if e.sched != nil && e.sched.done {
 			a.mu.Unlock()
+			if woke {
+				a.host.freed()
+			}
 			continue // its schedule was cancelled while it waited
 		}
 		a.current = e.method
@@ -208,6 +221,9 @@ func (a *Activation) drain() {
 			a.inflight++
 		}
 		a.mu.Unlock()
+		if woke {
+			a.host.freed()
+		}
 
 		switch e.ctl {
 		case ctlDrain:
@@ -249,8 +265,12 @@ func (a *Activation) runHere(e *Envelope) {
 	a.mu.Unlock()
 	a.process(e)
 	a.mu.Lock()
+	woke := a.unsettle()
 	if !a.empty() || a.stopReq != ReasonNone {
 		a.mu.Unlock()
+		if woke {
+			a.host.freed()
+		}
 		a.host.start(a) // still marked running: the worker takes over
 		return
 	}
@@ -260,6 +280,9 @@ func (a *Activation) runHere(e *Envelope) {
 		a.lastUsed, a.touched = a.host.now(), false
 	}
 	a.mu.Unlock()
+	if woke {
+		a.host.freed()
+	}
 }
 
 // serve runs one service call on its own goroutine, cancelled if the host
@@ -292,7 +315,11 @@ func (a *Activation) serve(e *Envelope) {
 	}
 	a.touched = true
 	a.lastUsed = a.host.now()
+	woke := a.unsettle()
 	a.mu.Unlock()
+	if woke {
+		a.host.freed()
+	}
 	if start {
 		a.run()
 	}

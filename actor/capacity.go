@@ -15,9 +15,11 @@ import (
 // stopping — and deactivates it as its idle timeout would have, then
 // waits for a slot to free (any slot: another deactivation may free one
 // first); while as many activations are already deactivating to make
-// room as callers wait for one, it only waits. When no activation is idle
-// and none is deactivating to make room, the call fails with
-// ErrOverloaded. So the host never holds more than MaxActivations
+// room as callers wait for one, it only waits. While an activation is
+// settling — its handler returned, its commit still runs (settle) — it
+// waits for it too, and looks again once it went idle or took its next
+// message. When no activation is idle, none is deactivating to make room
+// and none is settling, the call fails with ErrOverloaded. So the host never holds more than MaxActivations
 // activations, and a flood of new keys costs the flood's callers their
 // wait, not the host its memory. Close wakes the waiting callers, who then
 // fail with ErrActorUnavailable.
@@ -54,9 +56,10 @@ func (h *Host) reserve() bool {
 	}
 }
 
-// freed wakes the callers waiting for a slot: one was released, or an
+// freed wakes the callers waiting for a slot: one was released, an
 // activation deactivating to make room ended (even when calls queued on
-// it meanwhile kept its slot, the waiters must look again).
+// it meanwhile kept its slot, the waiters must look again), or a settling
+// one went idle or took its next message.
 func (h *Host) freed() {
 	// A caller that starts waiting after this load reads live after the
 	// release, and sees the slot.
@@ -93,7 +96,7 @@ func (h *Host) makeRoom(ctx context.Context, k *Kind, key string, e *Envelope) e
 	// and without this check each would deactivate one more. A caller
 	// refuses only once it found nothing idle itself, with no deactivation
 	// in flight to wait for.
-	if h.evicting.Load() < int64(h.room.waiting.Load()) && !h.evictIdle() && h.evicting.Load() == 0 {
+	if h.evicting.Load() < int64(h.room.waiting.Load()) && !h.evictIdle() && h.evicting.Load() == 0 && h.settling.Load() == 0 {
 		if h.live.Load() < int64(h.cfg.MaxActivations) {
 			return nil // a deactivation ended since the first look
 		}
@@ -116,6 +119,33 @@ func (h *Host) makeRoom(ctx context.Context, k *Kind, key string, e *Envelope) e
 	case <-timeout:
 		return &TimeoutError{Kind: k.Name, Key: key, Method: e.method.Name}
 	}
+}
+
+// settle marks a as settling: its handler returned and its commit
+// (Session.Commit) runs. A settling activation is not idle, but it soon
+// will be, or will take its next message: a caller making room waits for
+// it rather than fail with ErrOverloaded — casty answers a replicated call
+// from the caller's member before the owner's commit ends, so the caller's
+// next call may find the activation still settling.
+func (a *Activation) settle() {
+	a.mu.Lock()
+	if !a.settling {
+		a.settling = true
+		a.host.settling.Add(1)
+	}
+	a.mu.Unlock()
+}
+
+// unsettle ends a's settling, when it was: a went idle, took its next
+// message or stops. The caller holds a.mu and, when it reports true, calls
+// host.freed once a.mu is released: the callers waiting for room look again.
+func (a *Activation) unsettle() bool {
+	if !a.settling {
+		return false
+	}
+	a.settling = false
+	a.host.settling.Add(-1)
+	return true
 }
 
 // evictable reports whether a may be deactivated to make room: idle, and

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,5 +222,96 @@ func TestCapacityWaitsForTheEvictionAndCloseWakes(t *testing.T) {
 	close(gate)
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// gatedCommits is a Durability whose commits wait, while held, until
+// released: an activation whose handler returned and whose commit still
+// runs, as casty's is after the caller's member answered its call early.
+type gatedCommits struct {
+	held    atomic.Bool
+	entered chan string   // the key of a commit that waits
+	release chan struct{} // closed: held commits go on
+}
+
+func (g *gatedCommits) Restore(context.Context, *Activation) (Session, error) {
+	return &gatedSession{g: g}, nil
+}
+
+type gatedSession struct{ g *gatedCommits }
+
+func (s *gatedSession) Commit(ctx context.Context, _ bool) error {
+	if s.g.held.Load() {
+		s.g.entered <- FromContext(ctx).Key()
+		<-s.g.release
+	}
+	return nil
+}
+
+func (s *gatedSession) Release() {}
+
+// A call that needs an activation while the only one is settling — its
+// handler returned, its commit still runs — waits for that commit and
+// then evicts the activation, instead of failing with ErrOverloaded as it
+// does when every activation runs a handler
+// (TestMaxActivationsOverloadedWhenAllBusy).
+func TestMaxActivationsWaitsForASettlingActivation(t *testing.T) {
+	k, err := NewKind(reflect.TypeFor[counter](), KindOptions{Name: "test.settling"}, wire.NewRegistry(), func() any { return new(counter) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedCommits{entered: make(chan string, 1), release: make(chan struct{})}
+	h, err := NewHost(Config{MaxActivations: 1, Durability: g}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { g.held.Store(false); close(g.release) }) }
+	t.Cleanup(releaseAll) // before Close, which waits for a's commit
+	if n, err := addOne(t, h, k, "a"); err != nil || n != 1 {
+		t.Fatalf("a: %d, %v", n, err)
+	}
+	g.held.Store(true)
+	first := make(chan error, 1)
+	go func() {
+		n, err := addOne(t, h, k, "a")
+		if err == nil && n != 2 {
+			err = fmt.Errorf("a answered %d, want 2", n)
+		}
+		first <- err
+	}()
+	if key := <-g.entered; key != "a" {
+		t.Fatalf("commit of %q held, want a", key)
+	}
+	second := make(chan error, 1)
+	go func() {
+		n, err := addOne(t, h, k, "b")
+		if err == nil && n != 1 {
+			err = fmt.Errorf("b answered %d, want 1", n)
+		}
+		second <- err
+	}()
+	// Observation window: b must wait for a's commit, not be refused.
+	select {
+	case err := <-second:
+		t.Fatalf("b, while a's commit runs: %v; want it to wait", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	releaseAll()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("b once a settled: %v", err)
+	}
+	if n := h.Len(); n != 1 {
+		t.Fatalf("%d active, want 1", n)
 	}
 }

@@ -62,8 +62,10 @@ type Config struct {
 	// call that needs a new one while the host is full first deactivates
 	// an idle one (capacity.go): the least recently used of a sample,
 	// gracefully, exactly as its idle timeout would have (Deactivate hook,
-	// Durability's Release), and waits for it to be gone; when none is
-	// idle it fails with ErrOverloaded. Default 1,000,000.
+	// Durability's Release), and waits for it to be gone; it waits too
+	// for one whose handler returned and whose commit still runs (it soon
+	// is idle); when none is idle and none is committing it fails with
+	// ErrOverloaded. Default 1,000,000.
 	MaxActivations int
 	// Lifecycle, when set, is told when an activation starts (its Activate
 	// hook succeeded: started true, reason ReasonNone) and when a started

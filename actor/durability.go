@@ -158,6 +158,7 @@ func (a *Activation) stopped(e *Envelope) {
 // with that error, drops the handler's emits and marks the activation
 // lost; it reports false then, and the caller must not finish e.
 func (a *Activation) commit(e *Envelope, failed bool) bool {
+	a.settle()
 	err := a.host.guard(func() error { return a.sess.Commit(&e.hctx, failed) })
 	if err == nil {
 		return true

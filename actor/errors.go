@@ -54,7 +54,8 @@ var (
 
 	// ErrOverloaded is returned when a call needs a new activation, the
 	// host already holds Config.MaxActivations, and none of them is idle
-	// to be deactivated to make room. Definite: nothing ran; the caller
+	// to be deactivated to make room, nor soon to be (its handler returned,
+	// its commit runs: the call waits for such a one). Definite: nothing ran; the caller
 	// may retry later.
 	ErrOverloaded = errors.New("casty: overloaded")
 )

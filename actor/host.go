@@ -56,6 +56,7 @@ type Host struct {
 	live     atomic.Int64 // activations not yet finalized, and slots reserved for new ones
 	room     room         // Config.MaxActivations (capacity.go)
 	evicting atomic.Int64 // activations deactivating to make room
+	settling atomic.Int64 // activations settling: their handler returned, their commit runs (capacity.go)
 	minIdle  atomic.Int64 // smallest idle timeout among kinds seen, ns
 	drained  chan struct{}
 	drainOne sync.Once
