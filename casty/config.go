@@ -33,8 +33,10 @@ type Config struct {
 	// is full first deactivates an idle one — the least recently used of
 	// a sample, gracefully, as its idle timeout would have: Deactivate
 	// hook run, replicated state kept on its replicas — and waits for it
-	// to be gone; when every activation is busy the call fails with
-	// ErrOverloaded (definite). Default 1,000,000: about 250 MB of
+	// to be gone, or for one that is only ending a commit (a replicated
+	// call answered early by the caller's member may leave its activation
+	// committing for a moment); when every activation is running a
+	// handler the call fails with ErrOverloaded (definite). Default 1,000,000: about 250 MB of
 	// bookkeeping at the ~250 B an idle activation costs beside its state
 	// (BENCHMARKS.md), room for the many small actors a member is made
 	// for, while a flood of keys from one caller can no longer grow a

@@ -51,7 +51,8 @@ var (
 	// Definite.
 	ErrCallChainTooLong = actor.ErrCallChainTooLong
 	// ErrOverloaded: the call needed a new activation on a member already
-	// holding Config.MaxActivations, none of them idle; or the member was
+	// holding Config.MaxActivations, each running a handler (none idle,
+	// none only ending a commit); or the member was
 	// already handling as many requests from this connection as its
 	// transport takes at once (mux.Config.MaxRequests). Definite: nothing
 	// ran; retry later.
