@@ -14,6 +14,18 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
+// closeAtCleanup closes h when the test ends, failing it if the drain
+// does not end within 5 s.
+func closeAtCleanup(t *testing.T, h *Host) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // capacityHost returns a host holding at most max activations of a
 // counter kind, and the keys deactivated on it, in order, with why.
 func capacityHost(t *testing.T, max int) (*Kind, *Host, func() []string) {
@@ -34,13 +46,7 @@ func capacityHost(t *testing.T, max int) (*Kind, *Host, func() []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := h.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	closeAtCleanup(t, h)
 	return k, h, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -265,13 +271,7 @@ func TestMaxActivationsWaitsForASettlingActivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := h.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	closeAtCleanup(t, h)
 	var once sync.Once
 	releaseAll := func() { once.Do(func() { g.held.Store(false); close(g.release) }) }
 	t.Cleanup(releaseAll) // before Close, which waits for a's commit
