@@ -19,9 +19,9 @@ import (
 // settling — its handler returned, its commit still runs (settle) — it
 // waits for it too, and looks again once it went idle or took its next
 // message. When no activation is idle, none is deactivating to make room
-// and none is settling, the call fails with ErrOverloaded. So the host never holds more than MaxActivations
-// activations, and a flood of new keys costs the flood's callers their
-// wait, not the host its memory. Close wakes the waiting callers, who then
+// and none is settling, the call fails with ErrOverloaded. So the host
+// never holds more than MaxActivations activations, and a flood of new
+// keys costs the flood's callers their wait, not the host its memory. Close wakes the waiting callers, who then
 // fail with ErrActorUnavailable.
 //
 // The victim is the least recently used of a sample (evictSample idle

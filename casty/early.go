@@ -142,9 +142,9 @@ func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeou
 	select {
 	case r := <-w.ch:
 		if r.early {
-			// The owner sends no reply when it saw this member's vote
-			// decide, and drops none otherwise: either way nothing is
-			// left to wait for.
+			// The owner sends no reply once it saw this member's vote
+			// decide, and otherwise one this call would only drop:
+			// nothing is left to wait for.
 			req.Forget()
 		}
 		return r.b, r.err
