@@ -105,13 +105,22 @@ func (s Status) String() string {
 // Msg is one replication message. Kind and Key name the actor; the other
 // fields are used as its Op says (SPEC.md lists them per Op).
 type Msg struct {
-	Op       Op
+	Op     Op
+	Status Status
+	// Voter (OpPromise) says the answer counts toward the read quorum:
+	// the replica has synced the actor's range (or never left it).
+	Voter bool
+	More  bool
+	// Brief (OpSync, OpSynced) asks for, and marks, records without their
+	// pages: the keys and versions a repair compares (Repair).
+	Brief bool
+	// (The one-byte fields come first, together: a Msg is allocated for
+	// every message, and apart they would pad it by 32 bytes.)
 	Version  uint64
 	Digest   uint64
 	Kind     string
 	Key      string
 	Ballot   Ballot
-	Status   Status
 	Promised Ballot
 	Accepted Ballot
 	Stamp    pager.Stamp
@@ -119,18 +128,11 @@ type Msg struct {
 	Have     *pager.Listing
 	Delta    *pager.Delta
 	Reason   string
-	// Voter (OpPromise) says the answer counts toward the read quorum:
-	// the replica has synced the actor's range (or never left it).
-	Voter   bool
-	Ranges  []Range // OpSync, OpSynced: the ranges asked for
-	Records []Record
-	More    bool
+	Ranges   []Range // OpSync, OpSynced: the ranges asked for
+	Records  []Record
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
 	Facts []byte
-	// Brief (OpSync, OpSynced) asks for, and marks, records without their
-	// pages: the keys and versions a repair compares (Repair).
-	Brief bool
 	// Answer (OpCommit) is the runtime's answer to the call whose commit
 	// this is, attached by Session.CommitAnswering for the one member whose
 	// acceptance completes the write quorum together with the owner's own
