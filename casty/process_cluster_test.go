@@ -21,6 +21,19 @@ import (
 // act on real processes: the kernel resets a killed process's connections,
 // a stopped one answers nothing while its sockets stay open.
 
+// processConfig is replicationConfig for the member processes ("fast")
+// and their lite client, with a keepalive that tolerates CI's load: five
+// processes built with -race beside the rest of the suite on two cores
+// can miss fastCluster's 500 ms ping deadline, and a connection closed for
+// it fails the calls on it (CI once: "keepalive failed: i/o deadline
+// reached" in TestRollingRestartOfProcessesLosesNothing, which restarts
+// members gracefully and so needs no fast failure detection).
+func processConfig() casty.Config {
+	c := replicationConfig()
+	c.KeepAliveTimeout = 2 * time.Second
+	return c
+}
+
 // TestHelperMember is not a test: run by the process tests as a child, it
 // starts a member (seeds and config from the environment), prints its
 // address, then a STATUS line whenever its placement or sync state
@@ -32,7 +45,7 @@ func TestHelperMember(t *testing.T) {
 	}
 	cfg := casty.Config{RemoveDeadAfter: time.Hour}
 	if os.Getenv("CASTY_HELPER_CONFIG") == "fast" {
-		cfg = replicationConfig()
+		cfg = processConfig()
 		cfg.RepairInterval = time.Second // anti-entropy and pruning in test time
 	}
 	var seeds []string
@@ -81,7 +94,7 @@ type procMember struct {
 
 // startProcMember starts a child member joining through seeds, with the
 // default Config ("default", RemoveDeadAfter an hour so that a killed
-// member's keys wait for no removal) or replicationConfig ("fast"). It is
+// member's keys wait for no removal) or processConfig ("fast"). It is
 // killed at the end of the test.
 func startProcMember(t *testing.T, seeds []string, config string) *procMember {
 	t.Helper()
@@ -181,7 +194,7 @@ func startProcCluster(t *testing.T, n int, config string) ([]*procMember, *casty
 	}
 	cfg := casty.Config{}
 	if config == "fast" {
-		cfg = replicationConfig()
+		cfg = processConfig()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
