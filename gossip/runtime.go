@@ -256,9 +256,18 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 // Leave departs gracefully: the LEFT record goes to the neighbours (who
 // spread it without any suspicion), the node lingers Config.LeaveLinger
 // answering grafts for it, then the agent closes.
+//
+// Cancelling ctx cuts the linger short, not the announcement: the LEFT
+// record goes out first however early ctx is cancelled, unless ctx's
+// deadline passes before the agent takes it (then ctx's error).
 func (a *Agent) Leave(ctx context.Context) error {
-	err := a.do(ctx, func() { a.carry(a.node.Leave(a.clock())) })
-	if err != nil {
+	actx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(actx, d)
+		defer cancel()
+	}
+	if err := a.do(actx, func() { a.carry(a.node.Leave(a.clock())) }); err != nil {
 		return err
 	}
 	linger := time.NewTimer(a.linger)
