@@ -673,8 +673,8 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 // encodeOut encodes a request for the replication lane into a buffer of
 // outBufs, counting the bytes of commits; the caller returns the buffer
 // (putOut) once mux has taken the request (it copies it before Request
-// and RequestAsync return).
-func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
+// returns).
+func (r *replicator) encodeOut(o replica.Out) (*[]byte, bool) {
 	buf := outBufs.Get().(*[]byte)
 	b, err := o.Msg.Append(append((*buf)[:0], laneReplica))
 	if err != nil {
@@ -685,16 +685,18 @@ func (r *replicator) encodeOut(o replica.Out) ([]byte, bool) {
 		r.commitBytes.Add(int64(len(b)))
 	}
 	*buf = b
-	return b, true
+	return buf, true
 }
 
 // outBufs holds encoded replication requests for reuse; putOut returns one.
 var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-func putOut(b []byte) {
-	if cap(b) <= maxPooledReq {
-		b = b[:0]
-		outBufs.Put(&b)
+// putOut returns a buffer of encodeOut to outBufs unless it grew too large
+// to keep.
+func putOut(buf *[]byte) {
+	if cap(*buf) <= maxPooledReq {
+		*buf = (*buf)[:0]
+		outBufs.Put(buf)
 	}
 }
 
@@ -713,7 +715,7 @@ func (r *replicator) requestAsync(ctx context.Context, o replica.Out, timeout ti
 		if len(o.Msg.Answer) > 0 {
 			carried = o.Msg
 		}
-		req := sess.RequestAsync(ctx, mux.LaneReplication, b, timeout, func(resp []byte, err error) {
+		req := sess.RequestAsync(ctx, mux.LaneReplication, *b, timeout, func(resp []byte, err error) {
 			if err != nil {
 				resp = nil
 			}
@@ -758,7 +760,7 @@ func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 	if err != nil || !sess.Member() {
 		return nil // unreachable, or no member: replicas go to members only
 	}
-	resp, err := sess.Request(ctx, mux.LaneReplication, b)
+	resp, err := sess.Request(ctx, mux.LaneReplication, *b)
 	if err != nil {
 		return nil
 	}

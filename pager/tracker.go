@@ -117,6 +117,10 @@ func (t *Tracker) structValue(state any) (reflect.Value, error) {
 	return v.Elem(), nil
 }
 
+// wholeField is the sub-keys an integral field's update names: its one
+// page. Shared and never written (capacity 1: an append copies).
+var wholeField = []string{""}[:1:1]
+
 func pageKey(field, sub string) string { return field + "/" + sub }
 
 // Prepare computes the delta from the committed page set to state (a pointer
@@ -180,7 +184,10 @@ func (t *Tracker) prepareField(p *Pending, i int, fv reflect.Value) error {
 		}
 		// The zero value is told by its encoding, not reflect's IsZero,
 		// which calls -0.0 zero: its page would be dropped and the sign lost.
-		data, same, err := compareEncoded(fv.Interface(), st.data)
+		if !f.fastEq {
+			cur = fv.Interface()
+		}
+		data, same, err := compareEncoded(cur, st.data)
 		if err != nil {
 			return fmt.Errorf("pager: field %s: %w", f.goName, err)
 		}
@@ -190,7 +197,11 @@ func (t *Tracker) prepareField(p *Pending, i int, fv reflect.Value) error {
 		if err := t.checkSize(f.key, data); err != nil {
 			return err
 		}
-		u.val, u.hasVal = cur, f.fastEq
+		if f.fastEq {
+			u.val, u.hasVal = cur, true
+		} else {
+			u.val, u.hasVal = nil, false
+		}
 		if same || sameDecoded(f, st.data, data, fv) {
 			// Unchanged bytes: only refresh the compared value.
 			u.data, u.changed = st.data, true
@@ -198,10 +209,10 @@ func (t *Tracker) prepareField(p *Pending, i int, fv reflect.Value) error {
 		}
 		u.changed, u.data = true, data
 		if data == nil {
-			u.del = []string{""}
+			u.del = wholeField
 			p.Delta.Dropped = append(p.Delta.Dropped, f.key)
 		} else {
-			u.set = []string{""}
+			u.set = wholeField
 			p.Delta.Pages = append(p.Delta.Pages, Page{Key: f.key, Data: data})
 		}
 	case Tracked:

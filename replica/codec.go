@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/pager"
@@ -373,6 +376,45 @@ func (d *decoder) string() string {
 	return string(d.take(d.int("string length", d.left())))
 }
 
+// kind reads a kind's name, interned: a cluster has a few kinds and every
+// message names one.
+func (d *decoder) kind() string {
+	b := d.take(d.int("string length", d.left()))
+	if k, ok := (*kindNames.Load())[string(b)]; ok {
+		return k
+	}
+	return internKind(string(b))
+}
+
+// kindNames maps each kind name seen to one copy of it, replaced whole on
+// a miss (copy on write: lookups take no lock). It stops growing at
+// maxKindNames, past which names are allocated per message.
+var (
+	kindNames   atomic.Pointer[map[string]string]
+	kindNamesMu sync.Mutex
+)
+
+const maxKindNames = 256
+
+func init() { kindNames.Store(&map[string]string{}) }
+
+func internKind(k string) string {
+	kindNamesMu.Lock()
+	defer kindNamesMu.Unlock()
+	old := *kindNames.Load()
+	if c, ok := old[k]; ok {
+		return c
+	}
+	if len(old) >= maxKindNames {
+		return k
+	}
+	m := make(map[string]string, len(old)+1)
+	maps.Copy(m, old)
+	m[k] = k
+	kindNames.Store(&m)
+	return k
+}
+
 // bytes returns a byte string of the input, aliasing d's private copy.
 func (d *decoder) bytes() []byte {
 	n := d.int("bytes length", d.left())
@@ -420,12 +462,30 @@ func (d *decoder) optStamp() pager.Stamp {
 
 func (d *decoder) ballot() Ballot { return hlc.Timestamp(d.stamp()) }
 
+// decoded is a decoded message with room for what a commit carries, its
+// delta and one page, so the usual commit is one allocation, not three
+// (a message without a delta is a Msg alone).
+type decoded struct {
+	Msg
+	delta pager.Delta
+	page  [1]pager.Page
+}
+
 func (d *decoder) msg() (*Msg, error) {
 	if f := d.byte(); d.err == nil && f != wireFormat {
 		return nil, fmt.Errorf("wire format %d, want %d", f, wireFormat)
 	}
-	m := &Msg{Op: Op(d.byte())}
+	op := Op(d.byte())
 	mask := d.uvarint()
+	var box *decoded
+	var m *Msg
+	if mask&fDelta != 0 {
+		box = new(decoded)
+		m = &box.Msg
+	} else {
+		m = new(Msg)
+	}
+	m.Op = op
 	if mask&^fAll != 0 {
 		d.fail(fmt.Errorf("unknown fields %#x", mask&^fAll))
 	}
@@ -436,7 +496,7 @@ func (d *decoder) msg() (*Msg, error) {
 		m.Digest = d.u64()
 	}
 	if mask&fKind != 0 {
-		m.Kind = d.string()
+		m.Kind = d.kind()
 	}
 	if mask&fKey != 0 {
 		m.Key = d.string()
@@ -471,7 +531,7 @@ func (d *decoder) msg() (*Msg, error) {
 		m.Have = l
 	}
 	if mask&fDelta != 0 {
-		m.Delta = d.delta()
+		m.Delta = d.delta(&box.delta, box.page[:0])
 	}
 	if mask&fReason != 0 {
 		m.Reason = d.string()
@@ -490,7 +550,7 @@ func (d *decoder) msg() (*Msg, error) {
 			r.Key = d.string()
 			r.Accepted = hlc.Timestamp(d.optStamp())
 			r.Stamp = d.optStamp()
-			r.Pages = d.pages()
+			r.Pages = d.pages(nil)
 		}
 	}
 	if len(m.Ranges) == 0 {
@@ -516,15 +576,16 @@ func (d *decoder) msg() (*Msg, error) {
 	return m, nil
 }
 
-func (d *decoder) delta() *pager.Delta {
+// delta decodes a delta into dl, its pages into pages' room when they fit.
+func (d *decoder) delta(dl *pager.Delta, pages []pager.Page) *pager.Delta {
 	flags := d.byte()
 	if flags&^1 != 0 {
 		d.fail(fmt.Errorf("bad delta flags %#x", flags))
 	}
-	dl := &pager.Delta{Full: flags&1 != 0, Stamp: d.optStamp(), Basis: d.optStamp()}
+	*dl = pager.Delta{Full: flags&1 != 0, Stamp: d.optStamp(), Basis: d.optStamp()}
 	dl.Part = d.int("delta part", pager.MaxParts)
 	dl.Parts = d.int("delta parts", pager.MaxParts)
-	dl.Pages = d.pages()
+	dl.Pages = d.pages(pages)
 	if n := d.count("dropped keys", 1); n > 0 {
 		dl.Dropped = make([]string, n)
 		for i := range dl.Dropped {
@@ -534,12 +595,18 @@ func (d *decoder) delta() *pager.Delta {
 	return dl
 }
 
-func (d *decoder) pages() []pager.Page {
+// pages decodes a list of pages into room's capacity when it fits.
+func (d *decoder) pages(room []pager.Page) []pager.Page {
 	n := d.count("pages", 3)
 	if n == 0 {
 		return nil
 	}
-	ps := make([]pager.Page, n)
+	var ps []pager.Page
+	if n <= cap(room) {
+		ps = room[:n:n]
+	} else {
+		ps = make([]pager.Page, n)
+	}
 	for i := range ps {
 		ps[i] = pager.Page{Key: d.string(), Data: d.bytes(), Stamp: d.optStamp()}
 	}

@@ -627,9 +627,9 @@ func (s *Session) carriesAnswer(id NodeID) bool {
 // them to the other members. A refusal by the owner's own copy (a newer
 // ballot was promised here) ends the round before anything is sent.
 func (s *Session) spread() []Out {
-	var out []Out
+	out := make([]Out, 0, len(s.set.Members))
 	if s.has(s.set.Self) {
-		out = s.selfApply(s.parts)
+		out = append(out, s.selfApply(s.parts)...)
 		if s.round == RoundNone {
 			return out
 		}
@@ -681,7 +681,7 @@ func (s *Session) spread() []Out {
 			}
 		}
 		n := len(out)
-		out = append(out, s.sendParts(id, parts)...)
+		out = s.appendParts(out, id, parts)
 		if len(parts) == 1 && s.carriesAnswer(id) {
 			out[n].Msg.Answer = s.answer
 		}
@@ -860,7 +860,11 @@ func (s *Session) fullParts() []pager.Delta {
 
 // sendParts returns the commit messages of parts for one member.
 func (s *Session) sendParts(to NodeID, parts []pager.Delta) []Out {
-	out := make([]Out, 0, len(parts))
+	return s.appendParts(make([]Out, 0, len(parts)), to, parts)
+}
+
+// appendParts appends to out a commit to to for each of parts.
+func (s *Session) appendParts(out []Out, to NodeID, parts []pager.Delta) []Out {
 	for i := range parts {
 		m := s.msg(OpCommit)
 		m.Delta = &parts[i]
