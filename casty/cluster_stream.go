@@ -270,7 +270,7 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 		for {
 			kind, b, err := r.fc.read()
 			if err != nil {
-				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(fmt.Errorf("%w: the caller went away: %v", ErrActorUnavailable, err))})
+				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(fmt.Errorf("%w: the caller went away: %w", ErrActorUnavailable, err))})
 				r.cancel()
 				return nil
 			}
@@ -320,7 +320,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	_, err = cl.route(ctx, deadline, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
+			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %w", ErrActorUnavailable, k.Name, key, method, d.addr, err)
 		}
 		c := newFrameConn(st, cl.sys.cfg.MaxMessage)
 		kind, b, err := c.read()
@@ -356,7 +356,7 @@ func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) b
 			if ctx.Err() != nil {
 				return
 			}
-			yield(zero, fmt.Errorf("%w: stream from the owner broke: %v", ErrActorUnavailable, err))
+			yield(zero, fmt.Errorf("%w: stream from the owner broke: %w", ErrActorUnavailable, err))
 			return
 		}
 		switch kind {
@@ -427,7 +427,7 @@ func remoteUpload[E, R any](ctx context.Context, fc *frameConn, elems iter.Seq2[
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		return r, fmt.Errorf("%w: upload to the owner broke: %v", ErrActorUnavailable, err)
+		return r, fmt.Errorf("%w: upload to the owner broke: %w", ErrActorUnavailable, err)
 	}
 	switch kind {
 	case frameResult:

@@ -223,6 +223,25 @@ func TestClusterOwnerDeathMovesKeyWithFreshState(t *testing.T) {
 	}
 }
 
+// A call whose owner dies while it runs may have taken effect: the
+// caller is told so (ErrConnectionLost, indeterminate), not only that the
+// actor was unavailable, which is definite when refused at the door.
+func TestClusterCallCutOffByItsOwnersDeathIsIndeterminate(t *testing.T) {
+	nodes := startCluster(t, 3)
+	victim := nodes[2]
+	key := keyOn(t, victim, nodes[0], Sleepers.Name())
+	inflight := make(chan error, 1)
+	go func() {
+		inflight <- casty.Do(context.Background(), Sleepers.Ref(nodes[0], key), (*Sleeper).Sleep, 2*time.Second)
+	}()
+	waitFor(t, 5*time.Second, "the call to start on its owner", func() bool { return victim.Active() == 1 })
+	casty.Crash(victim)
+	err := <-inflight
+	if !errors.Is(err, casty.ErrConnectionLost) || !errors.Is(err, casty.ErrActorUnavailable) {
+		t.Fatalf("a call whose owner died under it: %v; want ErrConnectionLost and ErrActorUnavailable", err)
+	}
+}
+
 func TestClusterGracefulCloseDrainsAndLeavesCleanly(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctx := context.Background()

@@ -45,7 +45,7 @@
 // # Errors
 //
 // Infrastructure failures are sentinels for errors.Is: ErrTimeout (also
-// matches context.DeadlineExceeded), ErrActorUnavailable,
+// matches context.DeadlineExceeded), ErrActorUnavailable, ErrConnectionLost,
 // ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
 // ErrTooManySpies, and the caller's mistakes ErrNotAHandler, ErrZeroRef,
@@ -69,7 +69,9 @@
 // gave up before it started is never run), and ErrQuorumUnavailable (a
 // commit that reached some replicas; when activating, before anything ran,
 // it is definite, but callers cannot tell the two apart and should treat
-// it as indeterminate).
+// it as indeterminate), and ErrConnectionLost (the connection to the
+// member serving the call died with the call sent; it also matches
+// ErrActorUnavailable, so test for it first).
 //
 // # Errors across nodes
 //

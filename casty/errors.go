@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/replica"
 )
 
@@ -14,8 +15,18 @@ var (
 	// Indeterminate. Also matches context.DeadlineExceeded; satisfies net.Error.
 	ErrTimeout = actor.ErrTimeout
 	// ErrActorUnavailable: the system is closed, or the activation was shut
-	// down with the call queued. Definite when refused at the door.
+	// down with the call queued, or no member could serve the call.
+	// Definite when refused at the door; indeterminate when the call was
+	// sent and its connection failed before the answer — then it also
+	// matches ErrConnectionLost.
 	ErrActorUnavailable = actor.ErrActorUnavailable
+	// ErrConnectionLost: the connection to the member serving the call (or
+	// stream) died while it was under way, the call already sent.
+	// Indeterminate: the handler may have run and, for a replicated
+	// actor, its write committed; retry only what is safe to repeat. Every
+	// such error also matches ErrActorUnavailable. It is
+	// mux.ErrConnectionLost.
+	ErrConnectionLost = mux.ErrConnectionLost
 	// ErrQuorumUnavailable: a replicated write did not reach its write
 	// quorum. Indeterminate: a replica may hold it.
 	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")

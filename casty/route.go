@@ -167,7 +167,10 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				// The owner's mux.Config.MaxRequests: refused, nothing ran.
 				return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrOverloaded, k.Name, key, req.Method, d.addr, err)
 			}
-			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %v", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
+			// Sent, and the connection or the session failed before the
+			// answer: the mux error stays matchable (ErrConnectionLost is
+			// indeterminate).
+			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %w", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}
 		resp = callResp{}
 		if err := decodeCallResp(b, &resp); err != nil {
