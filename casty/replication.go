@@ -527,6 +527,11 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		return r.expire(s), false
 	}
 	send(answerFirst(outs))
+	// Only now, the round's requests on their way, does a handler on its
+	// connection's reader hand the reading on before it waits: the commit
+	// that carries the caller's answer leaves without waiting for the
+	// hand-off (another goroutine woken, the batch's held answers written).
+	mux.HandOff(ctx)
 	for {
 		// No timer: every request carries the round's deadline (enforced
 		// by mux's sweeper), so the round ends by then through
@@ -901,7 +906,6 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	if s.over != nil {
 		return s.over
 	}
-	mux.HandOff(ctx)
 	r := s.r
 	pending, err := s.tracker.Prepare(s.act.State(), pager.Stamp(r.clock.Now()))
 	if err != nil {
