@@ -211,8 +211,10 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		return reply.Append([]byte{laneReplica})
 	}
 	r.observe(m)
+	reply := replies.Get().(*replica.Msg)
+	defer putReply(reply)
 	r.mu.Lock()
-	reply := r.rep.Handle(m, r.batch)
+	r.rep.HandleInto(reply, m, r.batch)
 	// A commit that overtook the one it was built on waits for it; the
 	// copy may publish others first (an earlier one still), so it looks
 	// again each time, until basisWait is up.
@@ -229,7 +231,7 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 			r.dropBasisWait(copyKey{m.Kind, m.Key}, wait)
 			break
 		}
-		reply = r.rep.Handle(m, r.batch)
+		r.rep.HandleInto(reply, m, r.batch)
 	}
 	r.noteCommit(m, reply)
 	behind := r.pl == nil || m.Version > r.pl.version
@@ -245,6 +247,15 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		r.syncOut.Add(int64(len(b)))
 	}
 	return b, err
+}
+
+// replies holds the Msgs a replica's replies are built in: each is
+// encoded before handle returns, and nothing keeps it.
+var replies = sync.Pool{New: func() any { return new(replica.Msg) }}
+
+func putReply(m *replica.Msg) {
+	*m = replica.Msg{} // let go of what it pointed at
+	replies.Put(m)
 }
 
 // basisWait bounds how long a commit waits for the commit it was built on

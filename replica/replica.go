@@ -352,8 +352,16 @@ func (r *Replica) rec(kind, k string) *record {
 // request's reply type); a malformed request gets StatusCorrupt and changes
 // nothing. batch bounds the parts of a fetch reply and the listing a
 // need-full refusal carries.
-func (r *Replica) Handle(m *Msg, batch int) *Msg {
-	out := &Msg{Op: m.Op.reply(), Kind: m.Kind, Key: m.Key, Ballot: m.Ballot, Part: m.Part}
+func (r *Replica) Handle(m *Msg, batch int) *Msg { return r.handle(m, new(Msg), batch) }
+
+// HandleInto is Handle writing the reply into out, whatever out held: for
+// a runtime that encodes each reply at once and reuses its Msg. Nothing
+// keeps out afterwards (the reply's slices may alias m's and the copy's
+// pages: encode it before either changes).
+func (r *Replica) HandleInto(out, m *Msg, batch int) { r.handle(m, out, batch) }
+
+func (r *Replica) handle(m *Msg, out *Msg, batch int) *Msg {
+	*out = Msg{Op: m.Op.reply(), Kind: m.Kind, Key: m.Key, Ballot: m.Ballot, Part: m.Part}
 	if m.Op == OpSync {
 		out.Ranges, out.Brief = m.Ranges, m.Brief // a refusal names what it refuses too
 	}

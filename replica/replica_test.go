@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/casty-go/casty/pager"
@@ -591,5 +592,31 @@ func TestAnOrphanPageDoesNotSurviveTheFetch(t *testing.T) {
 	want := c[holders[0]].Pages("k", "x")
 	if got := own.Pages("k", "x"); len(got) != len(want) || got[0].Key != "V" || got[0].Data[0] != 2 {
 		t.Fatalf("the owner's copy holds %+v after the fetch, want the holder's %+v", got, want)
+	}
+}
+
+// HandleInto answers what Handle answers, whatever the reused Msg held:
+// a runtime recycles its replies, and a field left from an earlier reply
+// would reach the next requester.
+func TestHandleIntoOverwritesWhatTheReplyHeld(t *testing.T) {
+	reqs := []*Msg{
+		commitMsg(ballot(7, 2), pager.Delta{Stamp: stamp(8, 2), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}),
+		commitMsg(ballot(7, 2), pager.Delta{Basis: stamp(9, 2), Stamp: stamp(11, 2), Pages: []pager.Page{{Key: "V", Data: []byte{3}}}}), // need-full
+		commitMsg(ballot(6, 1), pager.Delta{Stamp: stamp(12, 1), Pages: []pager.Page{{Key: "V", Data: []byte{4}}}}),                     // stale
+		{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(7, 2)},
+		{Op: OpPrepare, Kind: "k", Key: "y", Ballot: ballot(3, 3)},
+	}
+	fresh, reused := NewReplica(nil), NewReplica(nil)
+	out := &Msg{}
+	for i, m := range reqs {
+		want := fresh.Handle(m, 0)
+		*out = Msg{Op: OpSynced, Status: StatusFull, Voter: true, More: true, Brief: true, Version: 9, Digest: 9,
+			Kind: "old", Key: "old", Promised: ballot(99, 9), Accepted: ballot(99, 9), Stamp: stamp(99, 9), Part: 3,
+			Have: &pager.Listing{}, Delta: &pager.Delta{}, Reason: "old", Ranges: []Range{{1, 2}},
+			Records: []Record{{Key: "old"}}, Facts: []byte{1}, Answer: []byte{2}}
+		reused.HandleInto(out, m, 0)
+		if !reflect.DeepEqual(out, want) {
+			t.Fatalf("request %d (%v): HandleInto gave %+v, Handle %+v", i, m.Op, out, want)
+		}
 	}
 }

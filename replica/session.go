@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/casty-go/casty/pager"
 )
@@ -934,16 +935,25 @@ func (s *Session) stepCommit(from NodeID, m *Msg) []Out {
 // selfApply applies parts to the owner's own copy, inline.
 func (s *Session) selfApply(parts []pager.Delta) []Out {
 	var out []Out
+	reply := selfReplies.Get().(*Msg)
 	for i := range parts {
 		m := s.msg(OpCommit)
 		m.Delta = &parts[i]
-		out = append(out, s.Step(s.set.Self, s.local.Handle(m, s.set.Batch))...)
+		s.local.HandleInto(reply, m, s.set.Batch)
+		out = append(out, s.Step(s.set.Self, reply)...)
 		if s.round == RoundNone || s.over {
 			break
 		}
 	}
+	*reply = Msg{}
+	selfReplies.Put(reply)
 	return out
 }
+
+// selfReplies holds the Msgs the owner's own copy answers its commits in:
+// Step reads such a reply and keeps none of it but the pointers it copies
+// out (a need-full listing).
+var selfReplies = sync.Pool{New: func() any { return new(Msg) }}
 
 // Confirm asks a read quorum whether this session's ballot is still the
 // highest promise (Read(Majority)): success means no newer owner had
