@@ -421,9 +421,53 @@ type round struct {
 	// Set before any request is sent, read-only after.
 	unknown    []replica.NodeID
 	unknownBuf [2]replica.NodeID
+	// A pooled round (newRound) goes back to rounds once nothing can
+	// touch it: refs counts its holders, the goroutine running it (until
+	// end) and each request whose reply, or failure, is still to come.
+	pooled bool
+	refs   int
+}
+
+// rounds holds the rounds whose run and replies are all over.
+var rounds = sync.Pool{New: func() any { return &round{wake: make(chan struct{}, 1)} }}
+
+// newRound returns a round held by its caller, who must end it.
+func newRound() *round {
+	rd := rounds.Get().(*round)
+	rd.replies = rd.buf[:0]
+	rd.pooled, rd.refs = true, 1
+	return rd
+}
+
+// expect counts a request whose reply will reach put.
+func (rd *round) expect() {
+	rd.mu.Lock()
+	rd.refs++
+	rd.mu.Unlock()
+}
+
+// release drops one holder of a pooled round; the last one recycles it.
+func (rd *round) release() {
+	if !rd.pooled {
+		return
+	}
+	rd.mu.Lock()
+	rd.refs--
+	last := rd.refs == 0
+	rd.mu.Unlock()
+	if !last {
+		return
+	}
+	select {
+	case <-rd.wake: // a wake-up nobody took
+	default:
+	}
+	*rd = round{wake: rd.wake}
+	rounds.Put(rd)
 }
 
 func (rd *round) put(rp reply) {
+	defer rd.release()
 	rd.mu.Lock()
 	if rd.ended {
 		rd.mu.Unlock()
@@ -441,8 +485,10 @@ func (rd *round) put(rp reply) {
 }
 
 // end ends the round: the replies not taken, and those still to come, go
-// to lateAck (a commit round's) or nowhere.
+// to lateAck (a commit round's) or nowhere. The round is not its caller's
+// any more.
 func (rd *round) end() {
+	defer rd.release()
 	rd.mu.Lock()
 	rd.ended = true
 	rest := rd.replies
@@ -485,8 +531,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	rd := &round{wake: make(chan struct{}, 1)}
-	rd.replies = rd.buf[:0]
+	rd := newRound()
 	if len(outs) > 0 && outs[0].Msg.Op == replica.OpCommit {
 		rd.r, rd.s = r, s
 	}
@@ -524,6 +569,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	send := func(outs []replica.Out) {
 		for _, o := range outs {
 			outstanding++
+			rd.expect()
 			if req, ok := r.requestAsync(ctx, o, time.Until(deadline), rd); ok {
 				sent = append(sent, req)
 			}
