@@ -735,7 +735,7 @@ func (r *replicator) sendAsync(outs []replica.Out) {
 // encodeOut encodes a request for the replication lane into a buffer of
 // outBufs, counting the bytes of commits; the caller returns the buffer
 // (putOut) once mux has taken the request (it copies it before Request
-// returns).
+// and RequestAsync return).
 func (r *replicator) encodeOut(o replica.Out) (*[]byte, bool) {
 	buf := outBufs.Get().(*[]byte)
 	b, err := o.Msg.Append(append((*buf)[:0], laneReplica))
