@@ -35,7 +35,11 @@ type segment struct {
 // everything), with their replica sets on base, adjacent stretches with
 // the same previous set merged.
 func enteredSegments(base, cur *ring.Ring, self ring.NodeID, n int) []segment {
-	var points []uint64
+	size := cur.Len()
+	if base != nil {
+		size += base.Len()
+	}
+	points := make([]uint64, 0, size)
 	for _, r := range []*ring.Ring{base, cur} {
 		if r == nil {
 			continue
@@ -51,17 +55,18 @@ func enteredSegments(base, cur *ring.Ring, self ring.NodeID, n int) []segment {
 		return nil
 	}
 	var out []segment
-	prevPoint := points[len(points)-1] // the wrap: (last, first]
+	var nowBuf, beforeBuf [8]ring.NodeID // a point's sets, kept only when a segment starts
+	prevPoint := points[len(points)-1]   // the wrap: (last, first]
 	for _, p := range points {
 		start := prevPoint
 		prevPoint = p
-		now := cur.Replicas(p, n)
+		now := cur.AppendReplicas(nowBuf[:0], p, n)
 		if !slices.Contains(now, self) {
 			continue
 		}
 		var before []ring.NodeID
 		if base != nil {
-			before = base.Replicas(p, n)
+			before = base.AppendReplicas(beforeBuf[:0], p, n)
 		}
 		if slices.Contains(before, self) {
 			continue
@@ -70,7 +75,7 @@ func enteredSegments(base, cur *ring.Ring, self ring.NodeID, n int) []segment {
 			out[k-1].rng.End = p
 			continue
 		}
-		out = append(out, segment{rng: replica.Range{Start: start, End: p}, prev: before, n: len(before)})
+		out = append(out, segment{rng: replica.Range{Start: start, End: p}, prev: slices.Clone(before), n: len(before)})
 	}
 	if len(points) == 1 && len(out) == 1 {
 		out[0].rng = replica.Range{} // one token: the whole ring

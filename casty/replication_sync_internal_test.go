@@ -52,3 +52,55 @@ func TestReenteringARangeHearsTheUnfinishedSyncsSets(t *testing.T) {
 		t.Fatalf("the unfinished run's round in flight goes on (%d requests, done %v)", len(out), inFlight.Done())
 	}
 }
+
+// enteredSegments covers exactly the points where self became one of the
+// replicas, each with the set it had there before, and builds no replica
+// set per point it passes: it runs at every placement change, over every
+// token of two rings.
+func TestEnteredSegmentsCoverWhatSelfEnteredAndAllocateLittle(t *testing.T) {
+	mk := func(ids ...byte) *ring.Ring {
+		var ns []ring.NodeID
+		for _, b := range ids {
+			ns = append(ns, ring.NodeID{b})
+		}
+		r, err := ring.New(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base, cur, self := mk(1, 2, 3, 4), mk(1, 2, 3, 4, 5), ring.NodeID{5}
+	segs := enteredSegments(base, cur, self, 3)
+	if len(segs) == 0 {
+		t.Fatal("a joiner entered nothing")
+	}
+	// Every token of either ring is inside exactly the segments where the
+	// joiner is a replica now, each naming the token's set before.
+	for _, r := range []*ring.Ring{base, cur} {
+		for i := range r.Len() {
+			p, _ := r.Entry(i)
+			var in []segment
+			for _, s := range segs {
+				if s.rng.Contains(p) && p != s.rng.Start {
+					in = append(in, s)
+				}
+			}
+			entered := slices.Contains(cur.Replicas(p, 3), self)
+			if !entered {
+				if len(in) != 0 {
+					t.Fatalf("token %d: in %d segments, but self is not its replica", p, len(in))
+				}
+				continue
+			}
+			if len(in) != 1 || !slices.Equal(in[0].prev, base.Replicas(p, 3)) || in[0].n != 3 {
+				t.Fatalf("token %d: segments %+v, want one naming %v", p, in, base.Replicas(p, 3))
+			}
+		}
+	}
+	// One allocation for the points, and one per segment kept (its set)
+	// and the list's growth: not two per token.
+	allocs := testing.AllocsPerRun(20, func() { enteredSegments(base, cur, self, 3) })
+	if limit := float64(2*len(segs) + 8); allocs > limit {
+		t.Fatalf("%.0f allocations for %d segments over %d tokens, want at most %.0f", allocs, len(segs), base.Len()+cur.Len(), limit)
+	}
+}
