@@ -75,10 +75,18 @@ func chaosRun(t *testing.T, duration time.Duration, args ...string) (int, string
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	// A failed run keeps its member logs and visualisation for a person
-	// to read; the test has printed what matters, so it removes them.
+	// to read. The test removes them when it passes (a run that failed a
+	// check the test expects, such as -replicas 1 losing writes); when the
+	// test fails they stay, since CI prints only the head of its output.
 	for _, m := range logsRE.FindAllStringSubmatch(out.String(), -1) {
 		if strings.HasPrefix(filepath.Base(m[1]), "castychaos-") {
-			t.Cleanup(func() { os.RemoveAll(m[1]) })
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("castychaos member logs kept in %s", m[1])
+					return
+				}
+				os.RemoveAll(m[1])
+			})
 		}
 	}
 	var exit *exec.ExitError
