@@ -16,18 +16,7 @@ import (
 // (replica/SPEC.md, "Membership changes"; replica/sim seed 1022 of
 // TestLinearizableLeavingOutNewcomersUnderOtherChanges).
 func TestReenteringARangeHearsTheUnfinishedSyncsSets(t *testing.T) {
-	mk := func(ids ...byte) *ring.Ring {
-		var ns []ring.NodeID
-		for _, b := range ids {
-			ns = append(ns, ring.NodeID{b})
-		}
-		r, err := ring.New(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	older, newer, other := mk(1, 2, 3), mk(2, 3, 5), mk(7, 8, 9)
+	older, newer, other := ringOf(t, 1, 2, 3), ringOf(t, 2, 3, 5), ringOf(t, 7, 8, 9)
 	r := newReplicator()
 	defer r.close()
 	inFlight := replica.NewSync("k", []replica.Range{{Start: 0, End: 100}}, 2, 0, []replica.NodeID{{1}, {2}}, 2, r.rep, 0)
@@ -58,18 +47,7 @@ func TestReenteringARangeHearsTheUnfinishedSyncsSets(t *testing.T) {
 // set per point it passes: it runs at every placement change, over every
 // token of two rings.
 func TestEnteredSegmentsCoverWhatSelfEnteredAndAllocateLittle(t *testing.T) {
-	mk := func(ids ...byte) *ring.Ring {
-		var ns []ring.NodeID
-		for _, b := range ids {
-			ns = append(ns, ring.NodeID{b})
-		}
-		r, err := ring.New(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	base, cur, self := mk(1, 2, 3, 4), mk(1, 2, 3, 4, 5), ring.NodeID{5}
+	base, cur, self := ringOf(t, 1, 2, 3, 4), ringOf(t, 1, 2, 3, 4, 5), ring.NodeID{5}
 	segs := enteredSegments(base, cur, self, 3)
 	if len(segs) == 0 {
 		t.Fatal("a joiner entered nothing")
@@ -103,4 +81,18 @@ func TestEnteredSegmentsCoverWhatSelfEnteredAndAllocateLittle(t *testing.T) {
 	if limit := float64(2*len(segs) + 8); allocs > limit {
 		t.Fatalf("%.0f allocations for %d segments over %d tokens, want at most %.0f", allocs, len(segs), base.Len()+cur.Len(), limit)
 	}
+}
+
+// ringOf is the ring of the members whose ids start with ids.
+func ringOf(t *testing.T, ids ...byte) *ring.Ring {
+	t.Helper()
+	var ns []ring.NodeID
+	for _, b := range ids {
+		ns = append(ns, ring.NodeID{b})
+	}
+	r, err := ring.New(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
