@@ -56,8 +56,27 @@ func capacityHost(t *testing.T, max int) (*Kind, *Host, func() []string) {
 	}
 }
 
+// addAsync calls Add on key from a goroutine of its own; the channel gets
+// its error, or one saying the count it answered was not want.
+func addAsync(h *Host, k *Kind, key string, want int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		n, err := askAdd(h, k, key)
+		if err == nil && n != want {
+			err = fmt.Errorf("%s answered %d, want %d", key, n, want)
+		}
+		done <- err
+	}()
+	return done
+}
+
 func addOne(t *testing.T, h *Host, k *Kind, key string) (int, error) {
 	t.Helper()
+	return askAdd(h, k, key)
+}
+
+// askAdd adds one to key's counter and returns its count.
+func askAdd(h *Host, k *Kind, key string) (int, error) {
 	e := &cAdd{d: 1}
 	e.Init(e, k.MethodByName("Add"))
 	err := h.Ask(context.Background(), k, key, &e.Envelope)
@@ -279,25 +298,11 @@ func TestMaxActivationsWaitsForASettlingActivation(t *testing.T) {
 		t.Fatalf("a: %d, %v", n, err)
 	}
 	g.held.Store(true)
-	first := make(chan error, 1)
-	go func() {
-		n, err := addOne(t, h, k, "a")
-		if err == nil && n != 2 {
-			err = fmt.Errorf("a answered %d, want 2", n)
-		}
-		first <- err
-	}()
+	first := addAsync(h, k, "a", 2)
 	if key := <-g.entered; key != "a" {
 		t.Fatalf("commit of %q held, want a", key)
 	}
-	second := make(chan error, 1)
-	go func() {
-		n, err := addOne(t, h, k, "b")
-		if err == nil && n != 1 {
-			err = fmt.Errorf("b answered %d, want 1", n)
-		}
-		second <- err
-	}()
+	second := addAsync(h, k, "b", 1)
 	// Observation window: b must wait for a's commit, not be refused.
 	select {
 	case err := <-second:
