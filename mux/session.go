@@ -424,11 +424,20 @@ func (r *inbound) run() {
 	s.mu.Lock()
 	_, stillWanted := s.inflight[id]
 	delete(s.inflight, id)
+	closing := s.closeErr != nil
 	s.signalIdleLocked()
 	s.mu.Unlock()
 	r.ctx.cancel()
 	if !stillWanted || r.ctx.answered.Load() {
 		return // the requester cancelled, or has its answer (Answered)
+	}
+	if closing && err != nil {
+		// The session is failing, and fail cancelled this handler: its
+		// error most likely says so ("context canceled"), which the
+		// requester would take for the handler's own definite answer.
+		// Sending nothing leaves it ErrConnectionLost — indeterminate,
+		// which is the truth.
+		return
 	}
 	max := s.node.cfg.MaxMessage
 	if err == nil && len(resp) > max {
