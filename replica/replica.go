@@ -140,13 +140,10 @@ func (r *Replica) Unsync(kind string, rs ...Range) {
 // Synced clears the unsynced ranges of kind that lie within rng: the
 // member has pulled what the range's previous replica set held.
 func (r *Replica) Synced(kind string, rng Range) {
-	var keep []Range
-	for _, u := range r.unsynced[kind] {
-		if !u.Within(rng) {
-			keep = append(keep, u)
-		}
-	}
-	r.unsynced[kind] = keep
+	// In place: a member entering many ranges clears them one by one, and
+	// a fresh slice per call made that quadratic in allocations. (The map
+	// entry is set even when absent: the kind then has ranges, none left.)
+	r.unsynced[kind] = slices.DeleteFunc(r.unsynced[kind], func(u Range) bool { return u.Within(rng) })
 }
 
 // synced reports whether this member votes on actors of kind at point p.
