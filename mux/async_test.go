@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +192,35 @@ func TestNoAnswerAndForget(t *testing.T) {
 			t.Fatalf("a forgotten request was called back %d times", n)
 		}
 	})
+}
+
+// A node that closes cancels the handlers running on its connections; what
+// such a handler then returns (its context's error, as a rule) is not its
+// answer: the requester learns ErrConnectionLost, indeterminate, never a
+// RemoteError it would take for the handler's definite failure. The race
+// is between the handler's return and the connection's writer closing, so
+// the test runs it many times.
+func TestAHandlerCutOffByItsNodeClosingIsNoAnswer(t *testing.T) {
+	for i := range 30 {
+		started := make(chan struct{})
+		_, b, sa, _ := connect(t, viaTCP, testConfig(1), testConfig(2), func(a, b *Node) {
+			b.HandleRequests(LaneReplication, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+				close(started)
+				<-ctx.Done()
+				return nil, fmt.Errorf("handler gave up: %w", ctx.Err())
+			})
+		})
+		errc := make(chan error, 1)
+		go func() {
+			_, err := sa.Request(context.Background(), LaneReplication, []byte("wait"))
+			errc <- err
+		}()
+		<-started
+		b.Close()
+		err := <-errc
+		var re *RemoteError
+		if !errors.Is(err, ErrConnectionLost) || errors.As(err, &re) {
+			t.Fatalf("run %d: got %v, want ErrConnectionLost and no remote error", i, err)
+		}
+	}
 }
