@@ -40,5 +40,6 @@ func CounterModel() Model[int64, CounterOp, int64] {
 		},
 		EqualState:  func(a, b int64) bool { return a == b },
 		EqualOutput: func(a, b int64) bool { return a == b },
+		ReadOnly:    func(op CounterOp) bool { return op.Read },
 	}
 }

@@ -25,7 +25,10 @@
 //     any time after its call, or never. The checker gives it a return
 //     time of +infinity and accepts any output, as porcupine does for
 //     unknown outcomes: a later read may see it or not, but once one read
-//     has seen it, later reads must too.
+//     has seen it, later reads must too. An indeterminate operation the
+//     model calls read-only (Model.ReadOnly: the ready-made models' reads)
+//     is left out of the search: it constrains nothing, and each one left
+//     in doubles the orders the checker retries.
 //   - any other error is definite — the call took no effect — and the
 //     operation leaves the history. Use Pending.Fail and Pending.Unknown to
 //     classify errors of your own.

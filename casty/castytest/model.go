@@ -41,6 +41,13 @@ type Model[S, I, O any] struct {
 	Describe func(in I, out *O) string
 	// DescribeState renders a state for the visualisation; nil prints %v.
 	DescribeState func(state S) string
+	// ReadOnly, when set, reports the operations that never change the
+	// state (a read). Verify leaves such an operation out when its outcome
+	// is unknown: it could be ordered anywhere after its call and explain
+	// nothing, so it constrains no order — while each one left in
+	// multiplies the orders the checker tries, and a few dozen make a
+	// history of a thousand operations undecidable in minutes.
+	ReadOnly func(in I) bool
 }
 
 // Verdict is the outcome of a check.
@@ -60,9 +67,10 @@ const (
 // Result is a check's verdict with what the visualisation needs.
 type Result struct {
 	Verdict Verdict
-	// Ops counts the operations checked; Indeterminate those among them
-	// with an unknown outcome.
-	Ops, Indeterminate int
+	// Ops counts the operations of the history; Indeterminate those among
+	// them with an unknown outcome, and LeftOut those of these the model
+	// calls read-only (Model.ReadOnly), which the check left out.
+	Ops, Indeterminate, LeftOut int
 
 	model porcupine.Model
 	info  porcupine.LinearizationInfo
@@ -90,21 +98,25 @@ type output[O any] struct {
 // for all of them before returning.
 func Verify[S, I, O any](m Model[S, I, O], ops []Op[I, O], timeout time.Duration) Result {
 	pm := m.porcupine()
-	hist := make([]porcupine.Operation, len(ops))
+	hist := make([]porcupine.Operation, 0, len(ops))
 	res := Result{Ops: len(ops), model: pm}
-	for i, op := range ops {
+	for _, op := range ops {
 		ret := int64(op.Return)
 		if op.Indeterminate || op.Return == Never {
 			ret = math.MaxInt64
 			res.Indeterminate++
+			if m.ReadOnly != nil && m.ReadOnly(op.Input) {
+				res.LeftOut++
+				continue
+			}
 		}
-		hist[i] = porcupine.Operation{
+		hist = append(hist, porcupine.Operation{
 			ClientId: op.Client,
 			Input:    op.Input,
 			Call:     int64(op.Call),
 			Output:   output[O]{value: op.Output, unknown: op.Indeterminate || op.Return == Never},
 			Return:   ret,
-		}
+		})
 	}
 	verdict, info := porcupine.CheckOperationsVerbose(pm, hist, timeout)
 	res.info = info

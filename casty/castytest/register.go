@@ -89,6 +89,7 @@ func RegisterModel[V comparable](initial V) Model[V, RegisterOp[V], RegisterResu
 		},
 		EqualState:  func(a, b V) bool { return a == b },
 		EqualOutput: func(a, b RegisterResult[V]) bool { return a == b },
+		ReadOnly:    func(op RegisterOp[V]) bool { return op.Kind == RegisterRead },
 		Describe: func(op RegisterOp[V], out *RegisterResult[V]) string {
 			switch {
 			case out == nil:

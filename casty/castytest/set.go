@@ -65,5 +65,6 @@ func GrowOnlySetModel[E cmp.Ordered]() Model[[]E, SetOp[E], SetResult[E]] {
 		},
 		EqualState:  func(a, b []E) bool { return slices.Equal(a, b) },
 		EqualOutput: func(a, b SetResult[E]) bool { return slices.Equal(a.Elems, b.Elems) },
+		ReadOnly:    func(op SetOp[E]) bool { return op.Read },
 	}
 }

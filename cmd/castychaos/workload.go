@@ -261,8 +261,8 @@ func (w *registerWorkload) final(ctx context.Context) row {
 		r.linearizable = "unknown"
 	}
 	r.pass = res.Ok() && r.lost == 0
-	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
-		res.Ops, w.keys, res.Indeterminate, r.lost, w.relayed.Load(), w.early.Load())
+	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate, %d of them reads, which constrain nothing); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
+		res.Ops, w.keys, res.Indeterminate, res.LeftOut, r.lost, w.relayed.Load(), w.early.Load())
 	if !res.Ok() {
 		path := w.logDir + "/register.html"
 		if err := res.WriteHTML(path); err == nil {
