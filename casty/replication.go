@@ -520,8 +520,9 @@ func (rd *round) take(into []reply) []reply {
 // on the connections' readers and wake this goroutine, once per batch of
 // answers (the latency of a commit is two wake-ups past the network).
 func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) (_ replica.Result, taken bool) {
+	var resBuf [1]replica.Result // a round's result, taken without allocating
 	r.mu.Lock()
-	res := s.Results()
+	res := s.AppendResults(resBuf[:0])
 	r.mu.Unlock()
 	if len(res) > 0 {
 		r.sendAsync(outs)
@@ -630,7 +631,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			}
 			r.mu.Lock()
 			more := s.Step(rp.from, m)
-			res := s.Results()
+			res := s.AppendResults(resBuf[:0])
 			r.mu.Unlock()
 			if len(res) > 0 {
 				r.sendAsync(more)
@@ -705,7 +706,8 @@ func (r *replicator) expire(s *replica.Session) replica.Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.Expire()
-	res := s.Results()
+	var resBuf [1]replica.Result
+	res := s.AppendResults(resBuf[:0])
 	if len(res) == 0 {
 		return replica.Result{Err: replica.ErrQuorumUnavailable}
 	}

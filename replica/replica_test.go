@@ -191,6 +191,50 @@ func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
 	}
 }
 
+// AppendResults hands out what Results would, round after round, into
+// the caller's buffer; after the first round the session's own buffer is
+// reused (no allocation for a round's result) and what it handed out is
+// not overwritten by the next round.
+func TestAppendResultsReusesTheSessionsBuffer(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+	}
+	a := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
+	c.run(a, a.Open())
+	var buf [1]Result
+	if res := a.AppendResults(buf[:0]); len(res) != 1 || res[0].Err != nil || res[0].Round != RoundPrepare {
+		t.Fatalf("activation: %+v", res)
+	}
+	if res := a.AppendResults(nil); len(res) != 0 {
+		t.Fatalf("taken twice: %+v", res)
+	}
+	var first Result
+	for i := range 3 {
+		st := stamp(int64(11+i), 1)
+		basis := pager.Stamp{}
+		if i > 0 {
+			basis = stamp(int64(10+i), 1)
+		}
+		c.run(a, a.Commit(pager.Delta{Basis: basis, Stamp: st, Pages: []pager.Page{{Key: "V", Data: []byte{byte(i)}}}}))
+		res := a.AppendResults(buf[:0])
+		if len(res) != 1 || res[0].Err != nil || res[0].Round != RoundCommit || res[0].State.Stamp != st {
+			t.Fatalf("commit %d: %+v", i, res)
+		}
+		if i == 0 {
+			first = res[0]
+			buf = [1]Result{} // the caller reuses its buffer
+		}
+	}
+	if first.State.Stamp != stamp(11, 1) {
+		t.Fatalf("the first commit's result was overwritten: %+v", first)
+	}
+	if cap(a.results) == 0 {
+		t.Fatal("the session dropped its buffer")
+	}
+}
+
 func TestSessionNeedsAWriteQuorumItsSetCanMeet(t *testing.T) {
 	self := NodeID{1}
 	s := NewSession("k", "x", Set{Self: self, Members: []NodeID{self}, W: 2}, NewReplica(nil), ballot(1, 1))

@@ -203,6 +203,17 @@ func (s *Session) Results() []Result {
 	return r
 }
 
+// AppendResults appends the rounds that ended since the last call to dst
+// and clears them, like Results, but keeps the session's own buffer for
+// the rounds to come: a runtime that takes each round's result into a
+// buffer of its own allocates nothing for it.
+func (s *Session) AppendResults(dst []Result) []Result {
+	dst = append(dst, s.results...)
+	clear(s.results) // a Result may hold an error and a placement's facts
+	s.results = s.results[:0]
+	return dst
+}
+
 func (s *Session) msg(op Op) *Msg {
 	return &Msg{Op: op, Kind: s.kind, Key: s.key, Ballot: s.ballot, Version: s.set.Version, Digest: s.set.Digest}
 }
