@@ -421,6 +421,8 @@ type round struct {
 	// Set before any request is sent, read-only after.
 	unknown    []replica.NodeID
 	unknownBuf [2]replica.NodeID
+	// reply is where run decodes each reply it takes, one at a time.
+	reply replica.Msg
 	// A pooled round (newRound) goes back to rounds once nothing can
 	// touch it: refs counts its holders, the goroutine running it (until
 	// end) and each request whose reply, or failure, is still to come.
@@ -610,8 +612,8 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		batch = rd.take(batch)
 		for i, rp := range batch {
 			outstanding--
-			m := r.decodeReply(rp.raw)
-			if m == nil {
+			m := &rd.reply // the session keeps nothing of it but what decoding allocated
+			if !r.decodeReplyInto(m, rp.raw) {
 				// Unreachable: the round waits for the others, a skipped
 				// spare among them.
 				if flushC != nil {
@@ -835,18 +837,27 @@ func (r *replicator) send(ctx context.Context, o replica.Out) []byte {
 // stamps and merges the placement facts of a "behind" refusal; nil when
 // there is no answer or it is garbage.
 func (r *replicator) decodeReply(resp []byte) *replica.Msg {
-	if len(resp) < 1 || resp[0] != laneReplica {
+	m := new(replica.Msg)
+	if !r.decodeReplyInto(m, resp) {
 		return nil
 	}
-	m, err := replica.Decode(resp[1:])
-	if err != nil {
-		return nil
+	return m
+}
+
+// decodeReplyInto is decodeReply into m (replica.DecodeInto), reporting
+// whether resp held a reply.
+func (r *replicator) decodeReplyInto(m *replica.Msg, resp []byte) bool {
+	if len(resp) < 1 || resp[0] != laneReplica {
+		return false
+	}
+	if replica.DecodeInto(m, resp[1:]) != nil {
+		return false
 	}
 	r.observe(m)
 	if m.Status == replica.StatusBehind && len(m.Facts) > 0 {
 		r.learn(m.Facts)
 	}
-	return m
+	return true
 }
 
 // Restore activates a replicated actor from its replicas (actor.Durability).

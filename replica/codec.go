@@ -259,7 +259,7 @@ func appendOptStamp(b []byte, s pager.Stamp) []byte {
 // copied (in one allocation), so b may be reused.
 func Decode(b []byte) (*Msg, error) {
 	d := decoder{b: b}
-	m, err := d.msg()
+	m, err := d.msg(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -267,6 +267,22 @@ func Decode(b []byte) (*Msg, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// DecodeInto is Decode into m, which it overwrites whole: a runtime that
+// decodes many messages it drops after one use (an owner's
+// acknowledgements) can reuse one Msg for them. What the message holds
+// besides its fixed fields (a delta, a listing, a reason, ranges,
+// records, facts, an answer) is freshly allocated, never m's earlier
+// contents, so it may be kept after m is reused. On an error m holds
+// nothing of use.
+func DecodeInto(m *Msg, b []byte) error {
+	d := decoder{b: b}
+	if _, err := d.msg(m); err != nil {
+		*m = Msg{}
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return m.validate()
 }
 
 // AckStatus reads the status of an encoded acknowledgement (OpAck) and
@@ -471,18 +487,24 @@ type decoded struct {
 	page  [1]pager.Page
 }
 
-func (d *decoder) msg() (*Msg, error) {
+func (d *decoder) msg(into *Msg) (*Msg, error) {
 	if f := d.byte(); d.err == nil && f != wireFormat {
 		return nil, fmt.Errorf("wire format %d, want %d", f, wireFormat)
 	}
 	op := Op(d.byte())
 	mask := d.uvarint()
 	var box *decoded
-	var m *Msg
-	if mask&fDelta != 0 {
+	m := into
+	switch {
+	case m != nil:
+		*m = Msg{}
+		if mask&fDelta != 0 {
+			box = new(decoded) // for the delta and its page only
+		}
+	case mask&fDelta != 0:
 		box = new(decoded)
 		m = &box.Msg
-	} else {
+	default:
 		m = new(Msg)
 	}
 	m.Op = op

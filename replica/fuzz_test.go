@@ -36,11 +36,21 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	dirty := *seeds[len(seeds)-1] // a Msg with lists in it, decoded over each time
+	dirty.Reason, dirty.Facts, dirty.Answer, dirty.Have = "stale", []byte{1}, []byte{2}, seeds[6].Have
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, ok := AckStatus(b)
 		m, err := Decode(b)
+		into := dirty
+		errInto := DecodeInto(&into, b)
+		if (err == nil) != (errInto == nil) {
+			t.Fatalf("Decode: %v; DecodeInto: %v", err, errInto)
+		}
 		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(m, &into) {
+			t.Fatalf("DecodeInto over a used Msg differs from Decode:\n%+v\n%+v", m, into)
 		}
 		if m.Op == OpAck && (!ok || st != m.Status) {
 			t.Fatalf("AckStatus = %v, %v; the decoded acknowledgement's status is %v", st, ok, m.Status)
