@@ -157,7 +157,9 @@ func ids(n int) []NodeID {
 	return out
 }
 
-func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
+// openedOnThree returns three members' replicas and a session of the
+// first, W=2, that has run its activation round (its result not taken).
+func openedOnThree() (cluster, []NodeID, *Session) {
 	members := ids(3)
 	c := cluster{}
 	for _, id := range members {
@@ -165,6 +167,11 @@ func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
 	}
 	a := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
 	c.run(a, a.Open())
+	return c, members, a
+}
+
+func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
+	c, members, a := openedOnThree()
 	if res := a.Results(); len(res) != 1 || res[0].Err != nil || res[0].Round != RoundPrepare {
 		t.Fatalf("activation: %+v", res)
 	}
@@ -196,13 +203,7 @@ func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
 // reused (no allocation for a round's result) and what it handed out is
 // not overwritten by the next round.
 func TestAppendResultsReusesTheSessionsBuffer(t *testing.T) {
-	members := ids(3)
-	c := cluster{}
-	for _, id := range members {
-		c[id] = NewReplica(nil)
-	}
-	a := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
-	c.run(a, a.Open())
+	c, _, a := openedOnThree()
 	var buf [1]Result
 	if res := a.AppendResults(buf[:0]); len(res) != 1 || res[0].Err != nil || res[0].Round != RoundPrepare {
 		t.Fatalf("activation: %+v", res)
