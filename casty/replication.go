@@ -1024,6 +1024,11 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	r.mu.Unlock()
 	if res.Err != nil {
 		r.cl.sys.tel.quorumFailed()
+		if !res.Applied && errors.Is(res.Err, replica.ErrFull) {
+			// Definite, and not worth a retry: the owner's own copy took
+			// nothing, at its limit of replicated state.
+			return fmt.Errorf("%w: %s/%s: %v", ErrReplicaFull, s.act.Kind().Name, s.act.Key(), res.Err)
+		}
 		if !res.Applied {
 			return fmt.Errorf("%w: %s/%s: %w: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied, res.Err)
 		}

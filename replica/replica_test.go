@@ -325,6 +325,36 @@ func TestSessionReportsFullReplicas(t *testing.T) {
 	}
 }
 
+// An owner whose own copy is at its limit cannot commit a new actor (its
+// copy applies every commit first), even when the other replicas promised:
+// the activation fails with ErrFull, definite, rather than opening and
+// failing its first commit as an indeterminate quorum loss.
+func TestSessionOwnerAtItsLimitReportsFull(t *testing.T) {
+	members := ids(3)
+	c := cluster{}
+	for _, id := range members {
+		c[id] = NewReplica(nil)
+		c[id].Handle(commitMsg(ballot(1, 9), pager.Delta{Stamp: stamp(2, 9), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0)
+	}
+	c[members[0]].SetLimit(1)
+	a := NewSession("k", "new", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
+	c.run(a, a.Open())
+	res := a.Results()
+	if len(res) != 1 || !errors.Is(res[0].Err, ErrFull) || !errors.Is(res[0].Err, ErrQuorumUnavailable) {
+		t.Fatalf("the owner's own copy full, the other two not: %+v", res)
+	}
+	// An actor the owner's copy already holds keeps committing.
+	b := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(11, 1))
+	c.run(b, b.Open())
+	if res := b.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("an actor already held: %+v", res)
+	}
+	c.run(b, b.Commit(pager.Delta{Basis: stamp(2, 9), Stamp: stamp(12, 1), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}))
+	if res := b.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("committing an actor already held: %+v", res)
+	}
+}
+
 // A replica asked to sync under a placement newer than the one it adopted
 // answers "lagging", which neither counts nor lets the requester skip it:
 // it may be a member that stays in the range holding acknowledged writes

@@ -412,6 +412,13 @@ func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
 	if s.oks < s.q {
 		return nil
 	}
+	if s.answers[s.set.Self] == StatusFull {
+		// The owner's own copy applies every commit first, and at its limit
+		// it takes none for an actor it holds nothing of: the activation
+		// could never commit. Fail it now, definite (nothing was written).
+		s.finish(fmt.Errorf("%w: %w: %s/%s: the owner's own copy is at its limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key))
+		return nil
+	}
 	// The quorum is in: adopt the greatest (accepted ballot, stamp).
 	s.best.Promised = Ballot{}
 	s.holders = s.holders[:0]
@@ -651,8 +658,11 @@ func (s *Session) spread() []Out {
 			// already exists, which is never "not applied").
 			s.applied = s.round == RoundInstall
 			err := fmt.Errorf("%w: %s/%s: the owner's own copy refused the commit (%v)", ErrQuorumUnavailable, s.kind, s.key, st)
-			if st == StatusStale {
+			switch st {
+			case StatusStale:
 				err = fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
+			case StatusFull:
+				err = fmt.Errorf("%w: %w: %s/%s: the owner's own copy is at its limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key)
 			}
 			s.finish(err)
 			return out
