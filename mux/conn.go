@@ -151,6 +151,13 @@ func (w *connWriter) flush() {
 	}
 }
 
+// frameOrder is the order of a write round's records (SPEC.md, section
+// 2): replication before calls, so that a replica's acknowledgement and
+// the caller's next request, queued together, arrive with the
+// acknowledgement first and the owner settles the commit the request would
+// otherwise wait behind (an actor runs one message at a time).
+var frameOrder = [numChannels]byte{byte(LaneControl), byte(LaneReplication), byte(LaneMessage), chanYamux}
+
 // gather yields so that runnable senders can append before a round is
 // written, and keeps yielding (a few times at most) while they still are:
 // alone, a sender writes after one yield; under load a round carries more.
@@ -196,20 +203,20 @@ func (w *connWriter) writeRound() (more bool) {
 			}
 		}
 		w.mu.Unlock()
-		for ch, q := range taken {
-			if len(q) > 0 {
-				out = appendRecord(out, byte(ch), q)
+		for _, ch := range frameOrder {
+			if q := taken[ch]; len(q) > 0 {
+				out = appendRecord(out, ch, q)
 				records++
 			}
 		}
 	} else {
-		for ch := range w.q {
+		for _, ch := range frameOrder {
 			q := w.q[ch][w.off[ch]:]
 			if len(q) == 0 {
 				continue
 			}
 			n := min(len(q), chunk)
-			out = appendRecord(out, byte(ch), q[:n])
+			out = appendRecord(out, ch, q[:n])
 			records++
 			if n == len(q) {
 				w.q[ch], w.off[ch] = w.q[ch][:0], 0
