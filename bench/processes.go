@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +28,25 @@ import (
 // anyone; the cost of a call there is CPU. Between processes every message
 // wakes a process, as it does between machines, and the count of messages
 // on the caller's path is what the ratio measures.
+//
+// It runs twice: with each process's default GOMAXPROCS (every core, so
+// three processes keep three times as many Ps as the machine has cores,
+// and each one's idle Ps spin and wake threads on cores the others are
+// using), and with each process given its share of the cores, as three
+// members would have on machines of their own.
 func processes() {
+	defaults := runtime.GOMAXPROCS(0)
+	processesWith(0)
+	if share := max(1, runtime.NumCPU()/3); share < defaults {
+		runtime.GOMAXPROCS(share)
+		processesWith(share)
+		runtime.GOMAXPROCS(defaults)
+	}
+}
+
+// processesWith measures one row of processes; procs > 0 sets every
+// process's GOMAXPROCS.
+func processesWith(procs int) {
 	ctx := context.Background()
 	a, err := casty.Start(ctx, "127.0.0.1:0", quietLog)
 	if err != nil {
@@ -37,7 +57,7 @@ func processes() {
 	var members []string
 	var pids []int
 	for range 2 {
-		m, e, stop, pid := spawnMember(a.Addr())
+		m, e, stop, pid := spawnMember(a.Addr(), procs)
 		pids = append(pids, pid)
 		defer stop()
 		members, echo = append(members, m), append(echo, e)
@@ -71,7 +91,11 @@ func processes() {
 	writeCPU := cpuPerOp(pids, func(count func()) {
 		write = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })
 	})
-	add("replicated write, R=3 W=Majority, one hot key, sequential caller on a non-owner member; each member a process of its own",
+	shape := fmt.Sprintf("each member a process of its own, GOMAXPROCS %d each (the default: %d Ps on %d cores)", runtime.GOMAXPROCS(0), 3*runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if procs > 0 {
+		shape = fmt.Sprintf("each member a process with its share of the cores, GOMAXPROCS %d each (%d Ps on %d cores)", procs, 3*procs, runtime.NumCPU())
+	}
+	add("replicated write, R=3 W=Majority, one hot key, sequential caller on a non-owner member; "+shape,
 		fmt.Sprintf("%.1f k ops/s, p50 %.0f µs, p99 %.0f µs (%s); CPU per write %s",
 			write.opsPerSec()/1e3, us(write.p50), us(write.p99), write.spread(), cpuString(writeCPU)),
 		fmt.Sprintf("unreplicated (Replicas(1)) cross-node call between the same processes %.1f k/s, p50 %.0f µs, p99 %.0f µs (%s), CPU per call %s; raw TCP ping-pong between them, 64 B, %.1f k/s, p50 %.0f µs, CPU per round trip %s",
@@ -80,14 +104,18 @@ func processes() {
 		"goal ≥ 0.5× and ≥ 10 k ops/s; three processes on this machine's cores")
 }
 
-// spawnMember starts this binary as a member joined to seed (-member) and
-// returns its cluster address, its echo address, and how to stop it.
-func spawnMember(seed string) (addr, echo string, stop func(), pid int) {
+// spawnMember starts this binary as a member joined to seed (-member),
+// with GOMAXPROCS procs when procs > 0, and returns its cluster address,
+// its echo address, and how to stop it.
+func spawnMember(seed string, procs int) (addr, echo string, stop func(), pid int) {
 	exe, err := os.Executable()
 	if err != nil {
 		panic(err)
 	}
 	cmd := exec.Command(exe, "-member", seed)
+	if procs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -287,6 +287,14 @@
 // kind and message, which `castyctl schema check` compares across
 // releases).
 //
+// Members that share a machine should share its cores: each Go process
+// defaults to a P per core, and every idle P spins and wakes threads on
+// the cores the other members are using, for every message. Three
+// members on two cores ran a replicated hot-key write at half the rate
+// and twice the CPU with GOMAXPROCS 2 each than with GOMAXPROCS 1 each
+// (BENCHMARKS.md, "A quiet host"). In a container with a CPU limit, Go
+// sets GOMAXPROCS from the limit itself.
+//
 // # Telemetry and logs
 //
 // WithMeterProvider and WithTracerProvider turn on OpenTelemetry; without
