@@ -206,11 +206,14 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 	default:
 		return nil, fmt.Errorf("casty: unknown replication request %#x", payload[0])
 	}
-	m, err := replica.Decode(payload[1:])
+	sc := scratches.Get().(*replica.Scratch)
+	m, err := sc.Decode(payload[1:])
 	if err != nil {
+		scratches.Put(sc)
 		reply := &replica.Msg{Op: replica.OpAck, Status: replica.StatusCorrupt, Reason: err.Error()}
 		return reply.Append([]byte{laneReplica})
 	}
+	defer putScratch(sc, m)
 	r.observe(m)
 	reply := replies.Get().(*replica.Msg)
 	defer putReply(reply)
@@ -248,6 +251,19 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		r.syncOut.Add(int64(len(b)))
 	}
 	return b, err
+}
+
+// scratches holds the room a replica decodes its requests in: nothing
+// keeps a request after handle returns, but a part of a commit in several
+// parts, whose Delta the copy's pager.Store keeps until the rest arrives
+// (putScratch).
+var scratches = sync.Pool{New: func() any { return new(replica.Scratch) }}
+
+func putScratch(sc *replica.Scratch, m *replica.Msg) {
+	if m.Delta != nil && m.Delta.Parts > 1 {
+		return // the store may hold its Delta, pages and all: not reused
+	}
+	scratches.Put(sc)
 }
 
 // replies holds the Msgs a replica's replies are built in: each is

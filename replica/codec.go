@@ -259,7 +259,32 @@ func appendOptStamp(b []byte, s pager.Stamp) []byte {
 // copied (in one allocation), so b may be reused.
 func Decode(b []byte) (*Msg, error) {
 	d := decoder{b: b}
-	m, err := d.msg(nil)
+	m, err := d.msg(nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// A Scratch is room for decoding one message at a time, reused: a runtime
+// that handles a request and then drops it (a replica's commits) decodes
+// each into the same Scratch instead of allocating the message, its delta
+// and its first page anew. The zero Scratch is ready to use.
+type Scratch struct{ box decoded }
+
+// Decode is Decode into s: the message, its delta and the delta's first
+// page live in s and are overwritten by the next Decode, so none of them
+// — the *Delta, nor the Pages slice when it holds one page — may be kept
+// past it. What they point at (page bytes, keys, strings, an answer, a
+// listing) is freshly allocated as Decode's is and may be kept. A
+// pager.Store keeps the Delta of a part of a commit in several parts
+// until the rest arrives: such a message must not be decoded over.
+func (s *Scratch) Decode(b []byte) (*Msg, error) {
+	d := decoder{b: b}
+	m, err := d.msg(nil, &s.box)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -278,7 +303,7 @@ func Decode(b []byte) (*Msg, error) {
 // nothing of use.
 func DecodeInto(m *Msg, b []byte) error {
 	d := decoder{b: b}
-	if _, err := d.msg(m); err != nil {
+	if _, err := d.msg(m, nil); err != nil {
 		*m = Msg{}
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -487,7 +512,9 @@ type decoded struct {
 	page  [1]pager.Page
 }
 
-func (d *decoder) msg(into *Msg) (*Msg, error) {
+// msg decodes a message into into (its delta in a new box), into scratch
+// (the message, delta and first page there), or, both nil, into a new box.
+func (d *decoder) msg(into *Msg, scratch *decoded) (*Msg, error) {
 	if f := d.byte(); d.err == nil && f != wireFormat {
 		return nil, fmt.Errorf("wire format %d, want %d", f, wireFormat)
 	}
@@ -496,6 +523,9 @@ func (d *decoder) msg(into *Msg) (*Msg, error) {
 	var box *decoded
 	m := into
 	switch {
+	case scratch != nil:
+		*scratch = decoded{}
+		box, m = scratch, &scratch.Msg
 	case m != nil:
 		*m = Msg{}
 		if mask&fDelta != 0 {

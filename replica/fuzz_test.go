@@ -38,6 +38,10 @@ func FuzzDecode(f *testing.F) {
 	}
 	dirty := *seeds[len(seeds)-1] // a Msg with lists in it, decoded over each time
 	dirty.Reason, dirty.Facts, dirty.Answer, dirty.Have = "stale", []byte{1}, []byte{2}, seeds[6].Have
+	used, err := seeds[2].Encode() // a commit with a page and a drop, decoded into the Scratch first
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, ok := AckStatus(b)
 		m, err := Decode(b)
@@ -46,11 +50,22 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (errInto == nil) {
 			t.Fatalf("Decode: %v; DecodeInto: %v", err, errInto)
 		}
+		var sc Scratch
+		if _, err := sc.Decode(used); err != nil {
+			t.Fatal(err)
+		}
+		inScratch, errScratch := sc.Decode(b)
+		if (err == nil) != (errScratch == nil) {
+			t.Fatalf("Decode: %v; Scratch.Decode: %v", err, errScratch)
+		}
 		if err != nil {
 			return
 		}
 		if !reflect.DeepEqual(m, &into) {
 			t.Fatalf("DecodeInto over a used Msg differs from Decode:\n%+v\n%+v", m, into)
+		}
+		if !reflect.DeepEqual(m, inScratch) {
+			t.Fatalf("Scratch.Decode over a used Scratch differs from Decode:\n%+v\n%+v", m, inScratch)
 		}
 		if m.Op == OpAck && (!ok || st != m.Status) {
 			t.Fatalf("AckStatus = %v, %v; the decoded acknowledgement's status is %v", st, ok, m.Status)
