@@ -301,28 +301,43 @@ func TestReplicaLimitRefusesNewActorsOnly(t *testing.T) {
 	}
 }
 
-// An activation whose replicas are full fails with ErrFull (wrapped in
-// ErrQuorumUnavailable); with one full replica of three it succeeds.
-func TestSessionReportsFullReplicas(t *testing.T) {
+// threeHoldingX is three replicas, each holding a committed copy of k/x
+// (so each has some replicated state to be at a limit with).
+func threeHoldingX() (cluster, []NodeID) {
 	members := ids(3)
 	c := cluster{}
 	for _, id := range members {
 		c[id] = NewReplica(nil)
 		c[id].Handle(commitMsg(ballot(1, 9), pager.Delta{Stamp: stamp(2, 9), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0)
 	}
+	return c, members
+}
+
+// An activation whose replicas are full fails with ErrFull (wrapped in
+// ErrQuorumUnavailable); with one full replica of three it succeeds.
+func TestSessionReportsFullReplicas(t *testing.T) {
+	c, members := threeHoldingX()
 	c[members[1]].SetLimit(1)
-	a := NewSession("k", "new", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
-	c.run(a, a.Open())
-	if res := a.Results(); len(res) != 1 || res[0].Err != nil {
+	if _, res := activate(c, members, "new", ballot(10, 1)); len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("one full replica of three: %+v", res)
 	}
 	c[members[2]].SetLimit(1)
-	b := NewSession("k", "newer", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(11, 1))
-	c.run(b, b.Open())
-	res := b.Results()
-	if len(res) != 1 || !errors.Is(res[0].Err, ErrFull) || !errors.Is(res[0].Err, ErrQuorumUnavailable) {
+	if _, res := activate(c, members, "newer", ballot(11, 1)); !fullRefusal(res) {
 		t.Fatalf("two full replicas of three: %+v", res)
 	}
+}
+
+// activate opens a session on k/key under ballot b, members[0] its owner
+// and W 2, and returns it with its results.
+func activate(c cluster, members []NodeID, key string, b Ballot) (*Session, []Result) {
+	s := NewSession("k", key, Set{Self: members[0], Members: members, W: 2}, c[members[0]], b)
+	c.run(s, s.Open())
+	return s, s.Results()
+}
+
+// fullRefusal reports whether res is one round's failure for full replicas.
+func fullRefusal(res []Result) bool {
+	return len(res) == 1 && errors.Is(res[0].Err, ErrFull) && errors.Is(res[0].Err, ErrQuorumUnavailable)
 }
 
 // An owner whose own copy is at its limit cannot commit a new actor (its
@@ -330,23 +345,14 @@ func TestSessionReportsFullReplicas(t *testing.T) {
 // the activation fails with ErrFull, definite, rather than opening and
 // failing its first commit as an indeterminate quorum loss.
 func TestSessionOwnerAtItsLimitReportsFull(t *testing.T) {
-	members := ids(3)
-	c := cluster{}
-	for _, id := range members {
-		c[id] = NewReplica(nil)
-		c[id].Handle(commitMsg(ballot(1, 9), pager.Delta{Stamp: stamp(2, 9), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}), 0)
-	}
+	c, members := threeHoldingX()
 	c[members[0]].SetLimit(1)
-	a := NewSession("k", "new", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(10, 1))
-	c.run(a, a.Open())
-	res := a.Results()
-	if len(res) != 1 || !errors.Is(res[0].Err, ErrFull) || !errors.Is(res[0].Err, ErrQuorumUnavailable) {
+	if _, res := activate(c, members, "new", ballot(10, 1)); !fullRefusal(res) {
 		t.Fatalf("the owner's own copy full, the other two not: %+v", res)
 	}
 	// An actor the owner's copy already holds keeps committing.
-	b := NewSession("k", "x", Set{Self: members[0], Members: members, W: 2}, c[members[0]], ballot(11, 1))
-	c.run(b, b.Open())
-	if res := b.Results(); len(res) != 1 || res[0].Err != nil {
+	b, res := activate(c, members, "x", ballot(11, 1))
+	if len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("an actor already held: %+v", res)
 	}
 	c.run(b, b.Commit(pager.Delta{Basis: stamp(2, 9), Stamp: stamp(12, 1), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}))
