@@ -126,7 +126,9 @@ func (s *Store) publish(parts []Delta) {
 			if p.Stamp.IsZero() {
 				p.Stamp = d.Stamp
 			}
-			s.remove(p.Key)
+			if old, ok := s.pages[p.Key]; ok {
+				s.bytes -= len(old.Key) + len(old.Data) // replaced in place
+			}
 			s.pages[p.Key] = p
 			s.bytes += len(p.Key) + len(p.Data)
 		}

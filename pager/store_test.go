@@ -234,3 +234,20 @@ func TestStoreBytesFollowPublishedPages(t *testing.T) {
 		t.Fatalf("Bytes %d, want 4", s.Bytes())
 	}
 }
+
+// BenchmarkStoreApplyOnePage: a replica's usual commit, one page replacing
+// the same key's page, on a store of a few pages.
+func BenchmarkStoreApplyOnePage(b *testing.B) {
+	s := NewStore()
+	if _, err := s.Apply(Delta{Full: true, Stamp: stamp(1), Pages: []Page{{Key: "A", Data: []byte{1}}, {Key: "B", Data: []byte{2}}, {Key: "N", Data: []byte{3}}}}); err != nil {
+		b.Fatal(err)
+	}
+	data := []byte{4, 5, 6, 7}
+	n := int64(1)
+	for b.Loop() {
+		n++
+		if _, err := s.Apply(Delta{Basis: stamp(n - 1), Stamp: stamp(n), Pages: []Page{{Key: "N", Data: data}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
