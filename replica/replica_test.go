@@ -198,6 +198,48 @@ func TestSessionActivatesCommitsAndIsFencedByANewerOwner(t *testing.T) {
 	}
 }
 
+// A confirmation that answers an earlier confirm round of the same owner
+// (same ballot: late, or duplicated) is not counted by a later one: it may
+// predate the later read, and a newer owner's write acknowledged in
+// between would be missed — a stale read.
+func TestALateConfirmationCountsOnlyForItsOwnRound(t *testing.T) {
+	c, members, a := openedOnThree()
+	a.Results()
+	c.run(a, a.Commit(pager.Delta{Stamp: stamp(11, 1), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}))
+	a.Results()
+	// A first read: the second member's confirmation is held back.
+	var late *Msg
+	for _, o := range a.Confirm() {
+		if o.To == members[1] {
+			late = c[o.To].Handle(o.Msg, 0)
+			continue
+		}
+		c.run(a, a.Step(o.To, c[o.To].Handle(o.Msg, 0)))
+	}
+	if res := a.Results(); len(res) != 1 || res[0].Err != nil || res[0].Round != RoundConfirm {
+		t.Fatalf("first read: %+v", res)
+	}
+	// A newer owner, with the other two members, activates and writes.
+	others := cluster{members[1]: c[members[1]], members[2]: c[members[2]]}
+	b := NewSession("k", "x", Set{Self: members[1], Members: members, W: 2}, c[members[1]], ballot(20, 2))
+	others.run(b, b.Open())
+	others.run(b, b.Commit(pager.Delta{Basis: stamp(11, 1), Stamp: stamp(21, 2), Pages: []pager.Page{{Key: "V", Data: []byte{2}}}}))
+	if res := b.Results(); len(res) != 2 || res[1].Err != nil {
+		t.Fatalf("the newer owner's write: %+v", res)
+	}
+	// The first owner's second read: its own copy confirms at once; the
+	// late confirmation of the first read must not complete the quorum.
+	outs := a.Confirm()
+	a.Step(members[1], late)
+	if res := a.Results(); len(res) != 0 {
+		t.Fatalf("the second read was decided by the first read's late confirmation: %+v", res)
+	}
+	c.run(a, outs)
+	if res := a.Results(); len(res) != 1 || res[0].Err == nil {
+		t.Fatalf("the second read, with the newer owner's write acknowledged: %+v, want it refused", res)
+	}
+}
+
 // AppendResults hands out what Results would, round after round, into
 // the caller's buffer, keeping the session's own buffer for the next
 // rounds (no allocation for a round's result) without ever handing that

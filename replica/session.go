@@ -113,6 +113,7 @@ type Session struct {
 	local     *Replica
 	ballot    Ballot
 	q         int
+	confirmN  int   // the running confirm round's number, carried in Part and echoed
 	state     State // adopted, then committed
 
 	round   Round
@@ -315,7 +316,11 @@ func (s *Session) Step(from NodeID, m *Msg) []Out {
 			return s.stepCommit(from, m)
 		}
 	case RoundConfirm:
-		if m.Op == OpConfirmed {
+		// A confirmation names its round: one answering an earlier confirm
+		// of this session (same ballot, late or duplicated) may predate this
+		// read, and counting it would serve a state older than a write
+		// acknowledged before the read began (SPEC.md, "Owner rounds").
+		if m.Op == OpConfirmed && m.Part == s.confirmN {
 			return s.stepConfirm(from, m)
 		}
 	}
@@ -983,7 +988,12 @@ func (s *Session) Confirm() []Out {
 	if err := s.begin(RoundConfirm); err != nil {
 		return nil
 	}
-	return s.ask(func() *Msg { return s.msg(OpConfirm) })
+	s.confirmN = (s.confirmN + 1) % pager.MaxParts
+	return s.ask(func() *Msg {
+		m := s.msg(OpConfirm)
+		m.Part = s.confirmN
+		return m
+	})
 }
 
 // ConfirmAnswering is Confirm for a read called from the set's member to:
