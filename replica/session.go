@@ -421,7 +421,7 @@ func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
 		// The owner's own copy applies every commit first, and at its limit
 		// it takes none for an actor it holds nothing of: the activation
 		// could never commit. Fail it now, definite (nothing was written).
-		s.finish(fmt.Errorf("%w: %w: %s/%s: the owner's own copy is at its limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key))
+		s.finish(s.errOwnFull())
 		return nil
 	}
 	// The quorum is in: adopt the greatest (accepted ballot, stamp).
@@ -449,6 +449,12 @@ func (s *Session) stepPrepare(from NodeID, m *Msg) []Out {
 		}
 	}
 	return s.afterFetch()
+}
+
+// errOwnFull is the failure of a round the owner's own copy refused as
+// full: definite, nothing was written.
+func (s *Session) errOwnFull() error {
+	return fmt.Errorf("%w: %w: %s/%s: the owner's own copy is at its limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key)
 }
 
 // installOwn makes the owner's own copy the adopted state (pages: its
@@ -667,7 +673,7 @@ func (s *Session) spread() []Out {
 			case StatusStale:
 				err = fmt.Errorf("%w: %s/%s: this node promised ballot %v, above its own owner's %v", ErrFenced, s.kind, s.key, s.highest, s.ballot)
 			case StatusFull:
-				err = fmt.Errorf("%w: %w: %s/%s: the owner's own copy is at its limit of replicated state", ErrQuorumUnavailable, ErrFull, s.kind, s.key)
+				err = s.errOwnFull()
 			}
 			s.finish(err)
 			return out
