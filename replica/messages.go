@@ -124,12 +124,16 @@ type Msg struct {
 	Promised Ballot
 	Accepted Ballot
 	Stamp    pager.Stamp
-	Part     int
-	Have     *pager.Listing
-	Delta    *pager.Delta
-	Reason   string
-	Ranges   []Range // OpSync, OpSynced: the ranges asked for
-	Records  []Record
+	// Part is the part a fetch wants (OpFetch, OpPages), or a confirm
+	// round's number (OpConfirm), which every reply echoes: the owner
+	// counts only confirmations of its running round (SPEC.md, "Owner
+	// rounds").
+	Part    int
+	Have    *pager.Listing
+	Delta   *pager.Delta
+	Reason  string
+	Ranges  []Range // OpSync, OpSynced: the ranges asked for
+	Records []Record
 	// Facts (a StatusBehind refusal) is the refuser's placement as the
 	// runtime encodes it, for the requester to merge.
 	Facts []byte

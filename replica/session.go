@@ -989,7 +989,9 @@ var selfReplies = sync.Pool{New: func() any { return new(Msg) }}
 
 // Confirm asks a read quorum whether this session's ballot is still the
 // highest promise (Read(Majority)): success means no newer owner had
-// committed when the replicas answered.
+// committed when the replicas answered. Each confirm is numbered, and only
+// answers to this one count (a late answer to an earlier one may predate
+// the read).
 func (s *Session) Confirm() []Out {
 	if err := s.begin(RoundConfirm); err != nil {
 		return nil
