@@ -146,12 +146,18 @@ func (r *Replica) Synced(kind string, rng Range) {
 	r.unsynced[kind] = slices.DeleteFunc(r.unsynced[kind], func(u Range) bool { return u.Within(rng) })
 }
 
-// synced reports whether this member votes on actors of kind at point p.
-func (r *Replica) synced(kind string, p uint64) bool {
+// synced reports whether this member votes on actor key of kind. The key
+// is hashed to its ring point only when some range of kind is unsynced:
+// on a settled member, the common case, a vote costs no hash.
+func (r *Replica) synced(kind, key string) bool {
 	rs, ok := r.unsynced[kind]
 	if !ok && r.strict {
 		return false
 	}
+	if len(rs) == 0 {
+		return true
+	}
+	p := r.point(kind, key)
 	for _, u := range rs {
 		if u.Contains(p) {
 			return false
@@ -164,7 +170,7 @@ func (r *Replica) synced(kind string, p uint64) bool {
 // it is on m's placement and has synced m's actor's range there.
 func (r *Replica) votes(m *Msg) bool {
 	return m.Version == r.version && (m.Digest == 0 || r.digest == 0 || m.Digest == r.digest) &&
-		r.synced(m.Kind, r.point(m.Kind, m.Key))
+		r.synced(m.Kind, m.Key)
 }
 
 // syncedRange reports whether no unsynced range of kind overlaps rng.

@@ -136,6 +136,37 @@ func TestNewcomerVotesOnlyOnceSynced(t *testing.T) {
 	}
 }
 
+// A settled member, one with no unsynced range of the kind, votes without
+// hashing the key to its ring point: a hot key's every commit asks for
+// its vote twice (the owner's own copy and the other replica's).
+func TestASettledMemberVotesWithoutHashing(t *testing.T) {
+	hashed := 0
+	r := NewReplica(func(_, key string) uint64 { hashed++; return uint64(len(key)) })
+	r.Observe(1)
+	w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(4, 3), Pages: []pager.Page{{Key: "V", Data: []byte{7}}}})
+	w.Key, w.Version = "xx", 1
+	if got := r.Handle(w, 0); got.Status != StatusOK || !got.Voter {
+		t.Fatalf("a settled member's ack: %v voter=%v", got.Status, got.Voter)
+	}
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(5, 1), Version: 1}, 0); !got.Voter {
+		t.Fatal("a settled member's promise is not a vote")
+	}
+	if hashed != 0 {
+		t.Fatalf("the key was hashed %d times with no unsynced range", hashed)
+	}
+	r.Unsync("k", Range{Start: 5, End: 9}) // elsewhere: "xx" is at 2
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(6, 1), Version: 1}, 0); !got.Voter {
+		t.Fatal("a range elsewhere is unsynced: the key's vote is lost")
+	}
+	r.Unsync("k", Range{Start: 1, End: 2})
+	if got := r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "xx", Ballot: ballot(7, 1), Version: 1}, 0); got.Voter {
+		t.Fatal("the key's range is unsynced: it still votes")
+	}
+	if hashed != 2 {
+		t.Fatalf("the key was hashed %d times for the two votes with unsynced ranges, want 2", hashed)
+	}
+}
+
 // cluster wires sessions to replicas in memory, delivering every request.
 type cluster map[NodeID]*Replica
 
