@@ -157,15 +157,31 @@ func (r *replicator) spawn(f func()) bool {
 }
 
 // observe feeds every stamp of a received message to the clock, so the
-// stamps and ballots this member issues next are above them.
+// stamps and ballots this member issues next are above them. Observing
+// the greatest alone does that at one clock reading; only when the clock
+// refuses it (further ahead than MaxDrift) is each observed in turn, so
+// the others still count.
 func (r *replicator) observe(m *replica.Msg) {
-	for _, t := range [...]hlc.Timestamp{m.Ballot, m.Promised, m.Accepted, hlc.Timestamp(m.Stamp)} {
-		if !t.IsZero() {
-			_, _ = r.clock.Observe(t)
+	stamps := [...]hlc.Timestamp{m.Ballot, m.Promised, m.Accepted, hlc.Timestamp(m.Stamp), {}}
+	if m.Delta != nil {
+		stamps[4] = hlc.Timestamp(m.Delta.Stamp)
+	}
+	var top hlc.Timestamp
+	for _, t := range stamps {
+		if top.Less(t) {
+			top = t
 		}
 	}
-	if m.Delta != nil {
-		_, _ = r.clock.Observe(hlc.Timestamp(m.Delta.Stamp))
+	if top.IsZero() {
+		return
+	}
+	if _, err := r.clock.Observe(top); err == nil {
+		return
+	}
+	for _, t := range stamps {
+		if !t.IsZero() && t != top {
+			_, _ = r.clock.Observe(t)
+		}
 	}
 }
 
