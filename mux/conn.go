@@ -162,9 +162,11 @@ var frameOrder = [numChannels]byte{byte(LaneControl), byte(LaneReplication), byt
 // written, and keeps yielding (a few times at most) while they still are:
 // alone, a sender writes after one yield; under load a round carries more.
 func (w *connWriter) gather() {
-	prev := -1
+	w.mu.Lock()
+	prev := w.queued
+	w.mu.Unlock()
 	for range maxGather {
-		runtime.Gosched()
+		yield()
 		w.mu.Lock()
 		n := w.queued
 		w.mu.Unlock()
@@ -593,6 +595,9 @@ func (rd *reader) laneRecordBuffered() bool {
 
 // maxGather bounds the yields before a write round.
 var maxGather = 4
+
+// yield is runtime.Gosched; tests count the writer's yields through it.
+var yield = runtime.Gosched
 
 // errSessionDone stops the reader once the session failed.
 var errSessionDone = errors.New("mux: session done")

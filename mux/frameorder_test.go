@@ -3,6 +3,7 @@ package mux
 import (
 	"encoding/binary"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,39 @@ func TestWriteRoundFramesReplicationBeforeCalls(t *testing.T) {
 		want := []byte{byte(LaneControl), byte(LaneReplication), byte(LaneMessage), chanYamux}
 		if string(order) != string(want) {
 			t.Fatalf("bulk=%v: records on channels %v, want %v", bulk, order, want)
+		}
+	}
+}
+
+// A sender alone yields once before it writes its round, as gather's
+// comment says; one whose yield let another sender append yields again.
+func TestALoneSenderYieldsOnceBeforeWriting(t *testing.T) {
+	defer func() { yield = runtime.Gosched }()
+	for _, company := range []int{0, 1} {
+		c := &captureConn{}
+		s := &Session{node: &Node{cfg: Config{KeepAliveTimeout: time.Second, MaxMessage: 8 << 20}}}
+		w := newConnWriter(s, c)
+		yields := 0
+		yield = func() {
+			if yields++; yields <= company {
+				// Another sender appends while this one yields: it joins
+				// the round being gathered (a write is in progress).
+				if err := w.enqueue(nil, byte(LaneMessage), func(b []byte) []byte { return append(b, 2) }, false); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		if err := w.enqueue(nil, byte(LaneMessage), func(b []byte) []byte { return append(b, 1) }, false); err != nil {
+			t.Fatal(err)
+		}
+		if yields != company+1 {
+			t.Fatalf("with %d other senders appending: %d yields before the write, want %d", company, yields, company+1)
+		}
+		c.mu.Lock()
+		n := len(c.got)
+		c.mu.Unlock()
+		if want := recordHeaderSize + company + 1; n != want {
+			t.Fatalf("%d bytes written, want one record of the %d senders' bytes (%d)", n, company+1, want)
 		}
 	}
 }
