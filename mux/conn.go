@@ -513,68 +513,96 @@ func (s *Session) trackPartial(ch byte, consumed bool, rest int) {
 // record or yamux bytes follow) they run on worker goroutines.
 func (s *Session) readLoop() {
 	rd := s.rd
-	max := s.node.cfg.MaxMessage
 	for {
-		ch, n, err := rd.rr.next()
-		if err == nil {
-			s.node.traffic.recIn.Add(1)
+		if len(rd.jobs) > 0 && !rd.laneRecordBuffered() {
+			// Requests that a handler read while it waited (WaitReading)
+			// and left to the reader.
+			if !s.runJobs(nil) {
+				return
+			}
+			continue
 		}
-		if err == nil && ch == chanYamux {
-			var b []byte
-			if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {
-				err = s.yc.deliver(b)
-			}
-			if !rd.deadline.IsZero() {
-				_ = s.conn.SetReadDeadline(rd.deadline)
-			}
-		} else if err == nil {
-			buf := rd.lanes[ch]
-			if buf, err = rd.rr.appendBody(buf, n); err == nil {
-				ln := s.lanes[ch]
-				var used int
-				used, err = parseEnvelopes(buf, max, func(env envelope) error { return ln.dispatch(env, &rd.jobs) })
-				rest := copy(buf, buf[used:])
-				buf = buf[:rest]
-				if rest > 0 || !rd.partial[ch].IsZero() {
-					s.trackPartial(ch, used > 0, rest)
-				}
-				if cap(buf) > 1<<20 && rest < 1<<10 {
-					buf = append([]byte(nil), buf...)
-				}
-			}
-			rd.lanes[ch] = buf
-		}
+		err := s.readRecord()
 		if err == nil && len(rd.jobs) > 0 && len(rd.jobs) < maxGathered && rd.laneRecordBuffered() {
 			continue // parse it first: its requests join this batch
 		}
-		if len(rd.jobs) > 0 {
-			if err == nil && rd.rr.r.Buffered() == 0 {
-				// Nothing more to read yet: run them here (inline.go).
-				if !s.runBatch() {
-					return // replaced while a request ran
-				}
-				continue
-			}
-			for i, job := range rd.jobs {
-				if !s.node.goWorker(job) {
-					job.run() // the node is closing: the handler sees a dead session
-				}
-				rd.jobs[i] = nil
-			}
-			rd.jobs = rd.jobs[:0]
+		if len(rd.jobs) > 0 && !s.runJobs(err) {
+			return // replaced while a request ran
 		}
 		if err != nil {
-			switch {
-			case errors.Is(err, ErrProtocol):
-				s.violation(err)
-			case errors.Is(err, os.ErrDeadlineExceeded) && !rd.deadline.IsZero():
-				s.violation(protocolError("a message stayed partly received for PartialMessageTimeout (%v)", s.node.cfg.PartialMessageTimeout))
-			case errors.Is(err, errSessionDone):
-			default:
-				s.fail(connectionLost(err))
-			}
+			s.readFailed(err)
 			return
 		}
+	}
+}
+
+// readRecord reads one record and dispatches what it completes: lane
+// envelopes (requests join rd.jobs), yamux bytes. Only the goroutine that
+// reads calls it: the reader, or a handler waiting by reading (WaitReading).
+func (s *Session) readRecord() error {
+	rd := s.rd
+	ch, n, err := rd.rr.next()
+	if err != nil {
+		return err
+	}
+	s.node.traffic.recIn.Add(1)
+	if ch == chanYamux {
+		var b []byte
+		if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {
+			err = s.yc.deliver(b)
+		}
+		if !rd.deadline.IsZero() {
+			_ = s.conn.SetReadDeadline(rd.deadline)
+		}
+		return err
+	}
+	buf := rd.lanes[ch]
+	if buf, err = rd.rr.appendBody(buf, n); err == nil {
+		ln := s.lanes[ch]
+		var used int
+		used, err = parseEnvelopes(buf, s.node.cfg.MaxMessage, func(env envelope) error { return ln.dispatch(env, &rd.jobs) })
+		rest := copy(buf, buf[used:])
+		buf = buf[:rest]
+		if rest > 0 || !rd.partial[ch].IsZero() {
+			s.trackPartial(ch, used > 0, rest)
+		}
+		if cap(buf) > 1<<20 && rest < 1<<10 {
+			buf = append([]byte(nil), buf...)
+		}
+	}
+	rd.lanes[ch] = buf
+	return err
+}
+
+// runJobs runs the requests read so far (rd.jobs): here, when nothing
+// more has arrived and err is nil (inline.go), else on workers. It
+// reports whether this goroutine is still the reader afterwards.
+func (s *Session) runJobs(err error) bool {
+	rd := s.rd
+	if err == nil && rd.rr.r.Buffered() == 0 {
+		// Nothing more to read yet: run them here (inline.go).
+		return s.runBatch()
+	}
+	for i, job := range rd.jobs {
+		if !s.node.goWorker(job) {
+			job.run() // the node is closing: the handler sees a dead session
+		}
+		rd.jobs[i] = nil
+	}
+	rd.jobs = rd.jobs[:0]
+	return true
+}
+
+// readFailed ends the session for the error that stopped its reader.
+func (s *Session) readFailed(err error) {
+	switch {
+	case errors.Is(err, ErrProtocol):
+		s.violation(err)
+	case errors.Is(err, os.ErrDeadlineExceeded) && !s.rd.deadline.IsZero():
+		s.violation(protocolError("a message stayed partly received for PartialMessageTimeout (%v)", s.node.cfg.PartialMessageTimeout))
+	case errors.Is(err, errSessionDone):
+	default:
+		s.fail(connectionLost(err))
 	}
 }
 

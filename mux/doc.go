@@ -56,8 +56,11 @@
 //     The peer's RequestHandler (Node.HandleRequests) runs on a worker
 //     goroutine, or on the connection's reader itself when the request
 //     was the last thing received; a handler about to wait must call
-//     HandOff first (RequestHandler states the contract). Its error comes
-//     back as *RemoteError{Code, Message}.
+//     HandOff first (RequestHandler states the contract). A handler that
+//     waits for answers to its own requests, all sent back on the
+//     connection it is serving, may instead read them itself for a
+//     moment (WaitReading): no goroutine is woken to read, none by the
+//     answer. Its error comes back as *RemoteError{Code, Message}.
 //   - Session.Send sends a one-way message, delivered in order to the
 //     peer's MessageHandler (Node.HandleMessages) on a worker of that lane,
 //     so a slow handler holds up only its own lane, within a bounded

@@ -24,6 +24,7 @@ const (
 	readerReading  uint64 = iota // reading, or dispatching what it read
 	readerInline                 // running a request itself
 	readerReplaced               // the watchdog gave the reading to another goroutine
+	readerLent                   // a waiting handler reads in its place (WaitReading)
 	stateBits      = 2
 	stateMask      = 1<<stateBits - 1
 )
@@ -105,19 +106,31 @@ func (s *Session) runInline(job task, held bool) bool {
 	}
 	job.run()
 	n.inline.Add(-1)
-	return rd.watch.word.CompareAndSwap(mine, mine&^stateMask|readerReading)
+	lent := mine&^stateMask | readerLent
+	for !rd.watch.word.CompareAndSwap(mine, mine&^stateMask|readerReading) {
+		switch rd.watch.word.Load() {
+		case mine: // a lending just ended: try again
+		case lent:
+			// Its request ended (its caller gave up) while a goroutine that
+			// took the request's work on (an actor's mailbox) reads in its
+			// place, which ends within lendLimit.
+			yield()
+		default:
+			return false // replaced: its successor may be on later requests already
+		}
+	}
+	return true
 }
 
-// takeOver hands the reading on from a reader that is still running the
-// request of state word (else it does nothing): the rest of its batch goes
-// to workers with nothing held, what was held is written, and a worker
-// reads on. The replaced goroutine finishes its request and stops.
-func (s *Session) takeOver(word uint64) bool {
+// handRest hands the rest of the reader's batch to workers, with nothing
+// held.
+func (s *Session) handRest() {
 	rd, n := s.rd, s.node
-	if !rd.watch.word.CompareAndSwap(word, word&^stateMask|readerReplaced) {
-		return false
-	}
 	rd.bmu.Lock()
+	if rd.next >= len(rd.batch) {
+		rd.bmu.Unlock()
+		return
+	}
 	rest := append([]task(nil), rd.batch[rd.next:]...)
 	clear(rd.batch)
 	rd.batch, rd.next = rd.batch[:0], 0
@@ -130,6 +143,18 @@ func (s *Session) takeOver(word uint64) bool {
 			job.run() // the node is closing: the handler sees a dead session
 		}
 	}
+}
+
+// takeOver hands the reading on from a reader that is still running the
+// request of state word (else it does nothing): the rest of its batch goes
+// to workers with nothing held, what was held is written, and a worker
+// reads on. The replaced goroutine finishes its request and stops.
+func (s *Session) takeOver(word uint64) bool {
+	rd, n := s.rd, s.node
+	if !rd.watch.word.CompareAndSwap(word, word&^stateMask|readerReplaced) {
+		return false
+	}
+	s.handRest()
 	s.w.flush()
 	n.goWorker(rd.again) // refused only once the node closes, which fails the session
 	return true
