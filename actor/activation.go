@@ -58,6 +58,7 @@ type Activation struct {
 	running  bool         // a goroutine is draining the mailbox (or a peek holds it)
 	started  bool         // Activate has run
 	touched  bool         // a call (not a tick) ran since lastUsed was set
+	handBack bool         // drain only: its last message came from AskHere to a durable activation, so it does not linger
 	evicted  bool         // its key moved away: queued calls fail with ErrRangeMoving
 	roomFor  bool         // deactivating to make room under Config.MaxActivations
 	settling bool         // its handler returned and it has not yet gone idle or taken its next message (capacity.go)
@@ -169,6 +170,10 @@ func (a *Activation) run() {
 	a.drain()
 }
 
+// lingerYield is runtime.Gosched; tests count a mailbox's lingering
+// through it.
+var lingerYield = runtime.Gosched
+
 func (a *Activation) drain() {
 	linger, lingerMax := 0, a.host.spin()
 	for {
@@ -184,12 +189,12 @@ func (a *Activation) drain() {
 			a.deactivate(reason)
 			return
 		}
-		if a.empty() && !a.kind.Service && a.stopReq == ReasonNone && linger < lingerMax {
+		if a.empty() && !a.kind.Service && a.stopReq == ReasonNone && linger < lingerMax && !a.handBack {
 			// A caller that just got its reply often sends again at once:
 			// yield a few times before giving the goroutine up.
 			linger++
 			a.mu.Unlock()
-			runtime.Gosched()
+			lingerYield()
 			continue
 		}
 		if a.empty() || (a.kind.Service && int(a.inflight) >= a.kind.Concurrency) || a.stopReq != ReasonNone {
@@ -207,6 +212,12 @@ func (a *Activation) drain() {
 		}
 		linger = 0
 		e := a.pop()
+		// A durable activation whose callers would run their messages
+		// themselves (AskHere: a connection's reader) gives its goroutine
+		// up as soon as its mailbox empties instead of lingering: the
+		// reader then runs the next message on its own goroutine, where a
+		// commit's wait reads its replies itself (casty, mux.WaitReading).
+		a.handBack = e.here && a.sess != nil
 		woke := a.unsettle() // busy with the next message
 		if e.sched != nil && e.sched.done {
 			a.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -531,5 +532,54 @@ func TestSettledSaysWhetherTheHandlerEndedPlainly(t *testing.T) {
 	}
 	if Settled(context.Background()) {
 		t.Fatal("Settled outside a commit")
+	}
+}
+
+// A durable activation lingers on its goroutine for a caller's next
+// message only when its last message came by Ask: after one that came by
+// AskHere (a connection's reader, in casty) it gives the goroutine up at
+// once, so the reader runs the next message itself, where a commit's wait
+// can read its own replies (mux.WaitReading).
+func TestADurableMailboxDoesNotLingerAfterAskHere(t *testing.T) {
+	var lingers atomic.Int32
+	defer func(y func()) { lingerYield = y }(lingerYield)
+	lingerYield = func() { lingers.Add(1); runtime.Gosched() }
+	dh := newDurableHost(t, &fakeDurability{}, nil, KindOptions{})
+	idle := func(key string) bool {
+		sh := dh.h.shardFor(key)
+		sh.mu.RLock()
+		a := sh.m[actID{dh.k, key}]
+		sh.mu.RUnlock()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return !a.running
+	}
+	if err := dh.call(false, "k", add(1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the mailbox goroutine to stop", func() bool { return idle("k") })
+	if lingers.Load() == 0 && dh.h.spin() > 0 {
+		t.Fatal("the mailbox did not linger after a message that came by Ask (the test cannot see lingering)")
+	}
+	lingers.Store(0)
+	gate := make(chan struct{})
+	busy := make(chan error, 1)
+	go func() {
+		busy <- dh.call(false, "k", func(context.Context, *durable) error { <-gate; return nil })
+	}()
+	waitFor(t, 5*time.Second, "the blocking handler", func() bool { return !idle("k") })
+	here := make(chan error, 1)
+	go func() { here <- dh.call(true, "k", add(1)) }() // queued behind it: the mailbox runs it
+	waitQueued(t, dh.h, dh.k, "k", 1)
+	close(gate)
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-here; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the mailbox goroutine to stop", func() bool { return idle("k") })
+	if n := lingers.Load(); n != 0 {
+		t.Fatalf("the mailbox lingered %d times after a message that came by AskHere", n)
 	}
 }

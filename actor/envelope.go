@@ -45,6 +45,7 @@ type Envelope struct {
 	ctl    ctlKind
 	sched  *Schedule // the schedule a tick belongs to
 	stream bool      // a stream: no default CallTimeout, only ctx bounds it
+	here   bool      // sent by AskHere: its caller would have run it itself
 }
 
 // Streaming marks the envelope as a stream: a stream lives as long as its

@@ -126,6 +126,7 @@ func (h *Host) ask(ctx context.Context, k *Kind, key string, e *Envelope, here b
 	w := waiters.Get().(*waiter)
 	e.w = w
 	e.hctx.Context = ctx
+	e.here = here
 	a, claimed, err := h.enqueueOr(k, key, e, here && !k.Service)
 	if err != nil {
 		waiters.Put(w)

@@ -150,6 +150,35 @@ func TestAnAnswerTakenEarlyIsNotSentAgain(t *testing.T) {
 	waitFor(t, 5*time.Second, "no request left pending on the caller's member", func() bool { return casty.PendingTo(caller, owner) == 0 })
 }
 
+// A call whose commit goes to the caller's member alone (a hot key's
+// third replica is skipped as a spare, spareCommits times in a row) is
+// served on the connection's reader, and its handler reads the
+// acknowledgement from that connection itself, handing the reading to no
+// other goroutine. A call runs on the reader when nothing else was
+// buffered behind it, so most do, one at a time.
+func TestAHotKeysCommitReadsItsReplyOnTheCallersConnection(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, caller := nodes[0], nodes[2]
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := owner.Replication()
+	const calls = 40
+	for i := range calls {
+		if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != i+2 {
+			t.Fatalf("add %d: %d, %v", i, n, err)
+		}
+	}
+	after := owner.Replication()
+	commits, inline := after.Commits-before.Commits, after.RoundsReadInline-before.RoundsReadInline
+	t.Logf("%d of %d commits read their replies on the caller's connection", inline, commits)
+	if inline < commits/2 || inline > commits {
+		t.Fatalf("%d of %d commits read their replies on the caller's connection", inline, commits)
+	}
+}
+
 // A Read(Majority) call made from one of the key's replicas is answered
 // as soon as that replica confirms, as the reply the read quorum still
 // needs, that the owner's ballot is its promise and it holds nothing

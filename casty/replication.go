@@ -76,6 +76,7 @@ type replicator struct {
 	earlyAnswers    atomic.Int64 // calls from here answered by this member's copy (early.go)
 	repliesWithheld atomic.Int64 // calls served here whose answer the caller's member handed on (early.go)
 	missedBasis     atomic.Int64 // commits this member's copy answered need-full
+	readInline      atomic.Int64 // rounds whose replies their handler read itself (mux.WaitReading)
 	// Commits waiting for the commit they were built on (basisOnItsWay),
 	// closed when the copy publishes one, and how long they wait
 	// (basisWait; tests change it); guarded by mu.
@@ -446,6 +447,7 @@ type round struct {
 	buf     [3]reply      // replies' first backing array: a round rarely gets more
 	wake    chan struct{} // cap 1: answers are waiting
 	ended   bool          // the round is over: replies go to lateAck
+	lending bool          // its goroutine reads the replies itself (mux.WaitReading)
 	// A commit round's replicator and session, for lateAck; nil otherwise.
 	r *replicator
 	s *replica.Session
@@ -512,9 +514,13 @@ func (rd *round) put(rp reply) {
 		return
 	}
 	rd.replies = append(rd.replies, rp)
+	lending := rd.lending
 	rd.mu.Unlock()
 	select {
 	case rd.wake <- struct{}{}:
+		if lending {
+			return // most likely read by the round's own goroutine: nobody to let run
+		}
 		// Let the woken commit finish before this goroutine (usually a
 		// connection's reader) goes on to what it read next — often the
 		// caller's next request for the same actor, which would find the
@@ -626,12 +632,33 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		return r.expire(s), false
 	}
 	send(answerFirst(outs))
-	// Only now, the round's requests on their way, does a handler on its
-	// connection's reader hand the reading on before it waits: the commit
-	// that carries the caller's answer leaves without waiting for the
-	// hand-off (another goroutine woken, the batch's held answers written).
-	mux.HandOff(ctx)
+	// When every request went to the member whose call this handler
+	// serves, on the connection whose reader runs it (the hot key's usual
+	// round: the caller's member holds a copy, the spare is skipped), the
+	// handler reads the replies itself: no goroutine woken to read, none
+	// woken by the reply (mux.WaitReading). Bounded by the spare's flush.
+	lend := time.Until(deadline)
+	if flushC != nil {
+		lend = min(lend, r.spareFlush)
+	}
+	rd.mu.Lock()
+	rd.lending = true
+	rd.mu.Unlock()
+	if mux.WaitReading(ctx, sent, rd.wake, lend) {
+		r.readInline.Add(1)
+	}
+	rd.mu.Lock()
+	rd.lending = false
+	rd.mu.Unlock()
 	for {
+		if len(rd.wake) == 0 {
+			// Only now, about to wait, the round's requests on their way,
+			// does a handler on its connection's reader hand the reading
+			// on: the commit that carries the caller's answer left without
+			// waiting for the hand-off (another goroutine woken, the
+			// batch's held answers written). Once handed on, it is a no-op.
+			mux.HandOff(ctx)
+		}
 		// No timer: every request carries the round's deadline (enforced
 		// by mux's sweeper), so the round ends by then through
 		// outstanding reaching zero.
@@ -1138,6 +1165,13 @@ type ReplicationStats struct {
 	// the owner then sends it the full page set. A copy that keeps up
 	// leaves it at zero.
 	MissedBasis int64
+	// RoundsReadInline counts the rounds (commits, confirms) of this
+	// member's activations whose replies the handler read itself from the
+	// connection of the call it served, instead of handing that
+	// connection's reading to another goroutine and waiting to be woken: a
+	// hot key's usual round when its caller's member holds a copy
+	// (ARCHITECTURE.md, "After each handler").
+	RoundsReadInline int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
@@ -1161,7 +1195,8 @@ func (s *System) Replication() ReplicationStats {
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0,
-		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load()}
+		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load(),
+		RoundsReadInline: r.readInline.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 	}
