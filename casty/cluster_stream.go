@@ -78,6 +78,10 @@ func (f *frameConn) writeError(kind byte, we *wireError) error {
 	return f.write(kind, appendWireError(nil, we))
 }
 
+// errFrameTooLarge marks a stream frame over the message cap: the peer
+// broke the framing, the connection did not.
+var errFrameTooLarge = errors.New("casty: a stream frame over the message cap")
+
 func (f *frameConn) read() (byte, []byte, error) {
 	kind, err := f.r.ReadByte()
 	if err != nil {
@@ -88,7 +92,7 @@ func (f *frameConn) read() (byte, []byte, error) {
 		return 0, nil, err
 	}
 	if n > uint64(f.max) {
-		return 0, nil, fmt.Errorf("casty: stream frame of %d bytes exceeds the %d-byte message cap", n, f.max)
+		return 0, nil, fmt.Errorf("%w: %d bytes, the cap is %d", errFrameTooLarge, n, f.max)
 	}
 	b, err := readN(f.r, int(n))
 	return kind, b, err
@@ -326,6 +330,14 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 		kind, b, err := c.read()
 		if err != nil || kind != frameStatus {
 			st.Close()
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, k, key, method)
+			}
+			if err != nil && !errors.Is(err, errFrameTooLarge) {
+				// The stream was open: its member may have written the
+				// status and started the handler before the stream broke.
+				return nil, fmt.Errorf("%w: %s/%s.%s: no answer from %s, the handler may have started: %w (%v)", ErrActorUnavailable, k.Name, key, method, d.addr, ErrConnectionLost, err)
+			}
 			return nil, fmt.Errorf("%w: %s/%s.%s: no answer from %s: %v", ErrActorUnavailable, k.Name, key, method, d.addr, err)
 		}
 		if len(b) == 0 {

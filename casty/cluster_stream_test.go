@@ -140,6 +140,29 @@ func TestClusterOwnerDeathMidStream(t *testing.T) {
 	}
 }
 
+// A stream opened to a member that never sends its status (the member
+// died after accepting it, or the connection broke) may have started its
+// handler: the error says so as ErrConnectionLost, indeterminate, not only
+// as an unavailable actor.
+func TestClusterStreamWithNoStatusIsIndeterminate(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx := context.Background()
+	key := keyOn(t, nodes[1], nodes[0], Logs.Name())
+	casty.CutStreamsBeforeStatus(nodes[1])
+	var final error
+	for _, err := range casty.Stream(ctx, Logs.Ref(nodes[0], key), (*Log).Tail, 0) {
+		final = err
+		break
+	}
+	if !errors.Is(final, casty.ErrConnectionLost) || !errors.Is(final, casty.ErrActorUnavailable) {
+		t.Fatalf("a stream whose status never came: %v; want ErrConnectionLost and ErrActorUnavailable", final)
+	}
+	_, err := casty.Upload(ctx, Logs.Ref(nodes[0], key), (*Log).Ingest, slices.Values(lines(3)))
+	if !errors.Is(err, casty.ErrConnectionLost) {
+		t.Fatalf("an upload whose status never came: %v; want ErrConnectionLost", err)
+	}
+}
+
 // Uploads and duplexes to another node run the caller's input on a
 // goroutine of casty's: a panic there comes back as an error.
 func TestClusterStreamInputPanicIsAnError(t *testing.T) {
