@@ -56,8 +56,9 @@ type Session interface {
 	// Commit may run on the caller's goroutine (Host.AskHere), and that
 	// goroutine may be a connection's reader: an implementation that may
 	// block (waiting for replicas) must first hand the reader on — casty
-	// calls mux.HandOff(ctx) — just as a mux.RequestHandler must before
-	// it waits.
+	// calls mux.HandOff(ctx), or reads the replicas' replies itself
+	// (mux.WaitReading) when they come on that very connection — just as
+	// a mux.RequestHandler must before it waits.
 	Commit(ctx context.Context, failed bool) error
 	// Release is called once when the activation ends, whatever the
 	// reason, after its last Commit.

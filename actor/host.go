@@ -273,7 +273,11 @@ func (h *Host) Peek(ctx context.Context, k *Kind, key string, fn func(state any)
 // a request that arrived from another node has a goroutine of its own,
 // and the remote caller enforces its deadline itself. When the activation
 // is idle the message runs right here, saving the hand-off to a mailbox
-// goroutine and back; otherwise it queues and waits like Ask.
+// goroutine and back; otherwise it queues and waits like Ask. A durable
+// activation (one with a Durability session) whose mailbox goroutine ran
+// a message sent by AskHere gives that goroutine up as soon as the
+// mailbox empties, rather than lingering for a next message, so the next
+// AskHere finds it idle and runs here.
 func (h *Host) AskHere(ctx context.Context, k *Kind, key string, e *Envelope) error {
 	return h.ask(ctx, k, key, e, true)
 }
