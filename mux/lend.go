@@ -14,11 +14,14 @@ import (
 // went to the peer of that connection, the handler can instead read the
 // connection itself until its answers are in: the reader lends it the
 // reading (WaitReading). Records are read and dispatched just as the
-// reader would (answers delivered, messages and streams passed on), and
-// the requests among them are left for the reader, which runs them once
-// the handler has returned. The lending is bounded by lendLimit, the same
-// grace the watchdog gives a reader running one request, and it stops at
-// a yamux record (stream bytes wait while yamux is behind).
+// reader would (answers delivered, messages passed on). The lending ends
+// at the first request read (the connection has other work, which should
+// not wait for this handler: the request is left for the reader, and the
+// handler hands off), at a yamux record (stream bytes wait while yamux is
+// behind), and at lendLimit, the same grace the watchdog gives a reader
+// running one request. A hot key's acknowledgement and its caller's next
+// call leave in one write, acknowledgement first (SPEC.md, section 2): the
+// lending reads the one and stops before the other.
 var lendLimit = inlineGrace // tests lengthen it
 
 // WaitReading is for a request handler about to wait for the answers to
@@ -30,10 +33,10 @@ var lendLimit = inlineGrace // tests lengthen it
 // looked at between records: a value sent to it from elsewhere (a
 // timeout, another connection) is seen when the next record arrives or at
 // the bound.
-// Otherwise, or when the reading ends early (nothing more within the
-// time, a record too large to look at whole, a failing connection), it
-// reports false and the handler goes on as without it: HandOff, then
-// wait.
+// Otherwise, or when the reading ends early (a request read, nothing more
+// within the time, a record too large to look at whole, a failing
+// connection), it reports false and the handler goes on as without it:
+// HandOff, then wait.
 //
 // The goroutine that calls it need not be the one the request started on
 // (an actor's mailbox may run the handler): the reader's state word says
@@ -95,8 +98,14 @@ func (s *Session) lend(word uint64, wake <-chan struct{}, max time.Duration) boo
 			// wait on a stream's reader. They are the reader's.
 			break
 		}
+		jobs := len(rd.jobs)
 		if err := s.readRecord(); err != nil {
 			s.readFailed(err)
+			break
+		}
+		if len(rd.jobs) > jobs {
+			// The connection has other work: it is the reader's, at once,
+			// not after this handler's wait.
 			break
 		}
 	}
