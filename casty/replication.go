@@ -447,7 +447,7 @@ type round struct {
 	buf     [3]reply      // replies' first backing array: a round rarely gets more
 	wake    chan struct{} // cap 1: answers are waiting
 	ended   bool          // the round is over: replies go to lateAck
-	lending bool          // its goroutine reads the replies itself (mux.WaitReading)
+	lending atomic.Bool   // its goroutine reads the replies itself (mux.WaitReading)
 	// A commit round's replicator and session, for lateAck; nil otherwise.
 	r *replicator
 	s *replica.Session
@@ -514,11 +514,10 @@ func (rd *round) put(rp reply) {
 		return
 	}
 	rd.replies = append(rd.replies, rp)
-	lending := rd.lending
 	rd.mu.Unlock()
 	select {
 	case rd.wake <- struct{}{}:
-		if lending {
+		if rd.lending.Load() {
 			return // most likely read by the round's own goroutine: nobody to let run
 		}
 		// Let the woken commit finish before this goroutine (usually a
@@ -641,15 +640,11 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	if flushC != nil {
 		lend = min(lend, r.spareFlush)
 	}
-	rd.mu.Lock()
-	rd.lending = true
-	rd.mu.Unlock()
+	rd.lending.Store(true)
 	if mux.WaitReading(ctx, sent, rd.wake, lend) {
 		r.readInline.Add(1)
 	}
-	rd.mu.Lock()
-	rd.lending = false
-	rd.mu.Unlock()
+	rd.lending.Store(false)
 	for {
 		if len(rd.wake) == 0 {
 			// Only now, about to wait, the round's requests on their way,

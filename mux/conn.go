@@ -613,12 +613,22 @@ const maxGathered = 64
 // laneRecordBuffered reports whether the reader's buffer already holds a
 // whole lane record (no read needed to parse it).
 func (rd *reader) laneRecordBuffered() bool {
+	ch, whole := rd.bufferedRecord()
+	return whole && ch != chanYamux
+}
+
+// bufferedRecord reports whether the reader's buffer holds the whole next
+// record, and its channel.
+func (rd *reader) bufferedRecord() (ch byte, whole bool) {
 	r := rd.rr.r
 	if r.Buffered() < recordHeaderSize {
-		return false
+		return 0, false
 	}
 	h, err := r.Peek(recordHeaderSize)
-	return err == nil && h[0] != chanYamux && r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))
+	if err != nil {
+		return 0, false
+	}
+	return h[0], r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))
 }
 
 // maxGather bounds the yields before a write round.

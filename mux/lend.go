@@ -2,7 +2,6 @@ package mux
 
 import (
 	"context"
-	"encoding/binary"
 	"time"
 )
 
@@ -29,14 +28,15 @@ var lendLimit = inlineGrace // tests lengthen it
 // send to). If the handler whose context is ctx runs on its connection's
 // reader and every request in reqs went out on that connection, it reads
 // the connection until wake holds a value (it does not take it), for at
-// most max and lendLimit; it reports whether wake then holds one. wake is
-// looked at between records: a value sent to it from elsewhere (a
-// timeout, another connection) is seen when the next record arrives or at
-// the bound.
+// most max and lendLimit; it reports whether wake then holds one.
 // Otherwise, or when the reading ends early (a request read, nothing more
 // within the time, a record too large to look at whole, a failing
 // connection), it reports false and the handler goes on as without it:
 // HandOff, then wait.
+//
+// wake is looked at between records: a value sent to it from elsewhere (a
+// timeout, another connection) is seen when the next record arrives or at
+// the bound.
 //
 // The goroutine that calls it need not be the one the request started on
 // (an actor's mailbox may run the handler): the reader's state word says
@@ -50,7 +50,6 @@ func WaitReading(ctx context.Context, reqs []AsyncRequest, wake <-chan struct{},
 	if !ok {
 		return false
 	}
-
 	s := rc.inline
 	for _, r := range reqs {
 		if r.s != s {
@@ -77,7 +76,8 @@ func (s *Session) lend(word uint64, wake <-chan struct{}, max time.Duration) boo
 			ready = true
 			break
 		}
-		if !rd.recordBuffered() {
+		ch, whole := rd.bufferedRecord()
+		if !whole {
 			if !time.Now().Before(end) {
 				break
 			}
@@ -92,8 +92,9 @@ func (s *Session) lend(word uint64, wake <-chan struct{}, max time.Duration) boo
 			if !rd.rr.peekRecord() {
 				break // the reader meets whatever stopped it
 			}
+			ch, _ = rd.bufferedRecord()
 		}
-		if h, _ := rd.rr.r.Peek(1); h[0] == chanYamux {
+		if ch == chanYamux {
 			// Stream bytes wait while yamux is behind: a handler must not
 			// wait on a stream's reader. They are the reader's.
 			break
@@ -116,17 +117,6 @@ func (s *Session) lend(word uint64, wake <-chan struct{}, max time.Duration) boo
 	// request ends, and HandOff and the watchdog work as before.
 	rd.watch.word.Store(word)
 	return ready
-}
-
-// recordBuffered reports whether the reader's buffer holds a whole record
-// of any channel.
-func (rd *reader) recordBuffered() bool {
-	r := rd.rr.r
-	if r.Buffered() < recordHeaderSize {
-		return false
-	}
-	h, err := r.Peek(recordHeaderSize)
-	return err == nil && r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))
 }
 
 // peekRecord waits until a whole record is buffered, consuming nothing, so
