@@ -294,33 +294,51 @@ func do0Once[T any](ctx context.Context, ref Ref[T], meth *actor.Method, m func(
 
 // ---- typed invokers for calls from other nodes (serve.go: typedUnary) ----
 
-// noResult encodes the reply of a handler that returns only an error, for
-// an early answer (early.go).
-func noResult() []byte { return appendCallResp(nil, &callResp{}) }
+// The envelopes of calls from other nodes: each holds the invoker, the
+// call's context (servedCtx) and encodes its reply (replier), so that
+// serving a call allocates them once.
+
+type servedQR[T, Q, R any] struct {
+	callQR[T, Q, R]
+	x servedCtx
+}
+
+func (e *servedQR[T, Q, R]) appendReply(dst []byte) callResp {
+	return appendResult(dst, e.x.k, e.x.m, e.r)
+}
+
+type servedR[T, R any] struct {
+	callR[T, R]
+	x servedCtx
+}
+
+func (e *servedR[T, R]) appendReply(dst []byte) callResp {
+	return appendResult(dst, e.x.k, e.x.m, e.r)
+}
+
+// noReply is the reply of a handler that returns only an error.
+type noReply struct{}
+
+func (noReply) appendReply(dst []byte) callResp {
+	return callResp{enc: appendCallRespHead(dst, &callResp{})}
+}
 
 type servQR[T, Q, R any] struct {
 	m func(*T, context.Context, Q) (R, error)
 }
 
 func (s servQR[T, Q, R]) serve(ctx context.Context, rc remoteCall) callResp {
-	e := &struct {
-		callQR[T, Q, R]
-		x servedCtx
-	}{callQR: callQR[T, Q, R]{m: s.m}}
+	e := &servedQR[T, Q, R]{callQR: callQR[T, Q, R]{m: s.m}}
 	if len(rc.arg) > 0 {
 		if err := wire.UnmarshalValue(rc.arg, &e.q); err != nil {
 			return argResp(rc.k, rc.m, err)
 		}
 	}
 	e.Init(e, rc.m)
-	var answer func() []byte
-	if rc.early.tag != 0 {
-		answer = func() []byte { r := resultResp(rc.k, rc.m, e.r); return r.envelope() }
-	}
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, answer); !ok {
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, e); !ok {
 		return resp
 	}
-	return resultResp(rc.k, rc.m, e.r)
+	return e.x.answer(e)
 }
 
 type servR[T, R any] struct {
@@ -328,19 +346,12 @@ type servR[T, R any] struct {
 }
 
 func (s servR[T, R]) serve(ctx context.Context, rc remoteCall) callResp {
-	e := &struct {
-		callR[T, R]
-		x servedCtx
-	}{callR: callR[T, R]{m: s.m}}
+	e := &servedR[T, R]{callR: callR[T, R]{m: s.m}}
 	e.Init(e, rc.m)
-	var answer func() []byte
-	if rc.early.tag != 0 {
-		answer = func() []byte { r := resultResp(rc.k, rc.m, e.r); return r.envelope() }
-	}
-	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, answer); !ok {
+	if resp, ok := rc.ask(ctx, &e.Envelope, &e.x, e); !ok {
 		return resp
 	}
-	return resultResp(rc.k, rc.m, e.r)
+	return e.x.answer(e)
 }
 
 type servQ[T, Q any] struct {
@@ -358,7 +369,7 @@ func (s servQ[T, Q]) serve(ctx context.Context, rc remoteCall) callResp {
 		}
 	}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noResult)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noReply{})
 	return resp
 }
 
@@ -372,6 +383,6 @@ func (s serv0[T]) serve(ctx context.Context, rc remoteCall) callResp {
 		x servedCtx
 	}{do0: do0[T]{m: s.m}}
 	e.Init(e, rc.m)
-	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noResult)
+	resp, _ := rc.ask(ctx, &e.Envelope, &e.x, noReply{})
 	return resp
 }

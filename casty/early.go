@@ -155,13 +155,31 @@ func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeou
 }
 
 // earlyAnswer is what a served call needs for its commit to carry its
-// answer: the caller's member, its tag, and how to encode the answer from
+// answer: the caller's member, its tag, and how to encode the reply from
 // the handler's result (set once the handler ran).
 type earlyAnswer struct {
-	to     ring.NodeID
-	tag    uint64
-	encode func() []byte // the reply envelope, as the owner would send it
-	used   bool
+	to    ring.NodeID
+	tag   uint64
+	reply replier // nil: the caller wants no early answer
+	used  bool
+	// resp is the reply as encoded for the commit (set with used): the
+	// owner's own reply is the same bytes, not encoded a second time.
+	resp callResp
+}
+
+// replier encodes a served call's reply envelope, as the owner sends it,
+// at the end of dst (a failure to encode the result is the reply's Err).
+type replier interface {
+	appendReply(dst []byte) callResp
+}
+
+// answer is the reply to send for the served call x once its handler
+// ran: the one encoded for its commit, else r's.
+func (x *servedCtx) answer(r replier) callResp {
+	if x.early.used {
+		return x.early.resp
+	}
+	return r.appendReply(make([]byte, 0, 32))
 }
 
 // earlyFor returns the answer the commit d of act's handler, run with ctx,
@@ -170,25 +188,34 @@ type earlyAnswer struct {
 // replica set that asked for it, ctx is that call's own handler (not a
 // call it made in turn), the handler ended plainly (actor.Settled: no
 // answer error, no emits), and d's pages and the answer fit room (the page
-// bytes one commit message may carry).
+// bytes one commit message may carry). The answer is the caller's tag
+// and the reply envelope, in one buffer whose envelope part is the
+// owner's reply too (servedCtx.answer).
 func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.Delta, room int) (replica.NodeID, []byte) {
 	if failed {
 		return replica.NodeID{}, nil
 	}
 	x, _ := ctx.Value(servedKey{}).(*servedCtx)
-	if x == nil || x.early == nil || x.early.used || x.k != act.Kind() || x.key != act.Key() || !actor.Settled(ctx) {
+	if x == nil || x.early.reply == nil || x.early.used || x.k != act.Kind() || x.key != act.Key() || !actor.Settled(ctx) {
 		return replica.NodeID{}, nil
 	}
 	x.early.used = true
-	env := x.early.encode()
+	answer := binary.BigEndian.AppendUint64(make([]byte, 0, 64), x.early.tag)
+	r := x.early.reply.appendReply(answer)
+	if r.Err != nil {
+		answer = appendCallResp(answer, &r)
+	} else {
+		answer = r.enc
+		r.enc = r.enc[8:]
+	}
+	x.early.resp = r
 	for _, p := range d.Pages {
 		room -= len(p.Key) + len(p.Data)
 	}
-	if len(env) > min(maxEarlyAnswer, room) {
+	if len(answer)-8 > min(maxEarlyAnswer, room) {
 		return replica.NodeID{}, nil
 	}
-	answer := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env)), x.early.tag)
-	return replica.NodeID(x.early.to), append(answer, env...)
+	return replica.NodeID(x.early.to), answer
 }
 
 // answerTaken records, on the request of the served call ctx belongs to,
@@ -196,7 +223,7 @@ func earlyFor(ctx context.Context, act *actor.Activation, failed bool, d *pager.
 // call (replica.Decides held for that member's reply): the owner sends no
 // reply, which the call, having forgotten its request, would drop.
 func (r *replicator) answerTaken(ctx context.Context) {
-	if x, _ := ctx.Value(servedKey{}).(*servedCtx); x != nil && x.early != nil && x.early.used && mux.Answered(x.Context) {
+	if x, _ := ctx.Value(servedKey{}).(*servedCtx); x != nil && x.early.used && x.early.reply != nil && mux.Answered(x.Context) {
 		r.repliesWithheld.Add(1)
 	}
 }

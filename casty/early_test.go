@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Tab is a replicated tally for the early-answer tests.
@@ -34,6 +36,27 @@ func (t *Tab) Take(_ context.Context, d int) (int, error) {
 
 // Get returns the total.
 func (t *Tab) Get(context.Context) (int, error) { return t.N, nil }
+
+// tabTotal is Tab's total as Tally returns it; it counts its encodings.
+type tabTotal struct{ N int }
+
+var tabTotalEncodes atomic.Int64
+
+func (t tabTotal) EncodeMsgpack(enc *msgpack.Encoder) error {
+	tabTotalEncodes.Add(1)
+	return enc.EncodeInt(int64(t.N))
+}
+
+func (t *tabTotal) DecodeMsgpack(dec *msgpack.Decoder) (err error) {
+	t.N, err = dec.DecodeInt()
+	return err
+}
+
+// Tally adds d and returns the new total as a tabTotal.
+func (t *Tab) Tally(_ context.Context, d int) (tabTotal, error) {
+	t.N += d
+	return tabTotal{t.N}, nil
+}
 
 var Tabs = casty.Actor[Tab](casty.Name("test.Tab"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
 
@@ -176,6 +199,62 @@ func TestAHotKeysCommitReadsItsReplyOnTheCallersConnection(t *testing.T) {
 	t.Logf("%d of %d commits read their replies on the caller's connection", inline, commits)
 	if inline < commits/2 || inline > commits {
 		t.Fatalf("%d of %d commits read their replies on the caller's connection", inline, commits)
+	}
+}
+
+// A hot key's commit that goes to both other replicas (here every one:
+// no spare may be skipped; usually every spareCommits+1-th, when the
+// spare is sent its due) reads its reply on the caller's connection too:
+// the round waits on the caller's member, whose commit carries the
+// answer, and the third replica's acknowledgement, on another
+// connection, is taken once the lending ends. Before, a request on
+// another connection made the handler hand the reading off and park:
+// none was read inline.
+func TestAHotCommitToEveryReplicaReadsTheCallersReplyInline(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, caller := nodes[0], nodes[2]
+	casty.SetSpares(owner, 0, time.Second)
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := owner.Replication()
+	const calls = 40
+	for i := range calls {
+		if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != i+2 {
+			t.Fatalf("add %d: %d, %v", i, n, err)
+		}
+	}
+	after := owner.Replication()
+	commits, inline := after.Commits-before.Commits, after.RoundsReadInline-before.RoundsReadInline
+	t.Logf("%d of %d commits to both replicas read their replies on the caller's connection", inline, commits)
+	if inline < commits/2 || inline > commits {
+		t.Fatalf("%d of %d commits to both replicas read their replies on the caller's connection", inline, commits)
+	}
+}
+
+// The owner encodes an early-answered call's result once: its own reply,
+// when it sends one, is the envelope its commit carried. Before, the
+// result was encoded for the commit and again for the reply.
+func TestAnEarlyAnswerIsEncodedOnce(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, caller := nodes[0], nodes[2]
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	encodes, early := tabTotalEncodes.Load(), caller.Replication().EarlyAnswers
+	const calls = 10
+	for i := range calls {
+		if got, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Tally, 1); err != nil || got.N != i+1 {
+			t.Fatalf("tally %d: %v, %v", i, got, err)
+		}
+	}
+	encodes, early = tabTotalEncodes.Load()-encodes, caller.Replication().EarlyAnswers-early
+	if early == 0 {
+		t.Fatal("no call was answered early")
+	}
+	if encodes != calls {
+		t.Fatalf("%d calls (%d answered early) encoded their results %d times, want once each", calls, early, encodes)
 	}
 }
 

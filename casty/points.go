@@ -88,9 +88,10 @@ type servedCtx struct {
 	context.Context
 	deadline int64 // unix ns; 0: the parent's
 	k        *actor.Kind
+	m        *actor.Method // a served call's handler (nil for other reads)
 	key      string
 	at       placement
-	early    *earlyAnswer // the caller's member wants the answer on its commit (early.go)
+	early    earlyAnswer // the caller's member wants the answer on its commit (early.go)
 }
 
 type servedKey struct{}

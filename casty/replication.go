@@ -561,11 +561,12 @@ func (rd *round) take(into []reply) []reply {
 // of the round has failed (nothing more can arrive). It reports taken when
 // the member a call's answer rode to voted so that it decided the round
 // (replica.Decides): that member handed the answer to the call (early.go).
+// hot says the round is a hot actor's commit (replSession.hot).
 //
 // The requests go out without a goroutine each: their answers come back
 // on the connections' readers and wake this goroutine, once per batch of
 // answers (the latency of a commit is two wake-ups past the network).
-func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out) (_ replica.Result, taken bool) {
+func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out, hot bool) (_ replica.Result, taken bool) {
 	var resBuf [1]replica.Result // a round's result, taken without allocating
 	r.mu.Lock()
 	res := s.AppendResults(resBuf[:0])
@@ -610,6 +611,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		sentBuf     [4]mux.AsyncRequest
 		batchBuf    [4]reply
 		sent        = sentBuf[:0]
+		carrier     = -1 // in sent: the request that carries the call's answer
 		outstanding int
 		batch       = batchBuf[:0]
 	)
@@ -618,6 +620,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 			outstanding++
 			rd.expect()
 			if req, ok := r.requestAsync(ctx, o, time.Until(deadline), rd); ok {
+				if len(o.Msg.Answer) > 0 {
+					carrier = len(sent)
+				}
 				sent = append(sent, req)
 			}
 		}
@@ -631,44 +636,62 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		return r.expire(s), false
 	}
 	send(answerFirst(outs))
-	// When every request went to the member whose call this handler
-	// serves, on the connection whose reader runs it (the hot key's usual
-	// round: the caller's member holds a copy, the spare is skipped), the
-	// handler reads the replies itself: no goroutine woken to read, none
-	// woken by the reply (mux.WaitReading). Bounded by the spare's flush.
+	// When the round waits on the member whose call this handler serves,
+	// on the connection whose reader runs it, the handler reads the
+	// replies itself: no goroutine woken to read, none woken by the reply
+	// (mux.WaitReading). That is every request of the round (the hot
+	// key's usual round: the spare skipped), or, for a hot actor whose
+	// commit carries the call's answer to that member, that one: its vote
+	// completes the quorum and brings the caller its answer, and the
+	// spare, sent its due every spareCommits+1-th round, answers on
+	// another connection, taken once the lending ends (at the caller's
+	// member's reply or lendLimit). A commit that is not hot reads no
+	// other connection's replies inline: its connection is likely busy
+	// with other calls, so the lending would only end at one (the 64
+	// writers of BENCHMARKS.md lost a tenth of their rate to it). Bounded
+	// by the spare's flush.
+	waitOn := sent
+	if hot && carrier >= 0 {
+		waitOn = sent[carrier : carrier+1]
+	}
 	lend := time.Until(deadline)
 	if flushC != nil {
 		lend = min(lend, r.spareFlush)
 	}
 	rd.lending.Store(true)
-	if mux.WaitReading(ctx, sent, rd.wake, lend) {
+	if mux.WaitReading(ctx, waitOn, rd.wake, lend) {
 		r.readInline.Add(1)
 	}
 	rd.lending.Store(false)
 	for {
-		if len(rd.wake) == 0 {
+		select {
+		case <-rd.wake:
+			// Answers are in (usually read by WaitReading): taken without
+			// asking ctx for its Done channel, which a request's context
+			// makes on demand.
+		default:
 			// Only now, about to wait, the round's requests on their way,
 			// does a handler on its connection's reader hand the reading
 			// on: the commit that carries the caller's answer left without
 			// waiting for the hand-off (another goroutine woken, the
 			// batch's held answers written). Once handed on, it is a no-op.
 			mux.HandOff(ctx)
-		}
-		// No timer: every request carries the round's deadline (enforced
-		// by mux's sweeper), so the round ends by then through
-		// outstanding reaching zero.
-		select {
-		case <-rd.wake:
-		case <-flushC:
-			flushC = nil
-			r.mu.Lock()
-			more := s.Flush()
-			r.mu.Unlock()
-			send(more)
-		case <-ctx.Done():
-			return expire()
-		case <-r.done:
-			return expire()
+			// No timer: every request carries the round's deadline
+			// (enforced by mux's sweeper), so the round ends by then
+			// through outstanding reaching zero.
+			select {
+			case <-rd.wake:
+			case <-flushC:
+				flushC = nil
+				r.mu.Lock()
+				more := s.Flush()
+				r.mu.Unlock()
+				send(more)
+			case <-ctx.Done():
+				return expire()
+			case <-r.done:
+				return expire()
+			}
 		}
 		batch = rd.take(batch)
 		for i, rp := range batch {
@@ -948,7 +971,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		sess = replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
 		outs := sess.Open()
 		r.mu.Unlock()
-		res, _ = r.run(ctx, sess, outs)
+		res, _ = r.run(ctx, sess, outs, false)
 		if res.Err == nil {
 			break
 		}
@@ -1055,7 +1078,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		r.mu.Lock()
 		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
-		res, taken := r.run(ctx, s.sess, outs)
+		res, taken := r.run(ctx, s.sess, outs, false)
 		r.mu.Lock()
 		s.armFlush() // a quiet flush that found this round running left it to us
 		r.mu.Unlock()
@@ -1076,10 +1099,11 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	}
 	to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
 	r.mu.Lock()
-	s.sess.Quiet(!s.hot())
+	hot := s.hot()
+	s.sess.Quiet(!hot)
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
-	res, taken := r.run(ctx, s.sess, outs)
+	res, taken := r.run(ctx, s.sess, outs, hot)
 	r.mu.Lock()
 	s.armFlush()
 	r.mu.Unlock()

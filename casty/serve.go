@@ -34,6 +34,14 @@ type remoteInvoke struct {
 	result reflect.Value
 }
 
+// appendReply encodes the reply to the call r ran (replier).
+func (r *remoteInvoke) appendReply(dst []byte) callResp {
+	if r.meth.Result == nil {
+		return callResp{enc: appendCallRespHead(dst, &callResp{})}
+	}
+	return appendResult(dst, r.x.k, r.meth, r.result.Interface())
+}
+
 func (r *remoteInvoke) Invoke(ctx context.Context, state any) error {
 	in := []reflect.Value{reflect.ValueOf(state), reflect.ValueOf(ctx)}
 	if r.meth.Arg != nil {
@@ -115,7 +123,12 @@ func (r *callResp) envelope() []byte {
 // resultResp is the answer carrying result, msgpack-encoded straight into
 // the response envelope.
 func resultResp[R any](k *actor.Kind, m *actor.Method, result R) callResp {
-	b, err := wire.AppendValue(appendCallRespHead(make([]byte, 0, 32), &callResp{}), result)
+	return appendResult(make([]byte, 0, 32), k, m, result)
+}
+
+// appendResult is resultResp encoding at the end of dst.
+func appendResult[R any](dst []byte, k *actor.Kind, m *actor.Method, result R) callResp {
+	b, err := wire.AppendValue(appendCallRespHead(dst, &callResp{}), result)
 	if err != nil {
 		return errResp(codeUnavailable, fmt.Sprintf("casty: %s.%s: encoding the result: %v", k.Name, m.Name, err))
 	}
@@ -200,14 +213,13 @@ func (cl *cluster) remoteCall(k *actor.Kind, m *actor.Method, req *callReq) remo
 
 // ask runs e on this node's host, with x — kept in the struct that holds
 // e — as its context. It reports false with the answer when the call
-// failed. answer, when the caller wants an early answer (rc.early), encodes
+// failed. reply, when the caller wants an early answer (rc.early), encodes
 // the reply once the handler ran, for the commit to carry (early.go).
-func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, answer func() []byte) (callResp, bool) {
-	*x = servedCtx{Context: ctx, deadline: rc.deadline, k: rc.k, key: rc.key, at: rc.at}
-	if rc.early.tag != 0 && answer != nil {
-		ea := rc.early
-		ea.encode = answer
-		x.early = &ea
+func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, reply replier) (callResp, bool) {
+	*x = servedCtx{Context: ctx, deadline: rc.deadline, k: rc.k, m: rc.m, key: rc.key, at: rc.at}
+	if rc.early.tag != 0 {
+		x.early = rc.early
+		x.early.reply = reply
 	}
 	err := rc.cl.sys.host.AskHere(actor.WithChain(x, rc.chain), rc.k, rc.key, e)
 	switch {
@@ -326,23 +338,10 @@ func (cl *cluster) serveReq(ctx context.Context, req *callReq) callResp {
 		}
 		inv.Init(inv, meth)
 		rc := cl.remoteCall(k, meth, req)
-		var answer func() []byte
-		if rc.early.tag != 0 {
-			answer = func() []byte {
-				if meth.Result == nil {
-					return appendCallResp(nil, &callResp{})
-				}
-				r := resultResp(k, meth, inv.result.Interface())
-				return r.envelope()
-			}
-		}
-		if resp, ok := rc.ask(ctx, &inv.Envelope, &inv.x, answer); !ok {
+		if resp, ok := rc.ask(ctx, &inv.Envelope, &inv.x, inv); !ok {
 			return resp
 		}
-		if meth.Result != nil {
-			return resultResp(k, meth, inv.result.Interface())
-		}
-		return callResp{}
+		return inv.x.answer(inv)
 	}
 	return errResp(codeUnknown, fmt.Sprintf("casty: unknown operation %d", req.Op))
 }
