@@ -45,15 +45,36 @@ type earlyReply struct {
 	early bool // the answer a commit carried
 }
 
-// earlyWait is one call waiting for either.
+// earlyWait is one call waiting for either. They are pooled: state is
+// the call's tag shifted left, its low bit set once an outcome was
+// delivered, so that an outcome meant for an earlier call (the owner's
+// late reply to a forgotten request, a late early answer) finds another
+// tag and is dropped. A wait goes back to the pool only when its call
+// received the outcome (took): then no send to ch can still come.
 type earlyWait struct {
-	ch  chan earlyReply // cap 1: the first outcome
-	got atomic.Bool
+	ch    chan earlyReply // cap 1: the first outcome
+	state atomic.Uint64
+	took  bool // the call received its outcome from ch (the call's own)
 }
 
-// put delivers r unless an outcome was delivered already; it never blocks.
-func (w *earlyWait) put(r earlyReply) {
-	if w.got.CompareAndSwap(false, true) {
+var earlyWaitPool = sync.Pool{New: func() any { return &earlyWait{ch: make(chan earlyReply, 1)} }}
+
+// arm readies w for tag's call (again, after a refusal: see requestEarly).
+func (w *earlyWait) arm(tag uint64) {
+	w.took = false
+	w.state.Store(tag << 1)
+}
+
+// claim reports whether the caller may send tag's call its outcome: none
+// was delivered yet and w serves that call. One claim per call succeeds.
+func (w *earlyWait) claim(tag uint64) bool {
+	return w.state.CompareAndSwap(tag<<1, tag<<1|1)
+}
+
+// put delivers r to tag's call unless an outcome was delivered already or
+// w serves another call; it never blocks.
+func (w *earlyWait) put(tag uint64, r earlyReply) {
+	if w.claim(tag) {
 		w.ch <- r
 	}
 }
@@ -65,9 +86,9 @@ type earlyWaits struct {
 	waits map[uint64]*earlyWait
 }
 
-// add registers a call and returns its tag (never 0).
+// add registers a call and returns its tag (never 0) and its wait.
 func (e *earlyWaits) add() (uint64, *earlyWait) {
-	w := &earlyWait{ch: make(chan earlyReply, 1)}
+	w := earlyWaitPool.Get().(*earlyWait)
 	e.mu.Lock()
 	e.last++
 	tag := e.last
@@ -76,14 +97,19 @@ func (e *earlyWaits) add() (uint64, *earlyWait) {
 	}
 	e.waits[tag] = w
 	e.mu.Unlock()
+	w.arm(tag)
 	return tag, w
 }
 
-// remove forgets tag's call.
-func (e *earlyWaits) remove(tag uint64) {
+// remove forgets tag's call, whose wait is w, and pools w if the call
+// took its outcome.
+func (e *earlyWaits) remove(tag uint64, w *earlyWait) {
 	e.mu.Lock()
 	delete(e.waits, tag)
 	e.mu.Unlock()
+	if w.took {
+		earlyWaitPool.Put(w)
+	}
 }
 
 // deliver hands answer to tag's call, if it still waits, and counts it in
@@ -92,7 +118,7 @@ func (e *earlyWaits) deliver(tag uint64, answer []byte, delivered *atomic.Int64)
 	e.mu.Lock()
 	w := e.waits[tag]
 	e.mu.Unlock()
-	if w == nil || !w.got.CompareAndSwap(false, true) {
+	if w == nil || !w.claim(tag) {
 		return
 	}
 	delivered.Add(1)
@@ -128,8 +154,8 @@ func (cl *cluster) wantsEarly(k *actor.Kind, point uint64) bool {
 // commit round still runs under it. w must hold no outcome: a retry
 // after a refusal (which ran nothing, so no commit can carry an answer)
 // rearms it.
-func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeout time.Duration, w *earlyWait) ([]byte, error) {
-	w.got.Store(false)
+func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeout time.Duration, tag uint64, w *earlyWait) ([]byte, error) {
+	w.arm(tag)
 	if d, ok := ctx.Deadline(); ok && timeout == 0 {
 		// The request may outlive this wait (an early answer does not
 		// cancel it): give it the call's deadline, so that mux's sweeper
@@ -137,10 +163,11 @@ func requestEarly(ctx context.Context, sess *mux.Session, payload []byte, timeou
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	req := sess.RequestAsync(ctx, mux.LaneMessage, payload, timeout, func(b []byte, err error) {
-		w.put(earlyReply{b: b, err: err})
+		w.put(tag, earlyReply{b: b, err: err})
 	})
 	select {
 	case r := <-w.ch:
+		w.took = true
 		if r.early {
 			// The owner sends no reply once it saw this member's vote
 			// decide, and otherwise one this call would only drop:

@@ -1,6 +1,7 @@
 package casty
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/casty-go/casty/replica"
@@ -60,5 +61,38 @@ func TestARoundIsRecycledOnlyAfterItsLastReply(t *testing.T) {
 	rd.end()
 	if rd.pooled {
 		t.Fatal("not recycled at its end with every reply in")
+	}
+}
+
+// A call's early wait is reused once the call took its outcome, and an
+// outcome meant for the call that used it before — the owner's late reply
+// to a forgotten request, or a late early answer — is dropped, not
+// handed to the call that uses it now.
+func TestAReusedEarlyWaitDropsAnEarlierCallsOutcome(t *testing.T) {
+	var e earlyWaits
+	var delivered atomic.Int64
+	first, w := e.add()
+	e.deliver(first, []byte("answer"), &delivered)
+	if r := <-w.ch; !r.early || string(r.b) != "answer" {
+		t.Fatalf("first call's outcome %+v, want its early answer", r)
+	}
+	w.took = true
+	w.put(first, earlyReply{b: []byte("owner's reply")}) // after the early answer
+	if len(w.ch) != 0 {
+		t.Fatal("a second outcome for the first call was delivered")
+	}
+	e.remove(first, w)
+	// The wait serves the next call (the pool may hand out another: arm
+	// this one as add would).
+	second := first + 1
+	w.arm(second)
+	w.put(first, earlyReply{b: []byte("late reply")})
+	e.deliver(first, []byte("late answer"), &delivered)
+	if len(w.ch) != 0 {
+		t.Fatalf("the first call's late outcome reached the second call: %+v", <-w.ch)
+	}
+	w.put(second, earlyReply{b: []byte("second")})
+	if r := <-w.ch; string(r.b) != "second" || delivered.Load() != 1 {
+		t.Fatalf("second call's outcome %+v (%d delivered early), want its own reply and 1", r, delivered.Load())
 	}
 }

@@ -110,7 +110,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	var early *earlyWait // the call may be answered by this member's copy (early.go)
 	if req.Op == opCall && cl.wantsEarly(k, at.point) {
 		req.early, early = cl.early.add()
-		defer cl.early.remove(req.early)
+		defer cl.early.remove(req.early, early)
 	}
 	buf := reqBufs.Get().(*[]byte)
 	defer func() {
@@ -147,7 +147,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		var b []byte
 		var err error
 		if early != nil {
-			b, err = requestEarly(ctx, sess, payload, timeout, early)
+			b, err = requestEarly(ctx, sess, payload, timeout, req.early, early)
 		} else {
 			b, err = sess.RequestTimeout(ctx, mux.LaneMessage, payload, timeout)
 		}
