@@ -234,6 +234,34 @@ func TestAHotCommitToEveryReplicaReadsTheCallersReplyInline(t *testing.T) {
 	}
 }
 
+// A hot key's Read(Majority) call from one of its replicas reads the
+// confirmation it needs on the caller's connection: the confirm that
+// carries the answer goes to the caller's member, and the third replica's
+// answer, on another connection, is taken once the lending ends. Before,
+// the confirm to the third replica made the handler hand the reading off
+// and park: none was read inline.
+func TestAHotReadReadsTheCallersConfirmationInline(t *testing.T) {
+	nodes := startReplicated(t, 3)
+	owner, caller := nodes[0], nodes[2]
+	key := earlyKey(t, caller, owner)
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 3); err != nil {
+		t.Fatal(err)
+	}
+	before := owner.Replication()
+	const reads = 40
+	for i := range reads {
+		if n, err := casty.Call0(ctx, Tabs.Ref(caller, key), (*Tab).Get); err != nil || n != 3 {
+			t.Fatalf("read %d: %d, %v", i, n, err)
+		}
+	}
+	inline := owner.Replication().RoundsReadInline - before.RoundsReadInline
+	t.Logf("%d of %d reads read their confirmations on the caller's connection", inline, reads)
+	if inline < reads/2 || inline > reads {
+		t.Fatalf("%d of %d reads read their confirmations on the caller's connection", inline, reads)
+	}
+}
+
 // The owner encodes an early-answered call's result once: its own reply,
 // when it sends one, is the envelope its commit carried. Before, the
 // result was encoded for the commit and again for the reply.

@@ -561,7 +561,8 @@ func (rd *round) take(into []reply) []reply {
 // of the round has failed (nothing more can arrive). It reports taken when
 // the member a call's answer rode to voted so that it decided the round
 // (replica.Decides): that member handed the answer to the call (early.go).
-// hot says the round is a hot actor's commit (replSession.hot).
+// hot says the round is a hot actor's (replSession.hot, or a confirm
+// within spareFlush of the actor's last).
 //
 // The requests go out without a goroutine each: their answers come back
 // on the connections' readers and wake this goroutine, once per batch of
@@ -641,15 +642,15 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	// replies itself: no goroutine woken to read, none woken by the reply
 	// (mux.WaitReading). That is every request of the round (the hot
 	// key's usual round: the spare skipped), or, for a hot actor whose
-	// commit carries the call's answer to that member, that one: its vote
-	// completes the quorum and brings the caller its answer, and the
-	// spare, sent its due every spareCommits+1-th round, answers on
-	// another connection, taken once the lending ends (at the caller's
-	// member's reply or lendLimit). A commit that is not hot reads no
-	// other connection's replies inline: its connection is likely busy
-	// with other calls, so the lending would only end at one (the 64
-	// writers of BENCHMARKS.md lost a tenth of their rate to it). Bounded
-	// by the spare's flush.
+	// commit or confirm carries the call's answer to that member, that
+	// one: its vote completes the quorum and brings the caller its answer,
+	// and the third replica (a spare sent its due every spareCommits+1-th
+	// commit, or a read's confirm) answers on another connection, taken
+	// once the lending ends (at the caller's member's reply or
+	// lendLimit). A round that is not hot reads no other connection's
+	// replies inline: its connection is likely busy with other calls, so
+	// the lending would only end at one (the 64 writers of BENCHMARKS.md
+	// lost a tenth of their rate to it). Bounded by the spare's flush.
 	waitOn := sent
 	if hot && carrier >= 0 {
 		waitOn = sent[carrier : carrier+1]
@@ -1052,6 +1053,10 @@ type replSession struct {
 	// lastCommit is when the last commit started: a commit within
 	// spareFlush of it may skip spares (spares.go, hot); guarded by r.mu.
 	lastCommit time.Time
+	// lastConfirm is the same for Read(Majority)'s confirm rounds, which
+	// skip no spare: a hot read reads its caller's confirmation inline
+	// (replicator.run); guarded by r.mu.
+	lastConfirm time.Time
 }
 
 // Commit replicates what the handler changed, or, for Read(Majority),
@@ -1076,9 +1081,10 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		}
 		to, answer := earlyFor(ctx, s.act, failed, &pending.Delta, r.maxPage)
 		r.mu.Lock()
+		hot := r.recent(&s.lastConfirm)
 		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
-		res, taken := r.run(ctx, s.sess, outs, false)
+		res, taken := r.run(ctx, s.sess, outs, hot)
 		r.mu.Lock()
 		s.armFlush() // a quiet flush that found this round running left it to us
 		r.mu.Unlock()

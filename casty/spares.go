@@ -30,10 +30,14 @@ const (
 // 64 writers over 1,000 keys (each key written every few tens of
 // milliseconds) skipping cost a fifth of the write rate. The caller holds
 // s.r.mu.
-func (s *replSession) hot() bool {
+func (s *replSession) hot() bool { return s.r.recent(&s.lastCommit) }
+
+// recent reports whether *last is within spareFlush of now, and sets it
+// to now. The caller holds r.mu.
+func (r *replicator) recent(last *time.Time) bool {
 	now := time.Now()
-	hot := !s.lastCommit.IsZero() && now.Sub(s.lastCommit) < s.r.spareFlush
-	s.lastCommit = now
+	hot := !last.IsZero() && now.Sub(*last) < r.spareFlush
+	*last = now
 	return hot
 }
 
