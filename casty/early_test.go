@@ -181,7 +181,15 @@ func TestAnAnswerTakenEarlyIsNotSentAgain(t *testing.T) {
 // buffered behind it, so most do, one at a time.
 func TestAHotKeysCommitReadsItsReplyOnTheCallersConnection(t *testing.T) {
 	nodes := startReplicated(t, 3)
-	owner, caller := nodes[0], nodes[2]
+	checkHotCommitsReadInline(t, nodes[0], nodes[2], "")
+}
+
+// checkHotCommitsReadInline makes 40 sequential calls from caller to a
+// key owner owns, after a first that activates it, and fails unless at
+// least half of the owner's commits read their replies on the caller's
+// connection (RoundsReadInline).
+func checkHotCommitsReadInline(t *testing.T, owner, caller *casty.System, which string) {
+	t.Helper()
 	key := earlyKey(t, caller, owner)
 	ctx := context.Background()
 	if _, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil {
@@ -196,9 +204,9 @@ func TestAHotKeysCommitReadsItsReplyOnTheCallersConnection(t *testing.T) {
 	}
 	after := owner.Replication()
 	commits, inline := after.Commits-before.Commits, after.RoundsReadInline-before.RoundsReadInline
-	t.Logf("%d of %d commits read their replies on the caller's connection", inline, commits)
+	t.Logf("%d of %d commits%s read their replies on the caller's connection", inline, commits, which)
 	if inline < commits/2 || inline > commits {
-		t.Fatalf("%d of %d commits read their replies on the caller's connection", inline, commits)
+		t.Fatalf("%d of %d commits%s read their replies on the caller's connection", inline, commits, which)
 	}
 }
 
@@ -212,26 +220,8 @@ func TestAHotKeysCommitReadsItsReplyOnTheCallersConnection(t *testing.T) {
 // none was read inline.
 func TestAHotCommitToEveryReplicaReadsTheCallersReplyInline(t *testing.T) {
 	nodes := startReplicated(t, 3)
-	owner, caller := nodes[0], nodes[2]
-	casty.SetSpares(owner, 0, time.Second)
-	key := earlyKey(t, caller, owner)
-	ctx := context.Background()
-	if _, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil {
-		t.Fatal(err)
-	}
-	before := owner.Replication()
-	const calls = 40
-	for i := range calls {
-		if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != i+2 {
-			t.Fatalf("add %d: %d, %v", i, n, err)
-		}
-	}
-	after := owner.Replication()
-	commits, inline := after.Commits-before.Commits, after.RoundsReadInline-before.RoundsReadInline
-	t.Logf("%d of %d commits to both replicas read their replies on the caller's connection", inline, commits)
-	if inline < commits/2 || inline > commits {
-		t.Fatalf("%d of %d commits to both replicas read their replies on the caller's connection", inline, commits)
-	}
+	casty.SetSpares(nodes[0], 0, time.Second)
+	checkHotCommitsReadInline(t, nodes[0], nodes[2], " to both replicas")
 }
 
 // A hot key's Read(Majority) call from one of its replicas reads the
