@@ -80,16 +80,16 @@ func processesWith(procs int) {
 			}
 			_, err := io.ReadFull(conn, buf)
 			return err
-		})
+		})[0]
 	})
 	single := Singles.Ref(a, ownedBy(a, Singles.Name(), b, "ps"))
 	hot := Majorities.Ref(a, ownedBy(a, Majorities.Name(), b, "phot"))
 	var floor, write timing
 	floorCPU := cpuPerOp(pids, func(count func()) {
-		floor = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })
+		floor = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })[0]
 	})
 	writeCPU := cpuPerOp(pids, func(count func()) {
-		write = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })
+		write = sequential(replicationRuns, func() error { count(); _, err := casty.Call(ctx, hot, (*Register).Add, 1); return err })[0]
 	})
 	shape := fmt.Sprintf("each member a process of its own, GOMAXPROCS %d each (the default: %d Ps on %d cores)", runtime.GOMAXPROCS(0), 3*runtime.GOMAXPROCS(0), runtime.NumCPU())
 	if procs > 0 {
