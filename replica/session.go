@@ -818,18 +818,34 @@ func (s *Session) Flush() []Out {
 	if s.over || len(s.deferred) == 0 {
 		return nil
 	}
+	own := s.ownCopy()
 	var out []Out
 	for _, id := range s.set.Members {
 		if s.deferred[id] == nil {
 			continue
 		}
-		if s.copies[id].behind {
+		if s.copies[id].behind || !own {
 			delete(s.deferred, id)
 			continue
 		}
 		out = append(out, s.sendParts(id, s.owed(id, false))...)
 	}
 	return out
+}
+
+// ownCopy reports whether the owner's own copy was last written under this
+// session's ballot. Only then are its changes since a skipped spare's
+// basis this session's skipped commits alone, which owed describes by
+// their pages' keys. Once a newer owner has committed through this copy
+// (this session deposed without knowing it), a delta of those keys stamped
+// with the copy's stamp would give the spare that stamp without the newer
+// owner's pages: Flush sends nothing, and the spare catches up from the
+// newer owner's commits or anti-entropy (SPEC.md, "Spare copies"). In a
+// commit round the owner's own copy has just accepted the round under this
+// ballot, so spread needs no check.
+func (s *Session) ownCopy() bool {
+	st, ok := s.local.Get(s.kind, s.key)
+	return ok && st.Accepted == s.ballot
 }
 
 // cleared empties m for reuse by the next round, making it if nil.

@@ -252,3 +252,44 @@ func TestAQuietCommitIsSentToTheSpare(t *testing.T) {
 	s.Quiet(false)
 	commitSkipping(t, s, members, 13, 3)
 }
+
+// A deposed owner's flush sends its spare nothing. Once another owner has
+// committed through the deposed owner's own copy, that copy's changes
+// since the spare's basis are no longer the skipped commits alone: a
+// delta of the skipped commits' pages, stamped with that copy's stamp,
+// would leave the spare at the other copies' stamp without the newer
+// owner's pages (the simulator's seed 760 of spare copies with
+// anti-entropy, where the spare was paused while ownership moved).
+func TestADeposedOwnersFlushSendsTheSpareNothing(t *testing.T) {
+	c, members, s := openSpares(t, 16)
+	by := commitSkipping(t, s, members, 11, 1)
+	deliver(c, s, members[1], by[members[1]])
+	s.Results()
+	// members[1] takes the key over while the spare is unreachable, and
+	// commits page N through the old owner's copy.
+	reachable := cluster{members[0]: c[members[0]], members[1]: c[members[1]]}
+	s2 := NewSession("k", "x", Set{Self: members[1], Members: members, W: 2}, c[members[1]], ballot(20, 2))
+	reachable.run(s2, s2.Open())
+	if res := s2.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the newer owner's activation: %+v", res)
+	}
+	reachable.run(s2, s2.Commit(pager.Delta{Basis: s2.State().Stamp, Stamp: stamp(21, 2), Pages: []pager.Page{{Key: "N", Data: []byte{7}}}}))
+	if res := s2.Results(); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("the newer owner's commit: %+v", res)
+	}
+	// The old owner, not knowing it was deposed, flushes what it owes.
+	out := s.Flush()
+	for _, o := range out {
+		if o.To == members[2] {
+			c[members[2]].Handle(o.Msg, 0)
+		}
+	}
+	spare, _ := c[members[2]].Get("k", "x")
+	owner, _ := c[members[0]].Get("k", "x")
+	if spare.Stamp == owner.Stamp && !reflect.DeepEqual(c[members[2]].Pages("k", "x"), c[members[0]].Pages("k", "x")) {
+		t.Fatalf("the spare holds stamp %v with pages %+v, the other copies %+v", spare.Stamp, c[members[2]].Pages("k", "x"), c[members[0]].Pages("k", "x"))
+	}
+	if len(out) != 0 {
+		t.Fatalf("a deposed owner's flush sent %d message(s)", len(out))
+	}
+}
