@@ -91,8 +91,8 @@ func sequential(runs int, ops ...func() error) []timing {
 	return out
 }
 
-// paired formats, for each round of sequential, the ratio of floor's rate
-// to t's in that round.
+// paired formats, for each round of sequential, the ratio of t's rate to
+// floor's in that round (as the row's ratio: the figure over its floor).
 func paired(floor, t timing) string {
 	rs := make([]string, len(t.runs))
 	for i := range t.runs {

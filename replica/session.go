@@ -813,7 +813,9 @@ func (s *Session) Owed() int { return len(s.deferred) }
 // to Step); between rounds they change only what the owner knows of their
 // copies. A spare a need-full marked behind is left to the next commit,
 // which sends it what its copy lacks. A session that is over sends
-// nothing: its last commit may have failed.
+// nothing: its last commit may have failed; nor does one whose owner's own
+// copy a newer owner has written since (ownCopy), and what it owed is
+// forgotten.
 func (s *Session) Flush() []Out {
 	if s.over || len(s.deferred) == 0 {
 		return nil
