@@ -1,0 +1,237 @@
+// Package placement orders the changes to the placement of replicated
+// kinds: which members hold replicas. It is a pure state machine — no
+// clock, no network — that casty's runtime drives (casty/agree.go) and
+// that this package's simulator drives over a lossy, partitioned network
+// of its own (sim_test.go).
+//
+// The placement is a history: version 1 holds the founder alone; each
+// later version is the one before it with one agreed step applied — a
+// batch of joins, leaves and removals. A step is chosen by single-decree
+// Paxos among the members of the version it builds on (Acceptor,
+// Proposer): a majority of that version's members must accept it, so the
+// minority side of a partition can change nothing, two members never
+// apply different steps as one version, and every member applies the
+// versions in order. Each version's digest chains the one before it, so
+// two histories agree on a version exactly when they agree on its digest.
+// replica/SPEC.md, "Placement by agreement", has the argument.
+package placement
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/casty-go/casty/ring"
+)
+
+// Op is what a change does to a member.
+type Op uint8
+
+const (
+	// Join places a member that was never placed.
+	Join Op = iota + 1
+	// Leave takes out a member that leaves gracefully (it hands its
+	// ranges off).
+	Leave
+	// Remove takes out a member that a majority of the placement holds
+	// dead, or one whose address a new process took.
+	Remove
+)
+
+// String names the op.
+func (o Op) String() string {
+	switch o {
+	case Join:
+		return "join"
+	case Leave:
+		return "leave"
+	case Remove:
+		return "remove"
+	}
+	return "op?"
+}
+
+// Change is one member entering or leaving the placement.
+type Change struct {
+	Op Op          `msgpack:"o"`
+	ID ring.NodeID `msgpack:"i"`
+}
+
+// Placement is one version of the placement, immutable.
+type Placement struct {
+	Version uint64
+	Digest  uint64
+	Founder ring.NodeID
+	Members []ring.NodeID // placed, sorted
+	Gone    []ring.NodeID // placed once and taken out: never placed again; sorted
+	Ring    *ring.Ring    // Members as a ring
+}
+
+// Genesis is version 1: the founder alone.
+func Genesis(founder ring.NodeID) *Placement {
+	r, _ := ring.New([]ring.NodeID{founder})
+	return &Placement{Version: 1, Digest: ring.Hash(founder[:]) | 1, Founder: founder,
+		Members: []ring.NodeID{founder}, Ring: r}
+}
+
+// Has reports whether id is placed.
+func (p *Placement) Has(id ring.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(p.Members, id, ring.NodeID.Compare)
+	return ok
+}
+
+// WasGone reports whether id was placed once and taken out.
+func (p *Placement) WasGone(id ring.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(p.Gone, id, ring.NodeID.Compare)
+	return ok
+}
+
+// Majority is how many members make a majority of p.
+func (p *Placement) Majority() int { return len(p.Members)/2 + 1 }
+
+// Valid reports whether c can apply to p: a join of a member never placed,
+// a leave or removal of a placed member.
+func (p *Placement) Valid(c Change) bool {
+	switch c.Op {
+	case Join:
+		return !c.ID.IsZero() && !p.Has(c.ID) && !p.WasGone(c.ID)
+	case Leave, Remove:
+		return p.Has(c.ID)
+	}
+	return false
+}
+
+// Next returns the version after p with step applied. Changes that do not
+// apply (Valid) and repeats are skipped, so every member computes the same
+// placement from the same step, whatever it holds.
+func (p *Placement) Next(step []Change) *Placement {
+	members, gone := slices.Clone(p.Members), slices.Clone(p.Gone)
+	h := make([]byte, 8, 8+17*len(step))
+	binary.BigEndian.PutUint64(h, p.Digest)
+	for _, c := range step {
+		h = append(h, byte(c.Op))
+		h = append(h, c.ID[:]...)
+		cur := &Placement{Members: members, Gone: gone}
+		if !cur.Valid(c) {
+			continue
+		}
+		if c.Op == Join {
+			i, _ := slices.BinarySearchFunc(members, c.ID, ring.NodeID.Compare)
+			members = slices.Insert(members, i, c.ID)
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(members, c.ID, ring.NodeID.Compare)
+		members = slices.Delete(members, i, i+1)
+		j, _ := slices.BinarySearchFunc(gone, c.ID, ring.NodeID.Compare)
+		gone = slices.Insert(gone, j, c.ID)
+	}
+	r, _ := ring.New(members)
+	return &Placement{Version: p.Version + 1, Digest: ring.Hash(h) | 1, Founder: p.Founder,
+		Members: members, Gone: gone, Ring: r}
+}
+
+// Log is a placement history on the wire: the founder, then each step.
+type Log struct {
+	Founder ring.NodeID `msgpack:"f"`
+	Steps   [][]Change  `msgpack:"s"` // Steps[i] makes version i+2
+}
+
+// Errors of History.Merge.
+var (
+	// ErrOtherCluster: the log was founded by another member — a second
+	// cluster, or a founder that restarted alone.
+	ErrOtherCluster = errors.New("placement: a history founded by another member")
+	// ErrDiverged: the log disagrees with this history on a version both
+	// hold. Agreement makes this impossible; it means a bug or a forgery.
+	ErrDiverged = errors.New("placement: a history that disagrees on an agreed version")
+)
+
+// History is the placement versions a member knows, in order. The zero
+// History knows none (a member that has not joined yet).
+type History struct {
+	founder  ring.NodeID
+	steps    [][]Change
+	versions []*Placement // versions[i] is version i+1
+}
+
+// Found starts the history of a new cluster.
+func Found(founder ring.NodeID) *History {
+	return &History{founder: founder, versions: []*Placement{Genesis(founder)}}
+}
+
+// Version returns the newest version known, 0 when none.
+func (h *History) Version() uint64 { return uint64(len(h.versions)) }
+
+// Latest returns the newest placement, nil when none.
+func (h *History) Latest() *Placement {
+	if len(h.versions) == 0 {
+		return nil
+	}
+	return h.versions[len(h.versions)-1]
+}
+
+// At returns version v, nil when it is not known.
+func (h *History) At(v uint64) *Placement {
+	if v == 0 || v > uint64(len(h.versions)) {
+		return nil
+	}
+	return h.versions[v-1]
+}
+
+// Append applies step as the next version (one this member saw chosen).
+func (h *History) Append(step []Change) *Placement {
+	p := h.Latest().Next(step)
+	h.steps = append(h.steps, slices.Clone(step))
+	h.versions = append(h.versions, p)
+	return p
+}
+
+// Log returns the history's wire form.
+func (h *History) Log() Log {
+	return Log{Founder: h.founder, Steps: slices.Clone(h.steps)}
+}
+
+// Merge extends h with the versions of l that it lacks and returns how many
+// it added. A log that disagrees with h on a version both hold adds
+// nothing (ErrDiverged); so does one of another founder (ErrOtherCluster),
+// unless h knows no version yet.
+func (h *History) Merge(l Log) (int, error) {
+	if len(h.versions) == 0 {
+		if l.Founder.IsZero() {
+			return 0, nil
+		}
+		h.founder = l.Founder
+		h.versions = []*Placement{Genesis(l.Founder)}
+		for _, s := range l.Steps {
+			h.Append(s)
+		}
+		return len(h.versions), nil
+	}
+	if l.Founder != h.founder {
+		return 0, ErrOtherCluster
+	}
+	if len(l.Steps) < len(h.steps) {
+		// A shorter log must be a prefix: check the version it ends on.
+		p := Genesis(l.Founder)
+		for _, s := range l.Steps {
+			p = p.Next(s)
+		}
+		if p.Digest != h.At(p.Version).Digest {
+			return 0, ErrDiverged
+		}
+		return 0, nil
+	}
+	p := Genesis(l.Founder)
+	for i, s := range l.Steps[:len(h.steps)] {
+		p = p.Next(s)
+		if p.Digest != h.versions[i+1].Digest {
+			return 0, ErrDiverged
+		}
+	}
+	added := 0
+	for _, s := range l.Steps[len(h.steps):] {
+		h.Append(s)
+		added++
+	}
+	return added, nil
+}
