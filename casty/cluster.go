@@ -92,8 +92,7 @@ type cluster struct {
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen
 	joined   bool
-	known    *layout // every placement fact this node knows
-	deaths   deathWatch
+	agree    agreement // the placement's history and this member's vote (agree.go)
 }
 
 // gossipConfig is the membership protocol's configuration for cfg (seeds
@@ -255,8 +254,8 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		cl.physical = o.seam.Physical // castytest's skewed clock
 	}
 	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}, changed: make(chan struct{})})
-	cl.known = newLayout(placementFacts{})
 	cl.ticks = make(chan struct{})
+	cl.agree.init(cl.self, !lite && !hasSeeds(o.seeds, adv, ln.Addr().String()))
 
 	mcfg := mux.DefaultConfig()
 	mcfg.NodeID = rawID
@@ -303,6 +302,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		cl.rp = o.replicator
 		cl.rp.attach(cl, len(o.seeds) > 0)
 	}
+	node.HandleRequests(mux.LaneReplication, cl.handleRepl)
 	node.HandleStreams(cl.handleStream)
 	go func() {
 		defer close(cl.serve)
@@ -331,6 +331,9 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	cl.refresh()
 	go cl.watch(events)
 	go cl.tick()
+	if !lite {
+		cl.agree.spawn(cl.agreeLoop)
+	}
 
 	if len(gcfg.Seeds) > 0 {
 		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.JoinTimeout); err != nil {
@@ -502,47 +505,18 @@ func (cl *cluster) watch(events <-chan gossip.Event) {
 // refresh rebuilds the view from the agent's table — the ring of live
 // members, and the placement of replicated kinds (placement.go) — and
 // evicts the activations this node no longer serves.
-func (cl *cluster) refresh() { cl.rebuild(placementFacts{}) }
-
-// learn merges placement facts another member sent.
-func (cl *cluster) learn(f placementFacts) { cl.rebuild(f) }
-
-func (cl *cluster) rebuild(extra placementFacts) {
+func (cl *cluster) refresh() {
 	table := cl.agent.Members()
 	v := &view{addrs: map[ring.NodeID]string{}, changed: make(chan struct{}), up: map[ring.NodeID]bool{}}
 	var ids []ring.NodeID
 	others := 0
-	var facts placementFacts
-	// A member restarted on the address of a placed member that is not
-	// alive replaces it: the old process is gone for good (its address now
-	// answers with another identity), so it leaves the placement at once.
-	aliveAt := map[string]ring.NodeID{}
-	for _, m := range table {
-		if m.Role == gossip.RoleMember && m.Status == gossip.Alive {
-			aliveAt[m.Addr] = ring.NodeID(m.ID)
-		}
-	}
-	for _, m := range table {
-		if id := ring.NodeID(m.ID); m.Role == gossip.RoleMember && m.Status != gossip.Alive {
-			if other, ok := aliveAt[m.Addr]; ok && other != id {
-				facts.Removed = append(facts.Removed, id)
-			}
-		}
-	}
 	for _, m := range table {
 		id := ring.NodeID(m.ID)
-		if m.Role == gossip.RoleMember {
-			switch m.Status {
-			case gossip.Left:
-				facts.Joined = append(facts.Joined, id)
-				facts.Removed = append(facts.Removed, id)
-				if v.left == nil {
-					v.left = map[ring.NodeID]string{}
-				}
-				v.left[id] = m.Addr
-			case gossip.Alive, gossip.Suspect:
-				facts.Joined = append(facts.Joined, id)
+		if m.Role == gossip.RoleMember && m.Status == gossip.Left {
+			if v.left == nil {
+				v.left = map[ring.NodeID]string{}
 			}
+			v.left[id] = m.Addr
 		}
 		if m.Status != gossip.Alive {
 			continue
@@ -564,16 +538,29 @@ func (cl *cluster) rebuild(extra placementFacts) {
 		return
 	}
 	v.ring = r
-
-	cl.mu.Lock()
-	oldPl := cl.known
-	pl := cl.known.merge(facts).merge(extra)
-	gone := cl.deaths.removals(pl, func(id ring.NodeID) bool { return v.up[id] }, time.Now(), cl.sys.cfg.RemoveDeadAfter)
-	if len(gone) > 0 {
-		pl = pl.merge(placementFacts{Removed: gone})
+	if cl.observe(v, table) {
+		cl.agree.wake()
 	}
-	cl.known = pl
-	v.pl = pl
+
+	// The replicator adopts every version in order, each once.
+	cl.agree.adoptMu.Lock()
+	defer cl.agree.adoptMu.Unlock()
+	var adopt []*layout
+	cl.agree.mu.Lock()
+	for ver := cl.agree.adopted + 1; ver <= uint64(len(cl.agree.layouts)); ver++ {
+		adopt = append(adopt, cl.agree.layouts[ver-1])
+	}
+	cl.agree.adopted = uint64(len(cl.agree.layouts))
+	if n := len(cl.agree.layouts); n > 0 {
+		v.pl = cl.agree.layouts[n-1]
+	}
+	cl.agree.mu.Unlock()
+	pl := v.pl
+	if stale(pl, v) {
+		// Gossip has news the placement may have agreed on already.
+		defer cl.pullRandom()
+	}
+	cl.mu.Lock()
 	old := cl.view.Swap(v)
 	if others > 0 && !cl.joined {
 		cl.joined = true
@@ -583,11 +570,24 @@ func (cl *cluster) rebuild(extra placementFacts) {
 	if old != nil {
 		close(old.changed)
 	}
-	if pl != oldPl && cl.rp != nil {
-		for _, id := range gone {
-			cl.logger.Warn("casty: a member dead for Config.RemoveDeadAfter leaves the placement", logPeer, id.String())
+	if cl.rp != nil {
+		for i, next := range adopt {
+			var prev *layout
+			if old != nil {
+				prev = old.pl
+			}
+			if i > 0 {
+				prev = adopt[i-1]
+			}
+			if prev != nil {
+				for _, id := range prev.ring.Members() {
+					if !next.placed(id) && v.left[id] == "" {
+						cl.logger.Warn("casty: a majority of the placement saw a member dead for Config.RemoveDeadAfter: it leaves the placement", logPeer, id.String())
+					}
+				}
+			}
+			cl.rp.adopt(next)
 		}
-		cl.rp.adopt(pl)
 	}
 	if cl.rp != nil {
 		defer cl.rp.reactivate()
@@ -604,7 +604,7 @@ func (cl *cluster) rebuild(extra placementFacts) {
 			}
 			// A replicated actor whose replica set changed restarts from
 			// its replicas on the new placement.
-			if n := replicasOf(k); n > 1 && old.pl != nil && pl != old.pl {
+			if n := replicasOf(k); n > 1 && old.pl != nil && pl != nil && pl != old.pl {
 				return !slices.Equal(old.pl.ring.Replicas(point, n), pl.ring.Replicas(point, n))
 			}
 			return false
@@ -624,6 +624,9 @@ func (cl *cluster) tick() {
 			return
 		case <-t.C:
 		}
+		// Versions this member missed come with the next pull at the
+		// latest.
+		cl.pullRandom()
 		v := cl.view.Load()
 		if v.pl == nil {
 			continue
@@ -694,14 +697,16 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	left := make(chan error, 1)
 	go func() { left <- cl.agent.Leave(lctx) }()
 	if v := cl.view.Load(); cl.rp != nil && v != nil && v.pl != nil && v.pl.placed(cl.self) {
-		// The leaver takes its own removal at once, as the others will
-		// from its LEFT record. The members entering its ranges sync them
-		// on the placement without it, and a member asked under a
-		// placement it has not adopted answers lagging, which counts for
-		// nothing (replica/SPEC.md, "Membership changes"); waiting to hear
-		// of that placement from a member that does not answer would
-		// waste the handoff.
-		cl.learn(placementFacts{Joined: []ring.NodeID{cl.self}, Removed: []ring.NodeID{cl.self}})
+		// The leaver's own leave is agreed before it hands off: the
+		// members entering its ranges then sync them on the placement
+		// without it, from the sets that held them with it (handoff.go).
+		// A leaver that cannot reach a majority is not taken out: it is
+		// left as a dead member, which only a majority can remove.
+		if !cl.leave(lctx) {
+			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead",
+				"node", cl.self.String())
+			peers = nil
+		}
 	}
 	if len(peers) > 0 {
 		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
@@ -716,6 +721,7 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	if lerr := <-left; lerr != nil && err == nil && !errors.Is(lerr, gossip.ErrClosed) {
 		err = lerr
 	}
+	cl.agree.close()
 	if cl.rp != nil {
 		cl.rp.close()
 	}
@@ -768,6 +774,7 @@ func (cl *cluster) crash() {
 	cl.closeOnce.Do(func() {
 		cl.closed.Store(true)
 		cl.closeTicks()
+		cl.agree.close()
 		cl.shutdownTransport()
 		if cl.rp != nil {
 			cl.rp.close()
@@ -779,4 +786,15 @@ func (cl *cluster) crash() {
 		cancel()
 		_ = cl.sys.host.Close(ctx)
 	})
+}
+
+// hasSeeds reports whether seeds name a member other than this one (at adv
+// or bound): a member without one founds the cluster.
+func hasSeeds(seeds []string, adv, bound string) bool {
+	for _, s := range seeds {
+		if s != adv && s != bound {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	agreed "github.com/casty-go/casty/casty/internal/placement"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,7 +162,7 @@ func Crash(s *System) { s.cl.crash() }
 // and finished every sync it started (it votes wherever it replicates).
 func Settled(s *System, n int) bool {
 	rp := s.cl.rp
-	return rp != nil && rp.settled() && len(s.cl.view.Load().pl.ring.Members()) == n
+	return rp != nil && rp.settled() && len(placedRing(s.cl.view.Load()).Members()) == n
 }
 
 // ReplicaState reports the commit (ballot and stamp) this member's replica
@@ -215,14 +216,13 @@ func Synced(s *System) bool { return s.cl.rp != nil && s.cl.rp.settled() }
 // commits) wait until release is called.
 func HoldReplication(s *System) (release func()) {
 	gate := make(chan struct{})
-	rp := s.cl.rp
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		select {
 		case <-gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return rp.handle(ctx, sess, payload)
+		return s.cl.handleRepl(ctx, sess, payload)
 	})
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
@@ -232,12 +232,11 @@ func HoldReplication(s *System) (release func()) {
 // member answers from now on.
 func CountFactsRequests(s *System) (count func() int32) {
 	var n atomic.Int32
-	rp := s.cl.rp
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		if len(payload) > 0 && payload[0] == laneFacts {
 			n.Add(1)
 		}
-		return rp.handle(ctx, sess, payload)
+		return s.cl.handleRepl(ctx, sess, payload)
 	})
 	return n.Load
 }
@@ -246,14 +245,13 @@ func CountFactsRequests(s *System) (count func() int32) {
 // receives from now on.
 func CountCommits(s *System, kind string) (count func() int32) {
 	var n atomic.Int32
-	rp := s.cl.rp
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		if len(payload) > 1 && payload[0] == laneReplica {
 			if m, err := replica.Decode(payload[1:]); err == nil && m.Op == replica.OpCommit && m.Kind == kind {
 				n.Add(1)
 			}
 		}
-		return rp.handle(ctx, sess, payload)
+		return s.cl.handleRepl(ctx, sess, payload)
 	})
 	return n.Load
 }
@@ -303,7 +301,15 @@ func RawCall(ctx context.Context, from, to *System, payload []byte) error {
 func Routed(s *System) int { return len(s.cl.view.Load().ring.Members()) }
 
 // Placed is how many members the placement this member adopted holds.
-func Placed(s *System) int { return len(s.cl.view.Load().pl.ring.Members()) }
+func Placed(s *System) int { return len(placedRing(s.cl.view.Load()).Members()) }
+
+// placedRing is v's placement's ring, empty before the member learned one.
+func placedRing(v *view) *ring.Ring {
+	if v.pl == nil {
+		return emptyRing()
+	}
+	return v.pl.ring
+}
 
 // OwnerOf returns the address of the member via's view gives kind's key
 // to ("" when none).
@@ -327,7 +333,14 @@ func addrIn(via *System, v *view, id ring.NodeID) string {
 
 // RemoveFromPlacement makes the member learn that the placement removed
 // it, as when others saw it dead for RemoveDeadAfter while it was alive.
-func RemoveFromPlacement(s *System) { s.cl.learn(placementFacts{Removed: []ring.NodeID{s.cl.self}}) }
+func RemoveFromPlacement(s *System) {
+	a := &s.cl.agree
+	a.mu.Lock()
+	a.hist.Append([]agreed.Change{{Op: agreed.Remove, ID: s.cl.self}})
+	a.layoutsLocked()
+	a.mu.Unlock()
+	s.cl.refresh()
+}
 
 // ReplicasOf returns the addresses of kind's key's replica set on via's
 // placement, in ring order: the first live one owns the key.
@@ -335,7 +348,7 @@ func ReplicasOf(via *System, kind, key string) []string {
 	k := kinds.get(kind)
 	v := via.cl.view.Load()
 	var out []string
-	for _, id := range v.pl.ring.Replicas(pointOf(k, key), replicasOf(k)) {
+	for _, id := range placedRing(v).Replicas(pointOf(k, key), replicasOf(k)) {
 		out = append(out, addrIn(via, v, id))
 	}
 	return out
@@ -346,10 +359,9 @@ func ReplicasOf(via *System, kind, key string) []string {
 // every reply were slow on the network.
 func DelayReplicationReplies(s *System) (release func()) {
 	gate := make(chan struct{})
-	rp := s.cl.rp
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		mux.HandOff(ctx)
-		b, err := rp.handle(ctx, sess, payload)
+		b, err := s.cl.handleRepl(ctx, sess, payload)
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -365,10 +377,9 @@ func DelayReplicationReplies(s *System) (release func()) {
 // it receives at once and send each reply d later, as if its replies were
 // slow on the network; restore puts the plain handler back.
 func SlowReplicationReplies(s *System, d time.Duration) (restore func()) {
-	rp := s.cl.rp
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		mux.HandOff(ctx)
-		b, err := rp.handle(ctx, sess, payload)
+		b, err := s.cl.handleRepl(ctx, sess, payload)
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -378,7 +389,7 @@ func SlowReplicationReplies(s *System, d time.Duration) (restore func()) {
 		}
 		return b, err
 	})
-	return func() { s.cl.node.HandleRequests(mux.LaneReplication, rp.handle) }
+	return func() { s.cl.node.HandleRequests(mux.LaneReplication, s.cl.handleRepl) }
 }
 
 // HoldCommitUntilTheNext makes the member hold the next commit of kind it
@@ -419,10 +430,10 @@ func HoldCommitUntilTheNext(s *System, kind string, hold, wait time.Duration) (r
 				}
 			}
 		}
-		return rp.handle(ctx, sess, payload)
+		return s.cl.handleRepl(ctx, sess, payload)
 	})
 	return func() {
-		s.cl.node.HandleRequests(mux.LaneReplication, rp.handle)
+		s.cl.node.HandleRequests(mux.LaneReplication, s.cl.handleRepl)
 		rp.mu.Lock()
 		rp.basisWait = basisWait
 		rp.mu.Unlock()
@@ -433,7 +444,6 @@ func HoldCommitUntilTheNext(s *System, kind string, hold, wait time.Duration) (r
 // without handling it, as if the message were lost; restore puts the plain
 // handler back.
 func LoseNextCommit(s *System, kind string) (restore func()) {
-	rp := s.cl.rp
 	var lost atomic.Bool
 	s.cl.node.HandleRequests(mux.LaneReplication, func(ctx context.Context, sess *mux.Session, payload []byte) ([]byte, error) {
 		if len(payload) > 1 && payload[0] == laneReplica {
@@ -441,9 +451,9 @@ func LoseNextCommit(s *System, kind string) (restore func()) {
 				return nil, errors.New("casty test: commit lost")
 			}
 		}
-		return rp.handle(ctx, sess, payload)
+		return s.cl.handleRepl(ctx, sess, payload)
 	})
-	return func() { s.cl.node.HandleRequests(mux.LaneReplication, rp.handle) }
+	return func() { s.cl.node.HandleRequests(mux.LaneReplication, s.cl.handleRepl) }
 }
 
 // GossipTableBounds returns the member-table bounds cfg gives the

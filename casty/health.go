@@ -61,7 +61,7 @@ func (s *System) Health() Health {
 				rp.mu.Unlock()
 				h.Joined = h.Joined || founder
 			}
-			h.Settled = v.ring.Has(cl.self) && (rp == nil || rp.settled())
+			h.Settled = v.ring.Has(cl.self) && (rp == nil || rp.settled() && v.pl != nil && v.pl.placed(cl.self))
 			if rp != nil && !h.Draining && v.pl != nil && v.pl.removed(cl.self) && len(kinds.replicated()) > 0 {
 				h.Live, h.Settled, removed = false, false, true
 			}

@@ -26,13 +26,10 @@ import (
 // a read quorum and commits after each handler.
 //
 // Requests travel on mux's replication lane. A payload's first byte says
-// what it is: laneReplica (a replica.Msg follows), laneFacts (a request
-// for the member's placement facts) or laneSettled (a leaver's question,
-// handoff.go).
-const (
-	laneReplica byte = 'R'
-	laneFacts   byte = 'F'
-)
+// what it is: laneReplica (a replica.Msg follows), laneSettled (a leaver's
+// question, handoff.go), or one of the placement's requests, which the
+// cluster answers itself (agree.go).
+const laneReplica byte = 'R'
 
 // replicationEnvelope bounds what a commit message adds around one page:
 // the message's fields, two ballots, two stamps, the page's key and stamp.
@@ -67,7 +64,6 @@ type replicator struct {
 	reacting bool       // a reactivation of durable actors runs
 	reagain  bool       // the view changed while it ran: run again
 
-	pulling         sync.Map     // ring.NodeID: a facts request to that member is in flight
 	commits         atomic.Int64 // commits made by this member's activations
 	commitBytes     atomic.Int64 // bytes of their commit messages sent
 	syncIn          atomic.Int64 // bytes of copies pulled from others (syncs, repairs)
@@ -124,7 +120,6 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 		}
 		return r.pl.encode()
 	})
-	cl.node.HandleRequests(mux.LaneReplication, r.handle)
 	r.spawn(func() { r.repairLoop(cfg.RepairInterval) })
 }
 
@@ -200,14 +195,6 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		return nil, errors.New("casty: empty replication request")
 	}
 	switch payload[0] {
-	case laneFacts:
-		r.mu.Lock()
-		var b []byte
-		if r.pl != nil {
-			b = r.pl.encode()
-		}
-		r.mu.Unlock()
-		return append([]byte{laneFacts}, b...), nil
 	case laneSettled:
 		var leaver ring.NodeID
 		if len(payload) != 1+len(leaver) {
@@ -258,7 +245,7 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 	behind := r.pl == nil || m.Version > r.pl.version
 	r.mu.Unlock()
 	if behind && from != nil {
-		r.pullFacts(ring.NodeID(from.Peer()), from.PeerAddr())
+		r.cl.pull(ring.NodeID(from.Peer()), from.PeerAddr())
 	}
 	if len(m.Answer) > 0 {
 		r.answerEarly(m, reply)
@@ -394,39 +381,6 @@ func (r *replicator) noteCommit(m, reply *replica.Msg) {
 
 // copyKey names one actor's copy.
 type copyKey struct{ kind, key string }
-
-// pullFacts asks a member that knows a newer placement for its facts, one
-// request at a time per member, and merges them. Per member, so that one
-// that does not answer (paused, overloaded) holds up only its own pull,
-// not the news every other member could bring meanwhile.
-func (r *replicator) pullFacts(id ring.NodeID, addr string) {
-	if _, busy := r.pulling.LoadOrStore(id, true); busy {
-		return
-	}
-	if !r.spawn(func() {
-		defer r.pulling.Delete(id)
-		ctx, cancel := context.WithTimeout(r.life, r.timeout)
-		defer cancel()
-		sess, err := r.cl.node.Connect(ctx, mux.NodeID(id), addr)
-		if err != nil {
-			return
-		}
-		b, err := sess.Request(ctx, mux.LaneReplication, []byte{laneFacts})
-		if err != nil || len(b) < 1 || b[0] != laneFacts {
-			return
-		}
-		r.learn(b[1:])
-	}) {
-		r.pulling.Delete(id)
-	}
-}
-
-// learn merges placement facts received from another member.
-func (r *replicator) learn(b []byte) {
-	if f, ok := decodeFacts(b); ok {
-		r.cl.learn(f)
-	}
-}
 
 // reply is one answer to a request of a round: the raw answer, nil when
 // the member could not be reached or failed to answer.
@@ -940,7 +894,7 @@ func (r *replicator) decodeReplyInto(m *replica.Msg, resp []byte) bool {
 	}
 	r.observe(m)
 	if m.Status == replica.StatusBehind && len(m.Facts) > 0 {
-		r.learn(m.Facts)
+		r.cl.learn(m.Facts)
 	}
 	return true
 }

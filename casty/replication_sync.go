@@ -90,8 +90,9 @@ func without(r *ring.Ring, self ring.NodeID) *ring.Ring {
 	return out
 }
 
-// adopt makes pl the placement this member acts on. Placements only grow
-// (placement.go); an older one is ignored.
+// adopt makes pl the placement this member acts on. The cluster adopts
+// every agreed version in order, each once (cluster.refresh); an older one
+// is ignored.
 func (r *replicator) adopt(pl *layout) {
 	if r.cl == nil {
 		return
@@ -99,27 +100,12 @@ func (r *replicator) adopt(pl *layout) {
 	self := r.cl.self
 	r.mu.Lock()
 	old := r.pl
-	if old == pl || old != nil && pl.version < old.version {
-		r.mu.Unlock()
-		return
-	}
-	if r.joiner && !r.settledJoin && len(pl.ring.Members()) < 2 {
-		// A joiner alone in its view has not heard of the cluster yet.
+	if old == pl || old != nil && pl.version <= old.version {
 		r.mu.Unlock()
 		return
 	}
 	var base *ring.Ring
-	switch {
-	case r.joiner && !r.settledJoin:
-		base = without(pl.ring, self)
-		r.syncGen++ // syncs of an earlier placement stop
-		r.pending = 0
-		r.rep.ForgetUnsynced() // and their ranges are marked anew below
-		for _, run := range r.runs {
-			run.abandon()
-		}
-		r.runs = nil
-	case old != nil:
+	if old != nil {
 		base = old.ring
 	}
 	var runs []*syncRun
@@ -154,7 +140,7 @@ func (r *replicator) adopt(pl *layout) {
 	r.pl = pl
 	r.pending += len(runs)
 	r.runs = append(r.runs, runs...)
-	if r.pending == 0 && r.joiner {
+	if r.pending == 0 && r.joiner && !r.settledJoin && pl.placed(self) {
 		r.settledJoin = true
 		r.rep.JoinSettled()
 	}

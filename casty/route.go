@@ -263,6 +263,11 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 				attempts++
 				continue
 			}
+			if refused.Code == codeWrongOwner || refused.Code == codeMoving {
+				// The two placements may differ: the newer one wins
+				// (agree.go, pull).
+				cl.pull(d.id, d.addr)
+			}
 			if refused.Code == codeWrongOwner && len(leaving) > 0 {
 				// The leave is under way: wait for it (see above).
 				if !time.Now().Before(deadline) {

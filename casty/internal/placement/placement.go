@@ -235,3 +235,12 @@ func (h *History) Merge(l Log) (int, error) {
 	}
 	return added, nil
 }
+
+// LogAt returns the history up to version v in its wire form.
+func (h *History) LogAt(v uint64) Log {
+	n := min(int(v), len(h.versions)) - 1
+	if n < 0 {
+		return Log{Founder: h.founder}
+	}
+	return Log{Founder: h.founder, Steps: slices.Clone(h.steps[:n])}
+}

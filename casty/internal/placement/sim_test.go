@@ -2,9 +2,9 @@ package placement
 
 import (
 	"fmt"
-	"slices"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
