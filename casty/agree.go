@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	agreed "github.com/casty-go/casty/casty/internal/placement"
@@ -69,11 +70,12 @@ type agreement struct {
 	adoptMu sync.Mutex // orders adoptions
 	adopted uint64     // the newest version the replicator adopted
 
-	pulling sync.Map // ring.NodeID: a pull from that member is in flight
-	kick    chan struct{}
-	life    context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	pulling   sync.Map    // ring.NodeID: a pull from that member is in flight
+	rejoining atomic.Bool // rejoin runs
+	kick      chan struct{}
+	life      context.Context
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 func (a *agreement) init(founder ring.NodeID, found bool) {
@@ -288,11 +290,23 @@ func (cl *cluster) handleRepl(ctx context.Context, from *mux.Session, payload []
 func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 	a := &cl.agree
 	v := cl.view.Load()
+	// A removed member joins again only once this member has taken its
+	// ranges over (rejoin): asked before the lock, which the replicator's
+	// must not nest in.
+	handedOff := map[ring.NodeID]bool{}
+	for _, c := range m.Step {
+		if c.Op == agreed.Join && cl.rp != nil {
+			handedOff[c.ID] = cl.rp.takenOver(c.ID)
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	p := a.hist.Latest()
 	return a.acc.Handle(m, func(c agreed.Change) bool {
 		switch c.Op {
-		case agreed.Join, agreed.Leave:
+		case agreed.Join:
+			return p == nil || !p.WasRemoved(c.ID) || handedOff[c.ID] || cl.rp == nil
+		case agreed.Leave:
 			return true
 		case agreed.Remove:
 			if v.up[c.ID] {
@@ -300,9 +314,46 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 			}
 			since, ok := a.deadSince[c.ID]
 			return a.replaced[c.ID] || ok && time.Since(since) >= cl.sys.cfg.RemoveDeadAfter
+		case agreed.Lose:
+			return true // an operator's word (AcceptLoss)
 		}
 		return false
 	})
+}
+
+// rejoin runs while the placement holds this member removed though it is
+// alive (a majority saw it dead for RemoveDeadAfter: it was cut off or
+// paused): like a leaver, it answers the syncs of the members that took
+// its ranges over — it may hold the only copies of writes it acknowledged
+// — and asks each live member of the placement until all say they have
+// taken over (handoff.go); then it has its own join agreed, and enters
+// its ranges again as any joiner does, syncing them from their holders.
+func (cl *cluster) rejoin() {
+	a := &cl.agree
+	defer a.rejoining.Store(false)
+	for a.life.Err() == nil {
+		pl := cl.latest()
+		if pl == nil || pl.placed(cl.self) || !pl.p.WasRemoved(cl.self) {
+			return
+		}
+		v := cl.view.Load()
+		peers := map[ring.NodeID]string{}
+		for _, id := range pl.ring.Members() {
+			if addr := v.addrs[id]; addr != "" {
+				peers[id] = addr
+			}
+		}
+		if len(peers) >= pl.p.Majority() && cl.rp.handoff(a.life, peers) == 0 {
+			if cl.propose([]agreed.Change{{Op: agreed.Join, ID: cl.self}}) {
+				continue
+			}
+		}
+		select {
+		case <-a.life.Done():
+			return
+		case <-time.After(time.Duration(100+rand.IntN(100)) * time.Millisecond):
+		}
+	}
 }
 
 // observe records, from a new view of the membership, which changes this
@@ -333,6 +384,8 @@ func (cl *cluster) observe(v *view, table []gossip.Member) bool {
 		listed[id] = true
 		switch {
 		case m.Status == gossip.Alive && !p.Has(id) && !p.WasGone(id):
+			// A newcomer. A member removed while cut off asks to join
+			// again itself, once it has handed its ranges over (rejoin).
 			want = append(want, agreed.Change{Op: agreed.Join, ID: id})
 		case m.Status == gossip.Left && p.Has(id):
 			want = append(want, agreed.Change{Op: agreed.Leave, ID: id})
@@ -561,7 +614,7 @@ func stale(pl *layout, v *view) bool {
 		return len(v.members) > 0
 	}
 	for _, m := range v.members {
-		if id, err := ring.ParseNodeID(m.ID); err == nil && !pl.placed(id) && !pl.removed(id) {
+		if id, err := ring.ParseNodeID(m.ID); err == nil && !pl.placed(id) && !pl.p.WasGone(id) {
 			return true
 		}
 	}
@@ -571,4 +624,60 @@ func stale(pl *layout, v *view) bool {
 		}
 	}
 	return false
+}
+
+// AcceptLoss records, as an agreed change of the placement, that the
+// copies held by the members named (by id, as Members and castyctl list
+// them) are gone for good. Use it only when those members were removed as
+// dead and will never come back with their state — two of a Replicas(3)
+// set's members lost with their disks, say: the ranges they held with the
+// remaining members wait for them until then (ReplicationStats.Waiting,
+// Health), since the one copy left may lack writes the lost members alone
+// acknowledged. After it, those ranges sync from the members that remain,
+// and writes only the lost members held are lost: that is the operator's
+// decision, never the runtime's. Each acceptance is logged and counted
+// (ReplicationStats.LostMembers, the casty.replication.lost_members
+// gauge). It returns once the change is chosen, or ctx's error; a member
+// still placed, or never removed, is refused with ErrNotRemoved.
+func (s *System) AcceptLoss(ctx context.Context, ids ...string) error {
+	if s.cl == nil || s.cl.lite {
+		return errors.New("casty: AcceptLoss runs on a full member")
+	}
+	cl := s.cl
+	var want []agreed.Change
+	for _, raw := range ids {
+		id, err := ring.ParseNodeID(raw)
+		if err != nil {
+			return fmt.Errorf("casty: AcceptLoss: member id %q: %w", raw, err)
+		}
+		pl := cl.latest()
+		if pl == nil || !pl.p.WasRemoved(id) {
+			return fmt.Errorf("%w: AcceptLoss: member %s (see Replication().Waiting for the members syncs wait for)", ErrNotRemoved, raw)
+		}
+		if !pl.p.WasLost(id) {
+			want = append(want, agreed.Change{Op: agreed.Lose, ID: id})
+		}
+	}
+	for len(want) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if cl.propose(want) {
+			pl := cl.latest()
+			want = slices.DeleteFunc(want, func(c agreed.Change) bool {
+				if pl.p.WasLost(c.ID) {
+					cl.logger.Error("casty: the operator accepted the loss of a removed member's copies: writes only it held are gone", logPeer, c.ID.String())
+					return true
+				}
+				return false
+			})
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(20+rand.IntN(80)) * time.Millisecond):
+		}
+	}
+	return nil
 }

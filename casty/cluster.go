@@ -591,6 +591,11 @@ func (cl *cluster) refresh() {
 	}
 	if cl.rp != nil {
 		defer cl.rp.reactivate()
+		if pl != nil && pl.p.WasRemoved(cl.self) && !pl.placed(cl.self) && cl.agree.rejoining.CompareAndSwap(false, true) {
+			if !cl.agree.spawn(cl.rejoin) {
+				cl.agree.rejoining.Store(false)
+			}
+		}
 	}
 	if old != nil && !cl.lite && cl.sys.host != nil {
 		cl.sys.host.Evict(func(k *actor.Kind, key string) bool {

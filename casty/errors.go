@@ -78,6 +78,10 @@ var (
 	// subscriptions (its own Spy calls and other nodes' cluster spies).
 	// Definite: no subscription was made.
 	ErrTooManySpies = errors.New("casty: too many spy subscriptions")
+
+	// ErrNotRemoved is AcceptLoss's refusal of a member the placement did
+	// not remove as dead: a live member, a leaver or an unknown id.
+	ErrNotRemoved = errors.New("casty: the member was not removed from the placement as dead")
 )
 
 // MaxCallChain is the most activations a call chain may hold waiting:

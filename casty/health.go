@@ -3,6 +3,7 @@ package casty
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -11,12 +12,11 @@ import (
 type Health struct {
 	// Live is false once Close has returned (and for a nil System): the
 	// process has nothing left to do but exit. A member that is draining
-	// is still live: restarting it would cut its handoff short. It is
-	// false too for a full member the cluster removed from the placement
-	// of replicated kinds while it was alive (it was seen dead for
-	// Config.RemoveDeadAfter, e.g. paused or cut off): it holds no
-	// replica and never will under its id, and a restart brings it back
-	// as a newcomer.
+	// is still live: restarting it would cut its handoff short. A full
+	// member the placement removed while it was alive (a majority saw it
+	// dead for Config.RemoveDeadAfter: it was paused or cut off) stays
+	// live and is not settled: it answers the syncs of what it held, and
+	// the members join it again once they reach it.
 	Live bool `json:"live"`
 	// Ready is Joined && Settled && !Draining.
 	Ready bool `json:"ready"`
@@ -45,6 +45,7 @@ func (s *System) Health() Health {
 	}
 	h := Health{Live: !s.closed.Load(), Draining: s.closing.Load(), Joined: true, Settled: true}
 	removed := false
+	var waiting []string
 	if cl := s.cl; cl != nil {
 		h.Draining = h.Draining || cl.closed.Load()
 		cl.mu.Lock()
@@ -62,21 +63,35 @@ func (s *System) Health() Health {
 				h.Joined = h.Joined || founder
 			}
 			h.Settled = v.ring.Has(cl.self) && (rp == nil || rp.settled() && v.pl != nil && v.pl.placed(cl.self))
-			if rp != nil && !h.Draining && v.pl != nil && v.pl.removed(cl.self) && len(kinds.replicated()) > 0 {
-				h.Live, h.Settled, removed = false, false, true
+			if rp != nil && !h.Settled {
+				rp.mu.Lock()
+				for _, run := range rp.runs {
+					for _, id := range run.waiting {
+						if !slices.Contains(waiting, id.String()) {
+							waiting = append(waiting, id.String())
+						}
+					}
+				}
+				rp.mu.Unlock()
+			}
+			if rp != nil && !h.Draining && v.pl != nil && v.pl.p.WasRemoved(cl.self) && len(kinds.replicated()) > 0 {
+				h.Settled, removed = false, true
 			}
 		}
 	}
 	h.Ready = h.Joined && h.Settled && !h.Draining
 	switch {
 	case removed:
-		h.Reason = "removed from the placement while alive (seen dead for RemoveDeadAfter): restart it"
+		h.Reason = "removed from the placement while cut off (a majority saw it dead for RemoveDeadAfter): the members join it again once they reach it"
 	case !h.Live:
 		h.Reason = "closed"
 	case h.Draining:
 		h.Reason = "draining"
 	case !h.Joined:
 		h.Reason = "not joined"
+	case !h.Settled && len(waiting) > 0:
+		h.Reason = "syncs wait for the copies of members removed as dead: " + strings.Join(waiting, ", ") +
+			" (they come back, or an operator gives them up: AcceptLoss)"
 	case !h.Settled:
 		h.Reason = "ring not settled"
 	}

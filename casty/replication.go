@@ -1161,6 +1161,25 @@ type ReplicationStats struct {
 	// Syncing whether it is still pulling ranges it entered.
 	Placed  int
 	Syncing bool
+	// PlacementVersion is the agreed placement version it acts on
+	// (replica/SPEC.md, "Placement by agreement").
+	PlacementVersion uint64
+	// Waiting lists, by kind, the members removed as dead whose copies
+	// the syncs of ranges this member entered cannot do without: too few
+	// of those ranges' previous holders remain to make a read quorum. The
+	// ranges stay unsynced (no owner serves their keys) until those
+	// members come back or an operator gives them up (AcceptLoss).
+	Waiting []WaitingSync
+	// LostMembers counts the members whose copies an operator gave up
+	// (AcceptLoss), as the agreed placement records them.
+	LostMembers int
+}
+
+// WaitingSync is one kind's ranges waiting for removed members' copies
+// (ReplicationStats.Waiting).
+type WaitingSync struct {
+	Kind    string
+	Members []string // the removed members' ids
 }
 
 // Replication reports this member's replicated state; the zero value on a
@@ -1178,6 +1197,18 @@ func (s *System) Replication() ReplicationStats {
 		RoundsReadInline: r.readInline.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
+		st.PlacementVersion = r.pl.version
+		st.LostMembers = len(r.pl.p.Lost)
+	}
+	for _, run := range r.runs {
+		if len(run.waiting) == 0 || run.gen != r.syncGen {
+			continue
+		}
+		w := WaitingSync{Kind: run.kind}
+		for _, id := range run.waiting {
+			w.Members = append(w.Members, id.String())
+		}
+		st.Waiting = append(st.Waiting, w)
 	}
 	return st
 }

@@ -191,6 +191,7 @@ type syncRun struct {
 	pl      *layout
 	gen     uint64
 	counted bool            // its completion was counted in replicator.pending
+	waiting []ring.NodeID   // removed members out of reach that its last round asked (r.mu)
 	live    []*replica.Sync // the syncs of its round in flight (r.mu)
 }
 
@@ -273,13 +274,24 @@ func (r *replicator) runSync(run *syncRun) {
 				departed[id] = now
 			}
 		}
+		// A member that left is asked while it hands off; once its
+		// process is gone (it stays in the view as LEFT with no session
+		// for unsyncedWait, or is out of the view) its copies no longer
+		// count. A member removed as dead is asked as long as the range
+		// needs it — cut off past RemoveDeadAfter, it may hold the only
+		// copies of writes, and it answers syncs once it is back — unless
+		// an operator gave its copies up (AcceptLoss). So the count never
+		// drops below a read quorum of the previous holders for want of
+		// removed members: the range waits (replica/SPEC.md, "Placement
+		// by agreement").
 		gone := func(id ring.NodeID) bool {
-			if cur.placed(id) {
-				return false
+			if cur.placed(id) || cur.p.WasRemoved(id) {
+				return cur.p.WasLost(id)
 			}
 			since, unreachable := departed[id]
 			return v.left[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
 		}
+		var waiting []ring.NodeID
 		var batches []*batch
 		prevRings := make([]*ring.Ring, len(bases))
 		for i, b := range bases {
@@ -291,6 +303,11 @@ func (r *replicator) runSync(run *syncRun) {
 			for i, b := range bases {
 				full := prevRings[i].Replicas(rng.End, run.n)
 				prev, need := answerable(full, replica.SyncNeed(len(full), run.w), gone)
+				for _, id := range full {
+					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
+						waiting = append(waiting, id)
+					}
+				}
 				groups = append(groups, replica.Group{Members: prev, Need: need})
 				// The newcomers left out of this set still hand over what
 				// they pulled so far, for as long as a member that answers
@@ -313,6 +330,9 @@ func (r *replicator) runSync(run *syncRun) {
 			}
 			batches[i].rngs = append(batches[i].rngs, rng)
 		}
+		r.mu.Lock()
+		run.waiting = waiting
+		r.mu.Unlock()
 		var remaining []replica.Range
 		for _, bt := range batches {
 			y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
@@ -350,22 +370,19 @@ func (r *replicator) runSync(run *syncRun) {
 	}
 }
 
-// answerable returns the members of a previous set that can still answer
-// a sync, and how many of them it must hear: need, or all of them when
-// fewer remain. Members removed from the placement as dead (gone, and not
-// a leaver still handing off) never will, nor will a leaver whose process
-// is gone — its handoff over (or cut short by HandoffTimeout), it stays
-// in the view as LEFT: runSync counts a leaver it has had no session with
-// for unsyncedWait as gone, lest syncs that still name it (a re-entered
-// range's older set, say) wait for it for ever; with one of a Replicas(3) set
-// gone the other two must both answer, as before, and with two gone the
-// one left is enough — a write acknowledged by the dead alone is lost
-// with them, beyond what the replica count tolerates (replica/SPEC.md,
-// "Membership changes").
-func answerable(full []ring.NodeID, need int, dead func(ring.NodeID) bool) ([]replica.NodeID, int) {
+// answerable returns the members of a previous set to ask in a sync, and
+// how many of them it must hear: need, less the members whose copies no
+// longer count (gone: a leaver whose process ended after its handoff, or
+// a removed member an operator gave up with AcceptLoss). A member removed
+// as dead is not gone: it is asked, and the range waits for it while too
+// few others answer — with two of a Replicas(3) set removed, the one left
+// cannot make the read quorum of two alone, and counting fewer would let
+// that one stale copy stand for a write the two removed members alone
+// acknowledged (replica/SPEC.md, "Placement by agreement").
+func answerable(full []ring.NodeID, need int, gone func(ring.NodeID) bool) ([]replica.NodeID, int) {
 	prev := make([]replica.NodeID, 0, len(full))
 	for _, id := range full {
-		if !dead(id) {
+		if !gone(id) {
 			prev = append(prev, replica.NodeID(id))
 		}
 	}

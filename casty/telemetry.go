@@ -304,6 +304,9 @@ func (t *telemetry) observe(sys *System) error {
 	commits := ocounter("casty.replication.commits", "{commit}", "Commits made by this member's activations.")
 	commitBytes := ocounter("casty.replication.commit.size", "By", "Bytes of commit messages sent to replicas.")
 	repairs := ocounter("casty.replication.repairs", "{copy}", "Copies adopted by anti-entropy passes.")
+	version := gauge("casty.placement.version", "{version}", "The agreed placement version this member acts on.")
+	lost := gauge("casty.replication.lost_members", "{member}", "Removed members whose copies an operator gave up (AcceptLoss).")
+	waiting := gauge("casty.replication.syncs_waiting", "{sync}", "Syncs of entered ranges waiting for removed members' copies (AcceptLoss ends the wait).")
 	missed := ocounter("casty.replication.missed_basis", "{commit}", "Commits this member's copy refused for lack of the commit they were built on (need-full).")
 	calls := ocounter("casty.calls", "{call}", "Calls made by this system, by kind, method and outcome.")
 	callBytes := ocounter("casty.call.envelope.size", "By", "Bytes of call envelopes sent to and received from other members.")
@@ -350,9 +353,13 @@ func (t *telemetry) observe(sys *System) error {
 			o.ObserveInt64(commitBytes, rp.commitBytes.Load(), node)
 			o.ObserveInt64(repairs, rp.repaired.Load(), node)
 			o.ObserveInt64(missed, rp.missedBasis.Load(), node)
+			st := sys.Replication()
+			o.ObserveInt64(version, int64(st.PlacementVersion), node)
+			o.ObserveInt64(lost, int64(st.LostMembers), node)
+			o.ObserveInt64(waiting, int64(len(st.Waiting)), node)
 		}
 		return nil
-	}, active, depth, members, refused, live, traffic, records, commits, commitBytes, repairs, missed, calls, callBytes)
+	}, active, depth, members, refused, live, traffic, records, commits, commitBytes, repairs, missed, version, lost, waiting, calls, callBytes)
 	t.reg = reg
 	return err
 }

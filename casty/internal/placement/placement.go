@@ -28,7 +28,9 @@ import (
 type Op uint8
 
 const (
-	// Join places a member that was never placed.
+	// Join places a member that was never placed, or places again one that
+	// was removed (a member cut off for longer than the removal delay
+	// comes back): never one that left.
 	Join Op = iota + 1
 	// Leave takes out a member that leaves gracefully (it hands its
 	// ranges off).
@@ -36,6 +38,10 @@ const (
 	// Remove takes out a member that a majority of the placement holds
 	// dead, or one whose address a new process took.
 	Remove
+	// Lose records an operator's acceptance that a removed member's
+	// copies are gone for good: syncs stop waiting for it (its writes that
+	// no other member holds are lost). Only an operator proposes it.
+	Lose
 )
 
 // String names the op.
@@ -47,6 +53,8 @@ func (o Op) String() string {
 		return "leave"
 	case Remove:
 		return "remove"
+	case Lose:
+		return "lose"
 	}
 	return "op?"
 }
@@ -63,7 +71,9 @@ type Placement struct {
 	Digest  uint64
 	Founder ring.NodeID
 	Members []ring.NodeID // placed, sorted
-	Gone    []ring.NodeID // placed once and taken out: never placed again; sorted
+	Gone    []ring.NodeID // placed once and taken out; sorted
+	Removed []ring.NodeID // of Gone, those removed (not left), who may join again; sorted
+	Lost    []ring.NodeID // of Removed, those whose copies an operator gave up; sorted
 	Ring    *ring.Ring    // Members as a ring
 }
 
@@ -86,17 +96,32 @@ func (p *Placement) WasGone(id ring.NodeID) bool {
 	return ok
 }
 
+// WasRemoved reports whether id was taken out by a removal, not a leave.
+func (p *Placement) WasRemoved(id ring.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(p.Removed, id, ring.NodeID.Compare)
+	return ok
+}
+
+// WasLost reports whether an operator gave up id's copies.
+func (p *Placement) WasLost(id ring.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(p.Lost, id, ring.NodeID.Compare)
+	return ok
+}
+
 // Majority is how many members make a majority of p.
 func (p *Placement) Majority() int { return len(p.Members)/2 + 1 }
 
-// Valid reports whether c can apply to p: a join of a member never placed,
-// a leave or removal of a placed member.
+// Valid reports whether c can apply to p: a join of a member not placed
+// that did not leave, a leave or removal of a placed member, the loss of a
+// removed member's copies.
 func (p *Placement) Valid(c Change) bool {
 	switch c.Op {
 	case Join:
-		return !c.ID.IsZero() && !p.Has(c.ID) && !p.WasGone(c.ID)
+		return !c.ID.IsZero() && !p.Has(c.ID) && (!p.WasGone(c.ID) || p.WasRemoved(c.ID))
 	case Leave, Remove:
 		return p.Has(c.ID)
+	case Lose:
+		return p.WasRemoved(c.ID) && !p.WasLost(c.ID)
 	}
 	return false
 }
@@ -105,29 +130,43 @@ func (p *Placement) Valid(c Change) bool {
 // apply (Valid) and repeats are skipped, so every member computes the same
 // placement from the same step, whatever it holds.
 func (p *Placement) Next(step []Change) *Placement {
-	members, gone := slices.Clone(p.Members), slices.Clone(p.Gone)
+	n := &Placement{Version: p.Version + 1, Founder: p.Founder, Members: slices.Clone(p.Members),
+		Gone: slices.Clone(p.Gone), Removed: slices.Clone(p.Removed), Lost: slices.Clone(p.Lost)}
 	h := make([]byte, 8, 8+17*len(step))
 	binary.BigEndian.PutUint64(h, p.Digest)
 	for _, c := range step {
 		h = append(h, byte(c.Op))
 		h = append(h, c.ID[:]...)
-		cur := &Placement{Members: members, Gone: gone}
-		if !cur.Valid(c) {
+		if !n.Valid(c) {
 			continue
 		}
-		if c.Op == Join {
-			i, _ := slices.BinarySearchFunc(members, c.ID, ring.NodeID.Compare)
-			members = slices.Insert(members, i, c.ID)
-			continue
+		switch c.Op {
+		case Join:
+			n.Members = insert(n.Members, c.ID)
+			n.Gone, n.Removed, n.Lost = drop(n.Gone, c.ID), drop(n.Removed, c.ID), drop(n.Lost, c.ID)
+		case Leave, Remove:
+			i, _ := slices.BinarySearchFunc(n.Members, c.ID, ring.NodeID.Compare)
+			n.Members = slices.Delete(n.Members, i, i+1)
+			n.Gone = insert(n.Gone, c.ID)
+			if c.Op == Remove {
+				n.Removed = insert(n.Removed, c.ID)
+			}
+		case Lose:
+			n.Lost = insert(n.Lost, c.ID)
 		}
-		i, _ := slices.BinarySearchFunc(members, c.ID, ring.NodeID.Compare)
-		members = slices.Delete(members, i, i+1)
-		j, _ := slices.BinarySearchFunc(gone, c.ID, ring.NodeID.Compare)
-		gone = slices.Insert(gone, j, c.ID)
 	}
-	r, _ := ring.New(members)
-	return &Placement{Version: p.Version + 1, Digest: ring.Hash(h) | 1, Founder: p.Founder,
-		Members: members, Gone: gone, Ring: r}
+	n.Ring, _ = ring.New(n.Members)
+	n.Digest = ring.Hash(h) | 1
+	return n
+}
+
+func drop(ids []ring.NodeID, id ring.NodeID) []ring.NodeID {
+	return slices.DeleteFunc(ids, func(x ring.NodeID) bool { return x == id })
+}
+
+func insert(ids []ring.NodeID, id ring.NodeID) []ring.NodeID {
+	i, _ := slices.BinarySearchFunc(ids, id, ring.NodeID.Compare)
+	return slices.Insert(ids, i, id)
 }
 
 // Log is a placement history on the wire: the founder, then each step.
