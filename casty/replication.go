@@ -983,7 +983,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 // setOf is key's replica set on pl for r's member. The caller holds r.mu.
 func (r *replicator) setOf(pl *layout, point uint64, rp replication) replica.Set {
 	ids := pl.ring.Replicas(point, rp.replicas)
-	set := replica.Set{Self: replica.NodeID(r.cl.self), W: rp.write.Of(rp.replicas), Batch: r.batch,
+	set := replica.Set{Self: replica.NodeID(r.cl.self), W: rp.write.Of(rp.replicas), R: rp.replicas, Batch: r.batch,
 		Version: pl.version, Digest: pl.digest, Spares: r.spares}
 	for _, id := range ids {
 		set.Members = append(set.Members, replica.NodeID(id))

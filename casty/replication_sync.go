@@ -302,7 +302,7 @@ func (r *replicator) runSync(run *syncRun) {
 			var copies []replica.NodeID
 			for i, b := range bases {
 				full := prevRings[i].Replicas(rng.End, run.n)
-				prev, need := answerable(full, replica.SyncNeed(len(full), run.w), gone)
+				prev, need := answerable(full, replica.ReadQuorumOf(len(full), run.n, run.w), gone)
 				for _, id := range full {
 					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
 						waiting = append(waiting, id)

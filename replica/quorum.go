@@ -25,3 +25,18 @@ func ReadQuorum(n, w int) int {
 // Reachable reports whether a quorum of need answers can still be met by a
 // set of n members of which refused have already refused.
 func reachable(n, refused, need int) bool { return n-refused >= need }
+
+// ReadQuorumOf is the read quorum of a set of n members of a kind with r
+// replicas configured (n < r when fewer members are placed, or after a
+// removal left none to take the removed member's place): ReadQuorum(r, w),
+// capped at n. Counting against n alone would let a set shrunk by a
+// removal read fewer members than meet every write quorum of the set
+// before it: writes acknowledged by two of {A, B, C} under w = 2, B
+// removed, and the set {A, C} would read A alone (n - w + 1 = 1). Counted
+// against r, both answer. r ≤ 0 means n.
+func ReadQuorumOf(n, r, w int) int {
+	if r < n {
+		r = n
+	}
+	return min(n, ReadQuorum(r, w))
+}

@@ -18,6 +18,9 @@ type Set struct {
 	// W is the acknowledgements a commit needs, resolved against the
 	// configured replica count R (not against len(Members)).
 	W int
+	// R is the configured replica count; zero means len(Members). Reads
+	// (prepares, confirms) need ReadQuorumOf(len(Members), R, W) answers.
+	R int
 	// Batch bounds the bytes of one message part (default
 	// pager.DefaultBatchSize).
 	Batch int
@@ -182,7 +185,7 @@ func NewSession(kind, key string, set Set, local *Replica, ballot Ballot) *Sessi
 		set.Batch = pager.DefaultBatchSize
 	}
 	return &Session{kind: kind, key: key, set: set, local: local, ballot: ballot,
-		q: ReadQuorum(len(set.Members), set.W)}
+		q: ReadQuorumOf(len(set.Members), set.R, set.W)}
 }
 
 // Ballot returns the session's ballot.
