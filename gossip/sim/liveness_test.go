@@ -13,7 +13,7 @@ import (
 // SuspicionTimeout + 2 s for N = 5; larger clusters suspect the cut
 // members outside their active views one at a time, Failure detection
 // input 2, bridged or not), revives none while the partition lasts, and
-// every node holds every node ALIVE again within 60 s of the heal.
+// every node holds every node ALIVE again within 2 min of the heal.
 func TestBridgedPartitionIsDeclaredDead(t *testing.T) {
 	runs := 5
 	if full() {
