@@ -37,6 +37,14 @@
 //     a data-path connection. A suspect that hears of it refutes with a higher
 //     incarnation; a suspicion unrefuted for SuspicionTimeout becomes DEAD.
 //     A node that learns it was declared DEAD refutes and rejoins.
+//   - Liveness is proven by members, not heard: a record raising a held
+//     member's incarnation (a refutation) is applied at once only when the
+//     member itself sends it, or a member relays it that holds it; any
+//     other copy (a lite client's relay, a stranger's, one over a
+//     connection marked TransportEvent.ClientOnly) waits for this node's
+//     own nonce probe of the member. So neither a lite client bridging a
+//     partition nor a forger keeps a cut or crashed member alive (SPEC.md,
+//     Failure detection).
 //   - A graceful Leave announces LEFT with no suspicion window.
 //   - LEFT and DEAD records stay as tombstones for TombstoneTTL, so a late
 //     rumour cannot resurrect them; anti-entropy carries their age.

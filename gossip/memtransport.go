@@ -8,20 +8,25 @@ import (
 
 // MemNetwork is an in-memory network of MemTransports for tests (this
 // module's and others'): frames are delivered in order per sender, and
-// faults can be injected — partitions, random frame drops, crashes.
+// faults can be injected — partitions, cut links, random frame drops,
+// crashes — and endpoints marked as connections that proved only the
+// client credential.
 // Link failures are reported at once (no keepalive delay). Safe for
 // concurrent use.
 type MemNetwork struct {
-	mu    sync.Mutex
-	nodes map[string]*MemTransport
-	group map[string]int // partition group; absent = 0
-	drop  float64
-	rng   *rand.Rand
+	mu     sync.Mutex
+	nodes  map[string]*MemTransport
+	group  map[string]int // partition group; absent = 0
+	cuts   map[[2]string]bool
+	client map[string]bool // frames from these addresses are ClientOnly
+	drop   float64
+	rng    *rand.Rand
 }
 
 // NewMemNetwork returns an empty network; seed drives the drop decisions.
 func NewMemNetwork(seed uint64) *MemNetwork {
 	return &MemNetwork{nodes: map[string]*MemTransport{}, group: map[string]int{},
+		cuts: map[[2]string]bool{}, client: map[string]bool{},
 		rng: rand.New(rand.NewPCG(seed, seed+1))}
 }
 
@@ -61,10 +66,47 @@ func (n *MemNetwork) Partition(groups ...[]string) {
 	n.mu.Unlock()
 }
 
-// Heal removes every partition.
+// Cut severs the link between a and b, both ways, until Heal: frames
+// between them are not delivered (the sender sees LinkLost) and monitored
+// links between them fail at once (both ends are told). Unlike Partition,
+// each endpoint keeps its other links, so a third endpoint can reach both.
+func (n *MemNetwork) Cut(a, b string) {
+	n.mu.Lock()
+	n.cuts[cutKey(a, b)] = true
+	for _, pair := range [][2]string{{a, b}, {b, a}} {
+		if t := n.nodes[pair[0]]; t != nil && t.isMonitoring(pair[1]) {
+			t.enqueue(TransportEvent{From: pair[1], Failure: KeepaliveFailed})
+		}
+	}
+	n.mu.Unlock()
+}
+
+func cutKey(a, b string) [2]string {
+	if b < a {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// SetClientOnly marks every frame sent from addr (on) as having arrived
+// over a connection whose peer proved only the client credential
+// (TransportEvent.ClientOnly), as an authenticating transport marks a
+// lite client's, or a holder of only the client secret's.
+func (n *MemNetwork) SetClientOnly(addr string, on bool) {
+	n.mu.Lock()
+	if on {
+		n.client[addr] = true
+	} else {
+		delete(n.client, addr)
+	}
+	n.mu.Unlock()
+}
+
+// Heal removes every partition and every cut.
 func (n *MemNetwork) Heal() {
 	n.mu.Lock()
 	n.group = map[string]int{}
+	n.cuts = map[[2]string]bool{}
 	n.mu.Unlock()
 }
 
@@ -87,17 +129,18 @@ func (n *MemNetwork) Crash(addr string) {
 	}
 }
 
-// route returns to's transport and whether a frame from from gets
-// there (ok) or is randomly lost (lost).
-func (n *MemNetwork) route(from, to string) (*MemTransport, bool, bool) {
+// route returns to's transport, whether a frame from from gets
+// there (ok) or is randomly lost (lost), and whether from is marked
+// client-only.
+func (n *MemNetwork) route(from, to string) (t *MemTransport, ok, lost, client bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	t := n.nodes[to]
-	if t == nil || t.isClosed() || n.group[from] != n.group[to] {
-		return nil, false, false
+	t = n.nodes[to]
+	if t == nil || t.isClosed() || n.group[from] != n.group[to] || n.cuts[cutKey(from, to)] {
+		return nil, false, false, false
 	}
-	lost := n.drop > 0 && n.rng.Float64() < n.drop
-	return t, true, lost
+	lost = n.drop > 0 && n.rng.Float64() < n.drop
+	return t, true, lost, n.client[from]
 }
 
 // closedAddr tells every transport monitoring addr that its link died.
@@ -171,13 +214,13 @@ func (t *MemTransport) Send(addr string, frame []byte) error {
 	if t.isClosed() {
 		return ErrClosed
 	}
-	dst, ok, lost := t.net.route(t.addr, addr)
+	dst, ok, lost, client := t.net.route(t.addr, addr)
 	if !ok {
 		t.enqueue(TransportEvent{From: addr, Failure: LinkLost})
 		return fmt.Errorf("%w: %s", ErrUnreachable, addr)
 	}
 	if !lost {
-		dst.enqueue(TransportEvent{From: t.addr, Frame: append([]byte(nil), frame...)})
+		dst.enqueue(TransportEvent{From: t.addr, Frame: append([]byte(nil), frame...), ClientOnly: client})
 	}
 	return nil
 }
@@ -187,7 +230,7 @@ func (t *MemTransport) Monitor(addr string) {
 	t.mu.Lock()
 	t.monitored[addr] = true
 	t.mu.Unlock()
-	if _, ok, _ := t.net.route(t.addr, addr); !ok {
+	if _, ok, _, _ := t.net.route(t.addr, addr); !ok {
 		t.enqueue(TransportEvent{From: addr, Failure: LinkLost})
 	}
 }

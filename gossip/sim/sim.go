@@ -182,7 +182,8 @@ type Sim struct {
 	nodes   []*simNode
 	byAddr  map[string]int
 	gen     uint64
-	groups  map[int]int // partition group per node (absent: group 0)
+	groups  map[int]int  // partition group per node (absent: group 0)
+	bridges map[int]bool // nodes that reach every group (Bridge)
 	stats   Stats
 	salt    uint64
 	epoch0  bool   // an evEpoch is queued
@@ -197,7 +198,7 @@ func New(cfg Config) *Sim {
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		epoch:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		byAddr: map[string]int{},
-		groups: map[int]int{},
+		groups: map[int]int{}, bridges: map[int]bool{},
 	}
 	s.salt = s.rng.Uint64()
 	s.ResetStats()
@@ -258,12 +259,19 @@ func (s *Sim) nodeConfig(i int, seeds []string) *gossip.Config {
 
 // AddNode creates node i = Len() and starts it; it joins through a random
 // running node (none: it starts the cluster).
-func (s *Sim) AddNode() int {
+func (s *Sim) AddNode() int { return s.add(gossip.RoleMember) }
+
+// AddClient is AddNode for a lite client (gossip.RoleClient): it takes
+// part in the overlay and the broadcasts, and members hold its record as a
+// client's.
+func (s *Sim) AddClient() int { return s.add(gossip.RoleClient) }
+
+func (s *Sim) add(role gossip.Role) int {
 	i := len(s.nodes)
 	var id gossip.NodeID
 	binary.BigEndian.PutUint32(id[:4], uint32(i+1))
 	binary.BigEndian.PutUint64(id[8:], s.salt)
-	p := gossip.Peer{ID: id, Addr: fmt.Sprintf("n%d:7000", i)}
+	p := gossip.Peer{ID: id, Addr: fmt.Sprintf("n%d:7000", i), Role: role}
 	sn := &simNode{idx: i, peer: p}
 	s.nodes = append(s.nodes, sn)
 	s.byAddr[p.Addr] = i
@@ -336,7 +344,13 @@ func (s *Sim) reachable(a, b int) bool {
 	if nb.state == Crashed || nb.state == Departed {
 		return false
 	}
-	return s.groups[a] == s.groups[b]
+	return !s.apart(a, b)
+}
+
+// apart reports whether a partition separates a and b: they are in
+// different groups and neither is a bridge.
+func (s *Sim) apart(a, b int) bool {
+	return s.groups[a] != s.groups[b] && !s.bridges[a] && !s.bridges[b]
 }
 
 // slowDelay returns the pair's current extra delay (0 for fast pairs).
@@ -442,7 +456,7 @@ func (s *Sim) send(sn *simNode, snd core.Send) {
 			// a departed node closed its listener: the dial is refused
 			// within a round trip; otherwise it times out
 			d := s.cfg.DetectDelay
-			if s.nodes[j].state == Departed && s.groups[sn.idx] == s.groups[j] {
+			if s.nodes[j].state == Departed && !s.apart(sn.idx, j) {
 				d = 2 * s.latency()
 			}
 			s.push(&event{at: s.now + d, kind: evLinkDown, node: sn.idx, from: j, why: gossip.LinkLost, data: lifeTag(sn.life)})
@@ -736,15 +750,20 @@ func (s *Sim) Partition(groups ...[]int) {
 	}
 	for _, o := range s.nodes {
 		for _, j := range sortedKeys(o.links) {
-			if s.groups[o.idx] != s.groups[j] {
+			if s.apart(o.idx, j) {
 				s.push(&event{at: s.now + s.cfg.DetectDelay, kind: evLinkDown, node: o.idx, from: j, gen: o.links[j], why: gossip.KeepaliveFailed, data: lifeTag(o.life)})
 			}
 		}
 	}
 }
 
-// Heal removes every partition.
-func (s *Sim) Heal() { s.groups = map[int]int{} }
+// Bridge makes node i reach every node whatever the partition (a lite
+// client outside the partitioned network, linked to both sides), until
+// Heal. Call it before Partition: links it keeps do not fail.
+func (s *Sim) Bridge(i int) { s.bridges[i] = true }
+
+// Heal removes every partition (and every bridge).
+func (s *Sim) Heal() { s.groups, s.bridges = map[int]int{}, map[int]bool{} }
 
 // Reannounce makes node i bump its incarnation and broadcast it (a probe
 // broadcast for measuring Plumtree).

@@ -26,7 +26,7 @@ func main() {
 	seeds := flag.Int("seeds", 20, "seeds per latency scenario")
 	bigSeeds := flag.Int("bigseeds", 3, "seeds per latency scenario for n >= 500")
 	seed0 := flag.Uint64("seed0", 1, "first seed")
-	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,nbhcrash,leave,slow,pause,mass50,mass80,steady,forged); empty = all")
+	only := flag.String("only", "", "comma-separated scenarios (join,joinwarm,crash,nbhcrash,leave,slow,pause,mass50,mass80,steady,forged,liveness); empty = all")
 	slowFor := flag.Duration("slow", time.Hour, "simulated duration of the slow-links scenario")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -228,6 +228,9 @@ func main() {
 		if run("forged") {
 			forged(n, k, *seed0, row, &fail)
 		}
+		if run("liveness") {
+			liveness(n, k, *seed0, row, &fail)
+		}
 	}
 	pprof.StopCPUProfile()
 	if fail {
@@ -363,4 +366,56 @@ func forged(n, k int, seed0 uint64, row func(string, int, string, string, time.T
 		fmt.Sprintf("joiner ALIVE everywhere p50 %v, p99 %v, max %v; most fakes held by all members in a run %d (%d members, at most 64 each); most refused %d",
 			r(sim.Percentile(joins, 50)), r(sim.Percentile(joins, 99)), r(sim.Percentile(joins, 100)), fakes, n+1, refusedC),
 		"joined; fakes within the client bound", t)
+}
+
+// liveness runs the scenarios of gossip/SPEC.md, Failure detection,
+// "Liveness is proven by members": a lite client bridging a partition, and
+// a forger sending a crashed member's ALIVE at the next incarnation.
+func liveness(n, k int, seed0 uint64, row func(string, int, string, string, time.Time), fail *bool) {
+	def := gossip.DefaultConfig()
+	for _, bridged := range []bool{false, true} {
+		t := time.Now()
+		var dead, rejoin []time.Duration
+		revived := 0
+		for i := range k {
+			res, err := sim.BridgedPartition(sim.Config{Seed: seed0 + uint64(i)}, n, 2, bridged, 30*time.Second)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				*fail = true
+				continue
+			}
+			dead, rejoin = append(dead, res.Dead), append(rejoin, res.Rejoin)
+			revived += res.Revived
+		}
+		name := "partition cutting 2 members off, a lite client on the majority's side"
+		if bridged {
+			name = "the same partition, the lite client linked to both sides"
+		}
+		row(name+": majority holds every cut member DEAD; rejoin after the heal", k,
+			fmt.Sprintf("DEAD p50 %v, p99 %v, max %v; revived during 30 s %d; rejoin p50 %v, max %v",
+				r(sim.Percentile(dead, 50)), r(sim.Percentile(dead, 99)), r(sim.Percentile(dead, 100)), revived,
+				r(sim.Percentile(rejoin, 50)), r(sim.Percentile(rejoin, 100))), "bridged as not bridged; 0 revived", t)
+	}
+	for _, tc := range []struct {
+		name          string
+		forge, client bool
+	}{{"crash, no forger", false, false}, {"crash, forger with the client credential sends ALIVE at inc+1 every 250 ms", true, true},
+		{"crash, open-cluster stranger sends ALIVE at inc+1 every 250 ms", true, false}} {
+		t := time.Now()
+		var ds []time.Duration
+		var fd uint64
+		for i := range k {
+			res, err := sim.ForgedAlive(sim.Config{Seed: seed0 + uint64(i)}, n, tc.forge, tc.client)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				*fail = true
+				continue
+			}
+			ds = append(ds, res.Latency)
+			fd += res.FalseDeaths
+		}
+		row(tc.name+": all survivors see DEAD", k, fmt.Sprintf("p50 %v, p99 %v, max %v; false DEAD %d",
+			r(sim.Percentile(ds, 50)), r(sim.Percentile(ds, 99)), r(sim.Percentile(ds, 100)), fd),
+			fmt.Sprintf("p99 <= %v", def.SuspicionTimeout+2*time.Second), t)
+	}
 }

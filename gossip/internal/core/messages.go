@@ -32,7 +32,9 @@ const (
 	// passive view, sent straight to the origin.
 	KindShuffleReply
 	// KindGossip is a Plumtree eager push: Members[0] is the payload record,
-	// Round the hop count.
+	// Round the hop count; Flag set means the sender relays it unproven (its
+	// own table does not hold that record), so it vouches for nothing
+	// (proof.go).
 	KindGossip
 	// KindIHave is a Plumtree lazy push: IDs announces payloads.
 	KindIHave

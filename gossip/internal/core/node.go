@@ -153,6 +153,7 @@ type Node struct {
 	rr           int                // the source in turn whose claim is probed next
 	via          string             // the source of the message being stepped
 	client       bool               // the message being stepped proved no member credential (Message.ClientOnly)
+	relayed      bool               // the message being stepped is a GOSSIP its sender relays unproven (proof.go)
 	probing      int                // claims with a PING in flight
 	fresh        int                // claims about ids the table does not hold
 	freshClients int                // those of role RoleClient
@@ -312,6 +313,7 @@ func (n *Node) Step(now time.Time, m *Message) Output {
 		n.via = m.From.Addr
 	}
 	n.client = m.ClientOnly
+	n.relayed = m.Kind == KindGossip && m.Flag
 	switch m.Kind {
 	case KindJoin:
 		n.onJoin(m)
@@ -462,7 +464,10 @@ func (n *Node) drop(m *Message, why string) {
 // change. It returns whether the table changed. Records about this node go
 // to refutation. A record the sender may not vouch for on its own is held
 // for a probe or downgraded (verify.go): ALIVE or SUSPECT for a member not
-// held live at that address, LEFT for a live member, DEAD for a live member.
+// held live at that address, LEFT for a live member, DEAD for a live member;
+// and ALIVE or SUSPECT at a higher incarnation for a member held live that
+// neither the member itself nor a member relaying a proven record sent
+// (proof.go).
 func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 	if !n.plausible(rec, from) {
 		return false
@@ -482,6 +487,11 @@ func (n *Node) apply(rec Member, age time.Duration, from Peer) bool {
 	switch rec.Status {
 	case Alive, Suspect:
 		if !live || cur.Addr != rec.Addr || cur.Role != rec.Role {
+			n.hold(rec, 0)
+			return false
+		}
+		if rec.Incarnation > cur.Incarnation && !n.vouches(rec, from) {
+			// liveness is proven by members, not heard (proof.go)
 			n.hold(rec, 0)
 			return false
 		}

@@ -65,9 +65,10 @@ func (n *Node) broadcast(rec Member) {
 }
 
 func (n *Node) eagerPush(rec Member, round uint32, except NodeID) {
+	unproven := !n.holdsRecord(rec)
 	for _, a := range n.active {
 		if a.eager && a.ID != except {
-			n.send(a.Peer, &Message{Kind: KindGossip, Round: round, Members: []Member{rec}})
+			n.send(a.Peer, &Message{Kind: KindGossip, Round: round, Flag: unproven, Members: []Member{rec}})
 		}
 	}
 }
@@ -134,6 +135,12 @@ func (n *Node) onGossip(m *Message) {
 	}
 	if _, known := n.table.Get(rec.ID); !known && !n.mayIntroduce(rec, m.From) {
 		return // likewise: a client-only sender's record of another (verify.go)
+	}
+	if n.unproven(rec, m.From) {
+		// neither marked seen nor forwarded: a member's copy that arrives
+		// later is applied and relayed, and this one waits for the probe
+		n.hold(rec, 0)
+		return
 	}
 	id := idOf(rec)
 	from := m.From.ID
@@ -210,7 +217,7 @@ func (n *Node) onGraft(m *Message) {
 			n.drop(m, "graft for an unknown id "+id.String())
 			continue
 		}
-		n.send(m.From, &Message{Kind: KindGossip, Members: []Member{s.rec}})
+		n.send(m.From, &Message{Kind: KindGossip, Flag: !n.holdsRecord(s.rec), Members: []Member{s.rec}})
 	}
 }
 

@@ -480,8 +480,11 @@ func (n *Node) adoptRecord(rec Member, age time.Duration) {
 		return
 	}
 	n.transition(prev, existed, rec, false)
-	if rec.Status == Suspect {
-		n.broadcast(rec) // the suspect must hear it to refute
+	if rec.Status == Suspect || (existed && !prev.Status.Gone() && rec.Status == Alive) {
+		// the suspect must hear a suspicion to refute it; a raised
+		// incarnation held for its proof was not relayed when it arrived
+		// (proof.go)
+		n.broadcast(rec)
 	}
 }
 

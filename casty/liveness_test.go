@@ -1,0 +1,130 @@
+package casty_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
+)
+
+// A 2|3 partition of five members, bridged by a lite member that keeps
+// its links to both sides (as a client outside the partitioned network
+// does): the cut members hear their suspicion through it and refute, and
+// it relays their refutations to the majority. Liveness is proven by
+// members, not heard (gossip/SPEC.md): the majority declares both cut
+// members DEAD within SuspicionTimeout + 2 s (asserted with slack), and
+// from then on (RemoveDeadAfter at the latest) it serves a Replicas(3)
+// key owned by a cut member through each of its members. (The lite
+// member still reaches the cut owner and routes the key there, where the
+// commit finds no quorum: routing, not failure detection.)
+func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
+	cfg := castytest.TestConfig()
+	cfg.RemoveDeadAfter = 5 * time.Second
+	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))
+	c.Lite()
+	ctx := context.Background()
+	cut := []string{c.Addr(0), c.Addr(1)}
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("bridged-%d", i)
+		if m, ok := c.Member(2).OwnerOf(Ledgers.Name(), k); ok && slices.Contains(cut, m.Addr) {
+			key = k
+		}
+	}
+	if n, err := casty.Call(ctx, Ledgers.Ref(c.Member(2), key), (*Ledger).Add, 1); err != nil || n != 1 {
+		t.Fatalf("add before the partition: %d, %v", n, err)
+	}
+	majority := []int{2, 3, 4}
+	events := make([]<-chan string, len(majority))
+	for i, m := range majority {
+		ch, stop := casty.MemberEvents(c.Member(m))
+		t.Cleanup(stop)
+		events[i] = ch
+	}
+	c.Partition([]int{0, 1}, majority) // the lite member keeps its links to both sides
+	dead := make([]map[string]bool, len(majority))
+	for i := range dead {
+		dead[i] = map[string]bool{}
+	}
+	within := cfg.SuspicionTimeout + 2*time.Second + 3*time.Second // slack for a loaded machine
+	waitFor(t, within, "every majority member to declare both cut members dead", func() bool {
+		all := true
+		for i, ch := range events {
+			for more := true; more; {
+				select {
+				case ev := <-ch:
+					for _, a := range cut {
+						if ev == "dead "+a {
+							dead[i][a] = true
+						}
+					}
+				default:
+					more = false
+				}
+			}
+			all = all && len(dead[i]) == len(cut)
+		}
+		return all
+	})
+	// RemoveDeadAfter on, the majority has taken the cut member's keys
+	// over; generous deadline: the clock runs from each member's DEAD
+	waitFor(t, cfg.RemoveDeadAfter+20*time.Second, "the cut member's key served through a majority member", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := casty.Call(cctx, Ledgers.Ref(c.Member(3), key), (*Ledger).Add, 1)
+		return err == nil
+	})
+	for _, via := range []*casty.System{c.Member(2), c.Member(3), c.Member(4)} {
+		if _, err := casty.Call(ctx, Ledgers.Ref(via, key), (*Ledger).Add, 1); err != nil {
+			t.Fatalf("an add through %s after the failover: %v", via.Addr(), err)
+		}
+	}
+}
+
+// A member whose only path to the others is the lite member is
+// unreachable: the others declare it dead within SuspicionTimeout + 2 s
+// (asserted with slack), though it hears its suspicion through the lite
+// member and refutes. Once its links heal it refutes again and rejoins:
+// every member lists all five.
+func TestAMemberReachableOnlyThroughALiteMemberIsDeadUntilItsLinksHeal(t *testing.T) {
+	c := castytest.NewCluster(t, 5)
+	c.Lite()
+	others := []int{0, 1, 2, 3}
+	events := make([]<-chan string, len(others))
+	for i, m := range others {
+		ch, stop := casty.MemberEvents(c.Member(m))
+		t.Cleanup(stop)
+		events[i] = ch
+	}
+	c.Partition([]int{4}, others)
+	seen := make([]bool, len(others))
+	within := castytest.TestConfig().SuspicionTimeout + 2*time.Second + 3*time.Second
+	waitFor(t, within, "every other member to declare the cut-off member dead", func() bool {
+		all := true
+		for i, ch := range events {
+			for more := true; more; {
+				select {
+				case ev := <-ch:
+					seen[i] = seen[i] || ev == "dead "+c.Addr(4)
+				default:
+					more = false
+				}
+			}
+			all = all && seen[i]
+		}
+		return all
+	})
+	c.HealAll()
+	waitFor(t, 30*time.Second, "the cut-off member to rejoin: every member lists all five", func() bool {
+		for _, m := range c.Members() {
+			if len(m.Members()) != 5 {
+				return false
+			}
+		}
+		return true
+	})
+}
