@@ -52,11 +52,12 @@ type Config struct {
 	// RemoveDeadAfter is how long a member must have been dead (or gone
 	// from the membership table) before the placement of replicated kinds
 	// drops it, so its replica slots move to live members, who sync them
-	// first (replica/SPEC.md). Only a member that sees a strict majority of
-	// the placement alive removes anyone. Until then an actor with a dead
-	// replica still has its other replicas for its quorums. A member that
-	// comes back after its removal holds nothing any more: restart it
-	// (its Health is no longer Live, so a liveness probe does).
+	// first (replica/SPEC.md). A removal is agreed: a majority of the
+	// placement must each have seen the member dead this long, so the
+	// minority side of a partition removes no one. Until then an actor with
+	// a dead replica still has its other replicas for its quorums. A
+	// member that comes back after its removal (it was cut off) hands over
+	// what it holds and is joined again by itself.
 	// A member syncing a range also waits this long, and two
 	// ReplicationTimeouts more, for a replica of the range that is still
 	// syncing it itself: that replica may hold the only copy of a write

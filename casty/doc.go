@@ -236,9 +236,11 @@
 // the empty one on every replica: its next call starts from zero, also
 // after a failover. System.Replication reports what a member holds.
 //
-// Replicated kinds are placed on a ring that changes only when a member
-// joins, leaves gracefully, or has been dead for Config.RemoveDeadAfter
-// (placement.go); their owner is the first live member of the replica set.
+// Replicated kinds are placed on a ring that changes only by a change a
+// majority of its members agreed: a member joins, leaves gracefully, or is
+// removed once a majority saw it dead for Config.RemoveDeadAfter
+// (placement.go, agree.go); their owner is the first live member of the
+// replica set. The member started without Seeds founds the cluster.
 // A one-member cluster runs Replicas(3), Write(Majority) at
 // ErrQuorumUnavailable (with Write(One) it works); local mode runs every
 // kind as a single copy.
