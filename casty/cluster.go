@@ -589,6 +589,11 @@ func (cl *cluster) refresh() {
 			cl.rp.adopt(next)
 		}
 	}
+	for _, next := range adopt {
+		if next.version > 1 {
+			cl.logger.Info("casty: placement version adopted", "node", cl.self.String(), "version", next.version, "members", next.ring.Size())
+		}
+	}
 	if cl.rp != nil {
 		defer cl.rp.reactivate()
 		if pl != nil && pl.p.WasRemoved(cl.self) && !pl.placed(cl.self) && cl.agree.rejoining.CompareAndSwap(false, true) {

@@ -291,6 +291,13 @@ func (r *replicator) runSync(run *syncRun) {
 			since, unreachable := departed[id]
 			return v.left[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
 		}
+		// A kind whose writes need one acknowledgement promises each write
+		// one copy: losing a removed member's copies is within what it
+		// declared, so its syncs ask removed members but do not wait for
+		// them. Every other kind's do (above).
+		forgiven := func(id ring.NodeID) bool {
+			return run.w <= 1 && !cur.placed(id) && cur.p.WasRemoved(id)
+		}
 		var waiting []ring.NodeID
 		var batches []*batch
 		prevRings := make([]*ring.Ring, len(bases))
@@ -302,9 +309,9 @@ func (r *replicator) runSync(run *syncRun) {
 			var copies []replica.NodeID
 			for i, b := range bases {
 				full := prevRings[i].Replicas(rng.End, run.n)
-				prev, need := answerable(full, replica.ReadQuorumOf(len(full), run.n, run.w), gone)
+				prev, need := answerable(full, replica.ReadQuorumOf(len(full), run.n, run.w), gone, forgiven)
 				for _, id := range full {
-					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
+					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && !forgiven(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
 						waiting = append(waiting, id)
 					}
 				}
@@ -373,20 +380,27 @@ func (r *replicator) runSync(run *syncRun) {
 // answerable returns the members of a previous set to ask in a sync, and
 // how many of them it must hear: need, less the members whose copies no
 // longer count (gone: a leaver whose process ended after its handoff, or
-// a removed member an operator gave up with AcceptLoss). A member removed
-// as dead is not gone: it is asked, and the range waits for it while too
-// few others answer — with two of a Replicas(3) set removed, the one left
-// cannot make the read quorum of two alone, and counting fewer would let
-// that one stale copy stand for a write the two removed members alone
+// a removed member an operator gave up with AcceptLoss) and capped at the
+// members not forgiven (a removed member of a Write(One) kind: asked, not
+// waited for). A member removed as dead is otherwise not gone: it is
+// asked, and the range waits for it while too few others answer — with
+// two of a Replicas(3), Write(Majority) set removed, the one left cannot
+// make the read quorum of two alone, and counting fewer would let that
+// one stale copy stand for a write the two removed members alone
 // acknowledged (replica/SPEC.md, "Placement by agreement").
-func answerable(full []ring.NodeID, need int, gone func(ring.NodeID) bool) ([]replica.NodeID, int) {
+func answerable(full []ring.NodeID, need int, gone, forgiven func(ring.NodeID) bool) ([]replica.NodeID, int) {
 	prev := make([]replica.NodeID, 0, len(full))
+	counted := 0
 	for _, id := range full {
-		if !gone(id) {
-			prev = append(prev, replica.NodeID(id))
+		if gone(id) {
+			continue
+		}
+		prev = append(prev, replica.NodeID(id))
+		if !forgiven(id) {
+			counted++
 		}
 	}
-	return prev, min(need, len(prev))
+	return prev, min(need, counted)
 }
 
 // previousRing returns base without the members in skip: a range's
