@@ -469,4 +469,3 @@ func GossipTableBounds(cfg Config) (table, clients int) {
 func CutStreamsBeforeStatus(s *System) {
 	s.cl.node.HandleStreams(func(_ *mux.Session, st *mux.Stream) { st.Close() })
 }
-
