@@ -65,8 +65,7 @@ type waitReport struct {
 // operator role (WithOperatorSecret, or a certificate carrying
 // casty://role/operator): without it the request fails with ErrForbidden.
 // A member id that was not removed as dead fails with ErrNotRemoved, as
-// AcceptLoss does; the ids are checked in order and those before it may
-// have been accepted. ctx bounds the whole request (Config.CallTimeout
+// AcceptLoss does, before any id is accepted. ctx bounds the whole request (Config.CallTimeout
 // when it has no deadline). Like AcceptLoss, it gives up for good every
 // write only those members held.
 func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, error) {
