@@ -171,8 +171,9 @@
 // encrypts and authenticates, and with TLS.Identity binds each peer's node
 // to its certificate. Lite clients then hold a weaker credential
 // (WithClientSecret, or a casty://role/client certificate): they call
-// actors, and StateOf and Spy fail with ErrForbidden; an operator
-// credential (WithOperatorSecret, casty://role/operator) allows those too.
+// actors, and StateOf, Spy, PlacementStatus and AcceptLossVia fail with
+// ErrForbidden; an operator credential (WithOperatorSecret,
+// casty://role/operator) allows those too.
 // Config.MaxSpies (default 64) bounds the spy subscriptions a node serves.
 // SECURITY.md at the repository root has the threat model.
 //

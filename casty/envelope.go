@@ -23,6 +23,10 @@ const (
 	opStateOf uint8 = 2 // read the live state; answered by a callResp
 	opStream  uint8 = 3 // open a streaming handler; the header of a mux stream
 	opSpy     uint8 = 4 // subscribe to the node's events; the header of a mux stream
+	// The operator's requests to a full member (ops_loss.go), answered by
+	// a callResp; no kind or key.
+	opAcceptLoss      uint8 = 5 // run AcceptLoss for the member ids in the argument
+	opPlacementStatus uint8 = 6 // report this member's placement and waiting syncs
 )
 
 // callReq is a request from another node.

@@ -41,6 +41,8 @@ const (
 	codeAnswer = "answer"
 	// codeInvalidKey: ErrInvalidKey.
 	codeInvalidKey = "invalid-key"
+	// codeNotRemoved: ErrNotRemoved (AcceptLoss asked of another member).
+	codeNotRemoved = "not-removed"
 )
 
 // wireError is an error as it crosses the wire (its encoding: envelope.go).
@@ -64,7 +66,7 @@ var sentinels = []struct {
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeLeaving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
 	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
-	{codeInvalidKey, ErrInvalidKey},
+	{codeInvalidKey, ErrInvalidKey}, {codeNotRemoved, ErrNotRemoved},
 }
 
 func sentinelCode(err error) string {

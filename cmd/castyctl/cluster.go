@@ -38,7 +38,7 @@ func (o *options) members(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeSys(sys)
+	defer o.release(sys)
 	rows := []casty.MemberStatus{}
 	for _, m := range sys.MemberTable() {
 		if m.ID != sys.ID() {
@@ -77,7 +77,7 @@ func (o *options) ring(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeSys(sys)
+	defer o.release(sys)
 	if len(pos) == 2 {
 		p, _ := sys.Placement(pos[0], pos[1], *replicas)
 		if o.json {
@@ -132,7 +132,7 @@ func (o *options) state(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeSys(sys)
+	defer o.release(sys)
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	st, ok, err := sys.StateOf(rctx, pos[0], pos[1])
@@ -280,7 +280,7 @@ func (o *options) spy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeSys(sys)
+	defer o.release(sys)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *dur > 0 {

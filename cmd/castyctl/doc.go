@@ -8,8 +8,8 @@
 // for mutual TLS; see casty.TLS); -cluster names a cluster started with
 // casty.ClusterName.
 //
-// On a cluster with credentials (SECURITY.md), state and spy need the
-// operator role: on a cluster with secrets, -operator-secret-file (or
+// On a cluster with credentials (SECURITY.md), state, spy, waiting and
+// accept-loss need the operator role: on a cluster with secrets, -operator-secret-file (or
 // $CASTY_OPERATOR_SECRET_FILE) names a file holding the operator secret
 // (casty.WithOperatorSecret; a trailing newline is ignored); with
 // certificate identity, -tls-identity and a certificate carrying the URI
@@ -22,6 +22,8 @@
 //	castyctl -seeds 10.0.0.1:7001 ring -replicas 3 shop.Account acct-7
 //	castyctl -seeds 10.0.0.1:7001 spy -kind 'shop.*' -key 'order-*' -payloads
 //	castyctl -seeds 10.0.0.1:7001 state shop.Order order-42
+//	castyctl -seeds 10.0.0.1:7001 waiting
+//	castyctl -seeds 10.0.0.1:7001 accept-loss -yes 3f2df870-f2c5-55aa-2dab-0f108d2bc35b
 //
 // members prints the member table as this lite member learned it: every
 // member's address, node id, role (member or lite), state (alive,
@@ -46,6 +48,27 @@
 // names), read between two messages without queueing behind the mailbox
 // (casty.System.StateOf). It asks the members in turn, the key's ring
 // owner first, so it finds replicated kinds without -replicas.
+//
+// waiting asks every live full member which syncs of replicated kinds
+// wait for members removed as dead (casty.System.PlacementStatus) and
+// prints, per member, its placement version, how many members' copies
+// were given up (LOST), and each kind whose syncs wait with the ids of
+// the removed members they wait for. A range waits when fewer than a read
+// quorum of its previous holders remain: its one copy left may lack
+// writes only the removed members acknowledged, so no owner serves its
+// keys until they come back (casty.System.Health names them too).
+//
+// accept-loss -yes ID... gives up for good the copies held by the removed
+// members named: a full member records their loss as an agreed placement
+// change (casty.System.AcceptLoss, asked through
+// casty.System.AcceptLossVia since castyctl does not vote on the
+// placement), the waiting ranges sync from the members that remain and
+// are served again, and every write only those members held is lost. Use
+// it only for members that will never come back with their state (their
+// disks are gone); a member that comes back needs nothing. It refuses to
+// run without -yes (exit 2), and a member still placed or never removed
+// is refused with casty.ErrNotRemoved (exit 4): castyctl waiting lists the
+// members that can be given up.
 //
 // # Schemas
 //
@@ -96,7 +119,7 @@
 //
 //	0  success (schema check: no breaking change)
 //	1  schema check found a breaking change
-//	2  usage: unknown command, bad flag or argument, no seeds
+//	2  usage: unknown command, bad flag or argument, no seeds, accept-loss without -yes
 //	3  the cluster could not be joined (no seed answered, TLS or cluster name refused)
 //	4  the operation failed (an error from the cluster, an unreadable schema)
 //	5  state: the actor is not active

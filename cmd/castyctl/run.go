@@ -41,6 +41,7 @@ type options struct {
 	stdout, stderr   io.Writer
 	connectOverrides []casty.Option // tests: faster membership
 	spyReady         func()         // tests: called once the spy is subscribed
+	lite             *casty.System  // tests: the lite member to use instead of joining (castytest's)
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -48,8 +49,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cert, "tls-cert", o.cert, "PEM `file` of this tool's certificate (with -tls-key: TLS)")
 	fs.StringVar(&o.key, "tls-key", o.key, "PEM `file` of the certificate's key")
 	fs.StringVar(&o.ca, "tls-ca", o.ca, "PEM `file` of the CA that signs the members (mutual TLS)")
-	fs.BoolVar(&o.tlsIdentity, "tls-identity", o.tlsIdentity, "the cluster binds peers to their certificates (casty.TLS.Identity); this tool's certificate must carry the URI casty://role/operator for state and spy")
-	fs.StringVar(&o.secretFile, "operator-secret-file", o.secretFile, "`file` holding the cluster's operator secret (casty.WithOperatorSecret), needed by state and spy on a cluster with secrets (default $CASTY_OPERATOR_SECRET_FILE)")
+	fs.BoolVar(&o.tlsIdentity, "tls-identity", o.tlsIdentity, "the cluster binds peers to their certificates (casty.TLS.Identity); this tool's certificate must carry the URI casty://role/operator for state, spy, waiting and accept-loss")
+	fs.StringVar(&o.secretFile, "operator-secret-file", o.secretFile, "`file` holding the cluster's operator secret (casty.WithOperatorSecret), needed by state, spy, waiting and accept-loss on a cluster with secrets (default $CASTY_OPERATOR_SECRET_FILE)")
 	fs.StringVar(&o.cluster, "cluster", o.cluster, "the cluster's `name` (casty.ClusterName; default casty)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON (JSON Lines for spy) instead of tables")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on joining and on each request")
@@ -81,6 +82,9 @@ Cluster commands (join as a lite member through -seeds):
   spy [-kind G] [-key G] [-payloads] [-n N] [-for D]
                                tail lifecycle events (globs as in path.Match)
   state KIND KEY               the live state of one actor, as JSON
+  waiting                      each member's syncs waiting for removed members
+  accept-loss -yes ID...       give up for good the copies of removed members
+                               (writes only they held are lost; needs -yes)
 
 Schema commands (no cluster):
   schema FILE|-                print a schema written by casty.WriteSchema
@@ -128,6 +132,10 @@ func (o *options) run(ctx context.Context, args []string) int {
 		err = o.spy(ctx, args)
 	case "state":
 		err = o.state(ctx, args)
+	case "waiting":
+		err = o.waiting(ctx, args)
+	case "accept-loss":
+		err = o.acceptLoss(ctx, args)
 	case "schema":
 		err = o.schema(ctx, args)
 	case "help":
@@ -193,6 +201,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // connect joins the cluster as a lite member and waits for its member
 // table to settle.
 func (o *options) connect(ctx context.Context) (*casty.System, error) {
+	if o.lite != nil {
+		return o.lite, nil
+	}
 	var seeds []string
 	for s := range strings.SplitSeq(o.seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -250,6 +261,13 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 		return nil, exitError{exitUnreachable, fmt.Errorf("joined through %s but learned of no full member within %v", o.seeds, o.timeout)}
 	}
 	return sys, nil
+}
+
+// release closes the lite member connect joined with (not a test's).
+func (o *options) release(sys *casty.System) {
+	if sys != o.lite {
+		closeSys(sys)
+	}
 }
 
 // closeSys leaves the cluster: the lite member announces its departure.
