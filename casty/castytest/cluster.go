@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,7 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	flushPools()
 	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed)}
 	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
 	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's random choices)", n, c.seed, c.seed)
@@ -150,6 +152,22 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 		return true
 	})
 	return c
+}
+
+// flushPools empties every sync.Pool in the process. casty, mux, actor
+// and yamux pool channels and timers process-wide, and a channel or timer
+// made inside a testing/synctest bubble belongs to it: a test outside the
+// bubble that takes one from a pool aborts the process ("select on
+// synctest channel from outside bubble"), and one made outside it that a
+// bubbled member takes blocks it non-durably, so the bubble's clock
+// stops. A garbage collection moves each pool's contents to its victim
+// cache and a second drops them, so two before a cluster starts leave the
+// cluster only objects made in its own test (on a virtual clock or not).
+// Tests that run clusters in parallel (t.Parallel) must not mix bubbled
+// and unbubbled ones in one process.
+func flushPools() {
+	runtime.GC()
+	runtime.GC()
 }
 
 // quietLogs discards the members' logs unless CASTY_TEST_LOGS is set.
