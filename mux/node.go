@@ -70,6 +70,7 @@ type Node struct {
 	done          chan struct{}
 	workers       workerPool
 	timeouts      sweep.Sweeper   // expires requests past RequestTimeout (sweep.go)
+	zstd          zstdCoders      // the zstd codec's, made on first use (codec.go)
 	watching      atomic.Bool     // the inline watchdog runs (inline.go)
 	inline        atomic.Int32    // readers running a request themselves
 	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)

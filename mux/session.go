@@ -84,7 +84,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 		idle:     make(chan struct{}, 1),
 	}
 	if codecName != "" {
-		s.codec = codecByName(codecName)
+		s.codec = codecByName(codecName, &n.zstd)
 	}
 	for l := range Lane(numLanes) {
 		s.lanes[l] = &lane{s: s, id: l}
