@@ -2,6 +2,7 @@ package castytest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,3 +49,31 @@ func TestClusterOnVirtualTime(t *testing.T) {
 		t.Logf("virtual time elapsed: %v", time.Since(start))
 	})
 }
+
+// Blob holds a string; Put answers its length.
+type Blob struct{ S string }
+
+func (b *Blob) Put(ctx context.Context, s string) (int, error) { b.S = s; return len(s), nil }
+
+var Blobs = casty.Actor[Blob](casty.Name("castytest.test.Blob"), casty.Replicas(3), casty.Write(casty.Majority))
+
+// putBlobs stores payloads big enough to be compressed (zstd) on their
+// way to the owner and to its replicas.
+func putBlobs(t *testing.T, c *castytest.Cluster) {
+	big := strings.Repeat("casty compresses this ", 1000)
+	for i, k := range []string{"x", "y", "z", "w"} {
+		if _, err := casty.Call(context.Background(), Blobs.Ref(c.Member(i%c.N()), k), (*Blob).Put, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A bubbled cluster and then an unbubbled one compress payloads in one
+// process: neither may meet a zstd coder, a pooled channel or a pooled
+// timer of the other (the process aborted when mux shared one zstd
+// encoder process-wide).
+func TestClusterCompressesOnVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { putBlobs(t, castytest.NewCluster(t, 3)) })
+}
+
+func TestClusterCompressesAfterABubble(t *testing.T) { putBlobs(t, castytest.NewCluster(t, 3)) }
