@@ -277,7 +277,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 	p := pendingReq{ch: ch, lane: l}
 	coarse := timeout >= sweep.Threshold
 	if coarse {
-		p.deadline = nanotime() + int64(timeout)
+		p.deadline = s.node.nanotime() + int64(timeout)
 	}
 	s.mu.Lock()
 	if s.closeErr != nil {
