@@ -2,6 +2,8 @@ package castytest_test
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
@@ -89,6 +91,18 @@ type virtualRun struct {
 	h            *castytest.History[castytest.RegisterOp[int], castytest.RegisterResult[int]]
 	virtual, cpu time.Duration
 	healAt       time.Duration // when the partition healed, from the history's start
+	views        []int         // how many members each member saw at the end
+}
+
+// fingerprint hashes the history as recorded, times included: two runs
+// with the same fingerprint made the same calls at the same virtual times
+// and saw the same outcomes.
+func (r virtualRun) fingerprint() uint64 {
+	f := fnv.New64a()
+	for _, op := range r.h.Ops() {
+		fmt.Fprintf(f, "%d %v %v %d %d %t\n", op.Client, op.Input, op.Output, op.Call, op.Return, op.Indeterminate)
+	}
+	return f.Sum64()
 }
 
 // answered counts, per client, the operations called after at that came
@@ -166,13 +180,8 @@ func partitionRun(t *testing.T, seed int64, hold, settle time.Duration) virtualR
 		close(stop)
 		wg.Wait()
 		t.Logf("errors after the heal: %v", errs)
-		after := views()
-		t.Logf("members each member sees, %v after the heal: %v", settle, after)
-		for i, n := range after {
-			if n != 5 {
-				t.Errorf("member %d sees %d members %v after the partition healed, want 5", i, n, settle)
-			}
-		}
+		run.views = views()
+		t.Logf("members each member sees, %v after the heal: %v", settle, run.views)
 		run.h, run.virtual = h, time.Since(start)
 	})
 	run.cpu = cpuTime() - cpu0
@@ -237,6 +246,11 @@ func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
 	}
 	run := partitionRun(t, seed, hold, settle)
 	t.Logf("definite outcomes after the heal, per client (lite, members 0, 1, 2, 4): %v", run.answered(run.healAt))
+	for i, n := range run.views {
+		if n != 5 {
+			t.Errorf("member %d sees %d members %v after the partition healed, want 5", i, n, settle)
+		}
+	}
 	if settle >= 20*time.Second {
 		last := run.answered(run.healAt + settle - 10*time.Second)
 		for client, n := range last {
@@ -246,8 +260,8 @@ func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
 		}
 	}
 	res := castytest.Check(t, castytest.RegisterModel(0), run.h)
-	t.Logf("seed %d: %d operations, %d indeterminate: %s; %v virtual in %v CPU (%.0f virtual s per CPU s)",
-		seed, res.Ops, res.Indeterminate, res.Verdict, run.virtual, run.cpu.Round(time.Millisecond), run.virtual.Seconds()/run.cpu.Seconds())
+	t.Logf("seed %d: %d operations, %d indeterminate: %s (fingerprint %016x); %v virtual in %v CPU (%.0f virtual s per CPU s)",
+		seed, res.Ops, res.Indeterminate, res.Verdict, run.fingerprint(), run.virtual, run.cpu.Round(time.Millisecond), run.virtual.Seconds()/run.cpu.Seconds())
 }
 
 // longPartitionDefect is why TestClusterLongPartitionOnVirtualTime is
