@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -58,10 +59,11 @@ type clusterOptions struct {
 }
 
 // Seed sets the seed of every random choice the test network makes
-// (which write a lossy link drops, the jitter of a delay). Without it
-// NewCluster takes one from the clock; either way it logs the seed, and
-// logs it again if the test fails, so Seed(n) replays the network's
-// choices.
+// (which write a lossy link drops, the jitter of a delay) and of the
+// members' node IDs (hence the placement) and their gossip's and mux's
+// random choices. Without it NewCluster takes one from the clock; either
+// way it logs the seed, and logs it again if the test fails, so Seed(n)
+// replays those choices.
 func Seed(seed int64) ClusterOption {
 	return func(o *clusterOptions) { o.seed, o.seedSet = seed, true }
 }
@@ -94,7 +96,8 @@ type Cluster struct {
 type slot struct {
 	sys     *casty.System
 	crashed bool
-	skew    atomic.Int64 // time.Duration added to the HLC's physical clock
+	skew    atomic.Int64  // time.Duration added to the HLC's physical clock
+	starts  atomic.Uint64 // how many times a node started in the slot
 }
 
 // NewCluster starts n full members of a Casty cluster in this process,
@@ -114,7 +117,7 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	flushPools()
 	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed)}
 	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
-	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's random choices)", n, c.seed, c.seed)
+	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's and the members' random choices)", n, c.seed, c.seed)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("castytest: the failed test ran its cluster with seed %d", c.seed)
@@ -179,11 +182,14 @@ func quietLogs() casty.Option {
 }
 
 // member returns the options that put node i on the test network with its
-// (possibly skewed) clock.
+// (possibly skewed) clock, its node ID and its gossip's and mux's random
+// choices drawn from the cluster's seed, the node's index and how many
+// times a node started in its slot.
 func (c *Cluster) member(i int, sl *slot) casty.Option {
 	m := &seam.Member{
 		Network:  endpoint{nw: c.nw, self: i},
 		Physical: func() int64 { return time.Now().Add(time.Duration(sl.skew.Load())).UnixMilli() },
+		Rand:     rand.New(rand.NewPCG(uint64(c.seed), uint64(i)<<32|sl.starts.Add(1))),
 	}
 	return seam.Option(m).(casty.Option)
 }
