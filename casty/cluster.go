@@ -273,6 +273,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
 	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
 	mcfg.Logger = sys.logger
+	mcfg.Rand = seamRand(o) // castytest's seed; nil: the runtime's entropy
 	if netw != nil {
 		mcfg.Dial = netw.Dial
 	}
@@ -311,6 +312,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 
 	gcfg := gossipConfig(cfg)
 	gcfg.Logger = cl.logger
+	gcfg.Rand = seamRand(o) // castytest's seed; nil: seeded from the node id
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {
 			gcfg.Seeds = append(gcfg.Seeds, s)

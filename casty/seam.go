@@ -1,6 +1,9 @@
 package casty
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
+
 	"github.com/casty-go/casty/casty/internal/seam"
 )
 
@@ -9,7 +12,14 @@ import (
 // API.
 func init() {
 	seam.Option = func(m *seam.Member) any {
-		return Option(func(o *systemOptions) { o.seam = m })
+		return Option(func(o *systemOptions) {
+			o.seam = m
+			if m.Rand != nil {
+				for i := 0; i < len(o.nodeID); i += 8 {
+					binary.LittleEndian.PutUint64(o.nodeID[i:], m.Rand.Uint64())
+				}
+			}
+		})
 	}
 	seam.Crash = func(s any) {
 		if sys := s.(*System); sys.cl != nil {
@@ -32,4 +42,13 @@ func seamNetwork(o *systemOptions) seam.Network {
 		return nil
 	}
 	return o.seam.Network
+}
+
+// seamRand is a generator seeded from the injected randomness, nil
+// without one (the caller then keeps its default).
+func seamRand(o *systemOptions) *rand.Rand {
+	if o.seam == nil || o.seam.Rand == nil {
+		return nil
+	}
+	return rand.New(rand.NewPCG(o.seam.Rand.Uint64(), o.seam.Rand.Uint64()))
 }

@@ -56,7 +56,7 @@ func (s *Session) RequestAsync(ctx context.Context, l Lane, payload []byte, time
 	id := s.nextID.Add(1)
 	p := pendingReq{fn: done, lane: l}
 	if timeout > 0 {
-		p.deadline = nanotime() + int64(timeout)
+		p.deadline = s.node.nanotime() + int64(timeout)
 	}
 	s.mu.Lock()
 	if s.closeErr != nil {

@@ -31,10 +31,12 @@ type codec interface {
 
 var errDecompressedTooLarge = errors.New("decompressed payload exceeds the message limit")
 
-func codecByName(name string) codec {
+// codecByName returns the codec called name, nil if none is; a zstd codec
+// uses z's coders.
+func codecByName(name string, z *zstdCoders) codec {
 	switch name {
 	case CodecZstd:
-		return zstdCodec{}
+		return zstdCodec{z}
 	case CodecZlib:
 		return zlibCodec{}
 	}
@@ -122,45 +124,50 @@ func readBounded(r io.Reader, guess, limit int) ([]byte, error) {
 	}
 }
 
-type zstdCodec struct{}
+// zstdCodec is zstd with a node's coders.
+type zstdCodec struct{ z *zstdCoders }
 
-// The zstd encoder is created on first use. Created with a nil writer it
-// starts no goroutines; EncodeAll is safe for concurrent use.
-var (
-	zstdOnce sync.Once
-	zstdEnc  *zstd.Encoder
-)
+// zstdCoders are a node's zstd encoder and decoder, each created on its
+// first use. Created with a nil writer the encoder starts no goroutines;
+// EncodeAll is safe for concurrent use. Each node has its own rather than
+// the process sharing one because a coder pools its block coders in a
+// channel, and a channel made inside a testing/synctest bubble must never
+// be used outside it (nor one made outside block a goroutine inside it):
+// a node's coders live and die with the node.
+type zstdCoders struct {
+	encOnce sync.Once
+	enc     *zstd.Encoder
+	decOnce sync.Once
+	dec     *zstd.Decoder
+}
 
-func zstdInit() {
-	zstdOnce.Do(func() {
-		zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+func (z *zstdCoders) encoder() *zstd.Encoder {
+	z.encOnce.Do(func() {
+		z.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(2), zstd.WithLowerEncoderMem(true))
 	})
+	return z.enc
 }
 
 func (zstdCodec) name() string { return CodecZstd }
 
-func (zstdCodec) compress(dst, src []byte) []byte {
-	zstdInit()
-	return zstdEnc.EncodeAll(src, dst[:0])
+func (c zstdCodec) compress(dst, src []byte) []byte {
+	return c.z.encoder().EncodeAll(src, dst[:0])
 }
 
-// The zstd decoder is shared and created on first use. Created without a
-// reader it starts no goroutines; DecodeAll is safe for concurrent use
-// (up to GOMAXPROCS at a time, the rest wait for a block decoder). It
-// decodes into the buffer it is given and never past that buffer's
-// capacity (WithDecodeAllCapLimit), which is how decompress bounds the
-// output; the window is the output itself, so no window is allocated.
-var (
-	zstdDecOnce sync.Once
-	zstdDec     *zstd.Decoder
-)
-
-func zstdDecInit() {
-	zstdDecOnce.Do(func() {
-		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
+// decoder returns the node's zstd decoder, created on first use. Created
+// without a reader it starts no goroutines; DecodeAll is safe for
+// concurrent use (up to GOMAXPROCS at a time, the rest wait for a block
+// decoder). It decodes into the buffer it is given and never past that
+// buffer's capacity (WithDecodeAllCapLimit), which is how decompress
+// bounds the output; the window is the output itself, so no window is
+// allocated.
+func (z *zstdCoders) decoder() *zstd.Decoder {
+	z.decOnce.Do(func() {
+		z.dec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
 			zstd.WithDecoderLowmem(true), zstd.WithDecodeAllCapLimit(true))
 	})
+	return z.dec
 }
 
 // zstdMaxRatio is the most a zstd frame can decode to per input byte: a
@@ -173,12 +180,12 @@ const zstdMaxRatio = (128 << 10) / 4
 // compressedBlockOverAlloc).
 const zstdSlack = 32
 
-func (zstdCodec) decompress(src []byte, max int) ([]byte, error) {
+func (c zstdCodec) decompress(src []byte, max int) ([]byte, error) {
 	var h zstd.Header
 	if err := h.Decode(src); err != nil {
 		return nil, err
 	}
-	zstdDecInit()
+	dec := c.z.decoder()
 	// Our encoder (EncodeAll) declares the content size: decode into a
 	// buffer of exactly that size. Refuse a frame declaring more than the
 	// limit, or more than its input can decode to, before allocating.
@@ -189,24 +196,24 @@ func (zstdCodec) decompress(src []byte, max int) ([]byte, error) {
 		if h.FrameContentSize > uint64(len(src))*zstdMaxRatio {
 			return nil, errors.New("zstd frame declares more than it can hold")
 		}
-		return zstdDecodeWithin(src, int(h.FrameContentSize)+zstdSlack, max)
+		return zstdDecodeWithin(dec, src, int(h.FrameContentSize)+zstdSlack, max)
 	}
 	// No declared size: start from a guess and double, never past the
 	// limit. Each attempt decodes again; senders that declare the size
 	// (ours always do) never take this path.
 	limit := min(max, len(src)*zstdMaxRatio)
 	for c := initialGuess(len(src), limit); ; c = min(2*c, limit) {
-		out, err := zstdDecodeWithin(src, c+zstdSlack, max)
+		out, err := zstdDecodeWithin(dec, src, c+zstdSlack, max)
 		if !errors.Is(err, zstd.ErrDecoderSizeExceeded) || c >= limit {
 			return out, err
 		}
 	}
 }
 
-// zstdDecodeWithin decodes src into a new buffer of capacity c; output
+// zstdDecodeWithin decodes src with dec into a new buffer of capacity c; output
 // past c is ErrDecoderSizeExceeded, past max errDecompressedTooLarge.
-func zstdDecodeWithin(src []byte, c, max int) ([]byte, error) {
-	out, err := zstdDec.DecodeAll(src, make([]byte, 0, c))
+func zstdDecodeWithin(dec *zstd.Decoder, src []byte, c, max int) ([]byte, error) {
+	out, err := dec.DecodeAll(src, make([]byte, 0, c))
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) && c > max {
 		return nil, errDecompressedTooLarge
 	}

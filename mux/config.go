@@ -313,7 +313,7 @@ func (c *Config) Validate() error {
 		return bad("more than %d codecs", maxCodecs)
 	}
 	for _, name := range c.Codecs {
-		if codecByName(name) == nil {
+		if codecByName(name, nil) == nil {
 			return bad("unknown codec %q", name)
 		}
 	}

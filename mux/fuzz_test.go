@@ -24,7 +24,7 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(seed(frameError, 0, 5, encodeRemoteError(CodeUser, "nope", 100)))
 	f.Add(seed(frameCancel, 0, 9, nil))
 	f.Add(seed(frameMessage, flagCompressed, 0, zlibCodec{}.compress(nil, bytes.Repeat([]byte("z"), 5000))))
-	f.Add(seed(frameMessage, flagCompressed, 0, zstdCodec{}.compress(nil, bytes.Repeat([]byte("z"), 5000))))
+	f.Add(seed(frameMessage, flagCompressed, 0, testZstd.compress(nil, bytes.Repeat([]byte("z"), 5000))))
 	f.Add(seed(frameRequest, 0, 1, nil)[:10])
 	f.Add(appendEnvelopeHeader(nil, frameRequest, 0, 1, 1<<30))
 	const max = 64 << 10
@@ -36,7 +36,7 @@ func FuzzEnvelope(f *testing.F) {
 			}
 			reencoded = append(appendEnvelopeHeader(reencoded, env.typ, env.flags, env.id, len(env.payload)), env.payload...)
 			if env.flags&flagCompressed != 0 {
-				for _, c := range []codec{zlibCodec{}, zstdCodec{}} {
+				for _, c := range []codec{zlibCodec{}, testZstd} {
 					if out, err := c.decompress(env.payload, max); err == nil && len(out) > max {
 						t.Fatalf("%s inflated to %d bytes past the limit", c.name(), len(out))
 					}
@@ -220,7 +220,7 @@ func TestHandshakeDecision(t *testing.T) {
 
 func TestCodecsAreBounded(t *testing.T) {
 	big := make([]byte, 1<<20)
-	for _, c := range []codec{zlibCodec{}, zstdCodec{}} {
+	for _, c := range []codec{zlibCodec{}, testZstd} {
 		z := c.compress(nil, big)
 		if out, err := c.decompress(z, len(big)); err != nil || len(out) != len(big) {
 			t.Fatalf("%s: at the limit: %v", c.name(), err)
@@ -281,17 +281,17 @@ func TestZstdBombsAreRefusedWithinTheLimit(t *testing.T) {
 		frame    []byte
 		maxAlloc uint64
 	}{
-		{"declared", zstdCodec{}.compress(nil, make([]byte, limit+1)), 64 << 10},
+		{"declared", testZstd.compress(nil, make([]byte, limit+1)), 64 << 10},
 		{"undeclared", streamed(make([]byte, 4*limit)), 2*limit + 128<<10},
 		{"declares more than it holds", lying, 64 << 10},
 	}
-	_, _ = zstdCodec{}.decompress(zstdCodec{}.compress(nil, []byte("warm up")), limit)
+	_, _ = testZstd.decompress(testZstd.compress(nil, []byte("warm up")), limit)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			out, err := zstdCodec{}.decompress(c.frame, limit)
+			out, err := testZstd.decompress(c.frame, limit)
 			runtime.ReadMemStats(&after)
 			if err == nil {
 				t.Fatalf("%d bytes of a %d-byte frame accepted", len(out), len(c.frame))
@@ -302,7 +302,7 @@ func TestZstdBombsAreRefusedWithinTheLimit(t *testing.T) {
 		})
 	}
 	src := codecPayload(limit)
-	if out, err := (zstdCodec{}).decompress(streamed(src), limit); err != nil || !bytes.Equal(out, src) {
+	if out, err := testZstd.decompress(streamed(src), limit); err != nil || !bytes.Equal(out, src) {
 		t.Fatalf("an undeclared frame of exactly the limit: %d bytes, %v", len(out), err)
 	}
 }

@@ -70,6 +70,8 @@ type Node struct {
 	done          chan struct{}
 	workers       workerPool
 	timeouts      sweep.Sweeper   // expires requests past RequestTimeout (sweep.go)
+	zstd          zstdCoders      // the zstd codec's, made on first use (codec.go)
+	epoch         time.Time       // origin of nanotime (sweep.go)
 	watching      atomic.Bool     // the inline watchdog runs (inline.go)
 	inline        atomic.Int32    // readers running a request themselves
 	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)
@@ -93,6 +95,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg:         cfg,
+		epoch:       time.Now(),
 		log:         cfg.Logger,
 		done:        make(chan struct{}),
 		live:        make(map[NodeID]*Session),

@@ -84,7 +84,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 		idle:     make(chan struct{}, 1),
 	}
 	if codecName != "" {
-		s.codec = codecByName(codecName)
+		s.codec = codecByName(codecName, &n.zstd)
 	}
 	for l := range Lane(numLanes) {
 		s.lanes[l] = &lane{s: s, id: l}
@@ -277,7 +277,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 	p := pendingReq{ch: ch, lane: l}
 	coarse := timeout >= sweep.Threshold
 	if coarse {
-		p.deadline = nanotime() + int64(timeout)
+		p.deadline = s.node.nanotime() + int64(timeout)
 	}
 	s.mu.Lock()
 	if s.closeErr != nil {

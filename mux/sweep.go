@@ -21,12 +21,12 @@ type pendingReq struct {
 	lane     Lane
 }
 
-// epoch anchors the sweeper's clock: time.Since of a time that carries a
-// monotonic reading reads only the monotonic clock.
-var epoch = time.Now()
-
-// nanotime is monotonic nanoseconds since epoch.
-func nanotime() int64 { return int64(time.Since(epoch)) }
+// nanotime is monotonic nanoseconds since the node was made: time.Since
+// of a time that carries a monotonic reading reads only the monotonic
+// clock. The epoch is the node's, not the process's, so that a node made
+// in a testing/synctest bubble (whose times carry no monotonic reading)
+// measures from a time of its own bubble's clock.
+func (n *Node) nanotime() int64 { return int64(time.Since(n.epoch)) }
 
 // sweepPending makes sure the sweeper runs. Once the node is closing no
 // sweeper starts again; Close fails what is pending.
@@ -45,7 +45,7 @@ func (n *Node) expireRequests() (watched int) {
 		sessions = append(sessions, s)
 	}
 	n.mu.Unlock()
-	now := nanotime()
+	now := n.nanotime()
 	type expired struct {
 		id uint64
 		p  pendingReq

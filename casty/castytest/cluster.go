@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,10 +59,11 @@ type clusterOptions struct {
 }
 
 // Seed sets the seed of every random choice the test network makes
-// (which write a lossy link drops, the jitter of a delay). Without it
-// NewCluster takes one from the clock; either way it logs the seed, and
-// logs it again if the test fails, so Seed(n) replays the network's
-// choices.
+// (which write a lossy link drops, the jitter of a delay) and of the
+// members' node IDs (hence the placement) and their gossip's and mux's
+// random choices. Without it NewCluster takes one from the clock; either
+// way it logs the seed, and logs it again if the test fails, so Seed(n)
+// replays those choices.
 func Seed(seed int64) ClusterOption {
 	return func(o *clusterOptions) { o.seed, o.seedSet = seed, true }
 }
@@ -93,7 +96,8 @@ type Cluster struct {
 type slot struct {
 	sys     *casty.System
 	crashed bool
-	skew    atomic.Int64 // time.Duration added to the HLC's physical clock
+	skew    atomic.Int64  // time.Duration added to the HLC's physical clock
+	starts  atomic.Uint64 // how many times a node started in the slot
 }
 
 // NewCluster starts n full members of a Casty cluster in this process,
@@ -110,9 +114,10 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	flushPools()
 	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed)}
 	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
-	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's random choices)", n, c.seed, c.seed)
+	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's and the members' random choices)", n, c.seed, c.seed)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("castytest: the failed test ran its cluster with seed %d", c.seed)
@@ -152,6 +157,22 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	return c
 }
 
+// flushPools empties every sync.Pool in the process. casty, mux, actor
+// and yamux pool channels and timers process-wide, and a channel or timer
+// made inside a testing/synctest bubble belongs to it: a test outside the
+// bubble that takes one from a pool aborts the process ("select on
+// synctest channel from outside bubble"), and one made outside it that a
+// bubbled member takes blocks it non-durably, so the bubble's clock
+// stops. A garbage collection moves each pool's contents to its victim
+// cache and a second drops them, so two before a cluster starts leave the
+// cluster only objects made in its own test (on a virtual clock or not).
+// Tests that run clusters in parallel (t.Parallel) must not mix bubbled
+// and unbubbled ones in one process.
+func flushPools() {
+	runtime.GC()
+	runtime.GC()
+}
+
 // quietLogs discards the members' logs unless CASTY_TEST_LOGS is set.
 func quietLogs() casty.Option {
 	if os.Getenv("CASTY_TEST_LOGS") != "" {
@@ -161,11 +182,14 @@ func quietLogs() casty.Option {
 }
 
 // member returns the options that put node i on the test network with its
-// (possibly skewed) clock.
+// (possibly skewed) clock, its node ID and its gossip's and mux's random
+// choices drawn from the cluster's seed, the node's index and how many
+// times a node started in its slot.
 func (c *Cluster) member(i int, sl *slot) casty.Option {
 	m := &seam.Member{
 		Network:  endpoint{nw: c.nw, self: i},
 		Physical: func() int64 { return time.Now().Add(time.Duration(sl.skew.Load())).UnixMilli() },
+		Rand:     rand.New(rand.NewPCG(uint64(c.seed), uint64(i)<<32|sl.starts.Add(1))),
 	}
 	return seam.Option(m).(casty.Option)
 }
@@ -210,6 +234,21 @@ func (c *Cluster) close() {
 		})
 	}
 	wg.Wait()
+	if inBubble() {
+		// A closed member's call-timeout sweepers end at their next tick
+		// (sweep.Every) once nothing is left to watch; a bubble's clock
+		// stops when its test function returns, so let it run past that
+		// tick here.
+		time.Sleep(time.Second)
+	}
+}
+
+// inBubble reports whether the calling goroutine runs in a
+// testing/synctest bubble, whose clock gives time.Now no monotonic
+// reading.
+func inBubble() bool {
+	now := time.Now()
+	return now == now.Round(0)
 }
 
 // N is the number of full members.

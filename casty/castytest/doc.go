@@ -121,11 +121,66 @@
 //
 // Every random choice (which write a lossy or duplicating link hits, the
 // jitter of a delay) is drawn from a math/rand/v2 generator per direction
-// of each connection, seeded from the cluster's seed: Seed(n) sets it,
-// NewCluster logs it, and logs it again when the test fails. The same
+// of each connection, seeded from the cluster's seed, and so are the
+// members' node IDs and their gossip's and mux's random choices: Seed(n)
+// sets it, NewCluster logs it, and logs it again when the test fails. The same
 // seed makes the same choices for the same sequence of writes on a
 // connection; which writes the members make, and when, is up to the Go
 // scheduler, so a cluster run is reproducible only as far as that allows.
+//
+// # On a virtual clock
+//
+// A Cluster runs inside a testing/synctest bubble: start it in the
+// function synctest.Test runs, and every timer of its members —
+// keepalives, gossip suspicion, RemoveDeadAfter, replication and call
+// timeouts, the network's delays — and their HLCs' physical time follow
+// the bubble's clock, which jumps ahead whenever every goroutine of the
+// bubble waits. A time.Sleep in the test is then virtual too, so minutes
+// of cluster life under faults take a fraction of a second of CPU:
+//
+//	func TestSurvivesACrash(t *testing.T) {
+//		synctest.Test(t, func(t *testing.T) {
+//			c := castytest.NewCluster(t, 3)
+//			_, err := casty.Call(ctx, Tallies.Ref(c.Member(0), "k"), (*Tally).Add, 1)
+//			c.Crash(2)
+//			time.Sleep(time.Minute) // virtual: past RemoveDeadAfter (30 s)
+//			n, err := casty.Call(ctx, Tallies.Ref(c.Member(1), "k"), (*Tally).Add, 1)
+//			...
+//		})
+//	}
+//
+// Inside the bubble time.Now starts at midnight UTC, 1 January 2000, and
+// stands still while goroutines run; so a timeout only fires when
+// everything else waits, and a busy loop never lets time pass. Five
+// members, a lite member and five clients through a two-against-three
+// partition simulate 80 to 150 virtual seconds per CPU second
+// (TestClusterLongPartitionOnVirtualTime, 2 vCPU); three members, a
+// crash and 37 virtual seconds take 40 ms (TestClusterOnVirtualTime).
+//
+// Rules for such tests:
+//
+//   - Create the cluster, and everything its members talk to, inside the
+//     bubble; a channel or timer made outside blocks a member in a way the
+//     bubble cannot see through, and its clock stops.
+//   - Check the history after synctest.Test returns: inside, Check's
+//     CheckTimeout is virtual and cannot fire while it searches. Report
+//     failures there too: a failure reported on the bubble's t ends the
+//     test function that called synctest.Test.
+//   - NewCluster empties the process's sync.Pools before it starts
+//     members (two garbage collections), because casty, mux, actor and
+//     yamux pool channels and timers process-wide, and one made in a
+//     bubble must never be used outside it (the runtime aborts the
+//     process). That makes bubbled and unbubbled cluster tests safe one
+//     after the other in a package, not at the same time: do not mark
+//     both kinds t.Parallel in one test binary.
+//   - A seed replays a bubbled run nearly, not exactly. It fixes the
+//     members' node IDs (so the placement), their gossip's and mux's
+//     random choices and the network's, and the test's faults come at
+//     the same virtual instants; but the scheduler runs the goroutines
+//     that wake at one instant in an order of its own. The same seed
+//     repeated the verdict, the operation count and (within 3 in 1,200)
+//     the indeterminate count of TestClusterLongPartitionOnVirtualTime,
+//     not the history operation for operation.
 //
 // # Finding a bug
 //

@@ -6,6 +6,7 @@ package seam
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 )
 
@@ -27,6 +28,12 @@ type Member struct {
 	// Physical, if set, is the member's HLC physical clock in
 	// milliseconds since the Unix epoch (a skewed clock).
 	Physical func() int64
+	// Rand, if set, is drawn from while the member starts (and never
+	// after) for its node ID and for the seeds of its gossip's and its
+	// mux node's randomness, instead of crypto/rand and the runtime's
+	// entropy, so a cluster's seed fixes its members' IDs (and so the
+	// placement) and their random choices.
+	Rand *rand.Rand
 }
 
 // Filled by casty's init.
