@@ -75,6 +75,17 @@ type Config struct {
 	// it, which it does only once every other replica holds it or nothing,
 	// and nobody holds an older copy that could come back. Default 1 h.
 	StateTombstoneTTL time.Duration
+	// MaxClockDrift bounds how far ahead of this member's physical clock
+	// a timestamp it accepts from another member may be (the replication
+	// clock's hlc.Config.MaxDrift). A replication request stamped further
+	// ahead is refused, so one member's wrong clock cannot drag every
+	// member's clock forward; a member whose clock is that far ahead
+	// cannot replicate until it is fixed (it logs why). What is dropped by
+	// age — old copies of ranges a member re-enters, tombstones past
+	// StateTombstoneTTL — is safe at any skew within the bound: tombstones
+	// are pruned only once StateTombstoneTTL plus MaxClockDrift old
+	// (replica/SPEC.md, "Pruning"). Default 500 ms.
+	MaxClockDrift time.Duration
 	// HandoffTimeout bounds the handoff of a closing member: after it
 	// announced LEFT it keeps answering the syncs of the members that take
 	// its ranges over until each has finished, for at most this long (and
@@ -197,6 +208,7 @@ func DefaultConfig() Config {
 		HandoffTimeout:      10 * time.Second,
 		RepairInterval:      30 * time.Second,
 		StateTombstoneTTL:   time.Hour,
+		MaxClockDrift:       500 * time.Millisecond,
 		RemoveDeadAfter:     30 * time.Second,
 		ReplicationBatch:    256 << 10,
 		MaxFrame:            256 << 10,
@@ -248,6 +260,7 @@ func (c Config) withDefaults() Config {
 	fill(&c.HandoffTimeout, d.HandoffTimeout)
 	fill(&c.RepairInterval, d.RepairInterval)
 	fill(&c.StateTombstoneTTL, d.StateTombstoneTTL)
+	fill(&c.MaxClockDrift, d.MaxClockDrift)
 	fill(&c.RemoveDeadAfter, d.RemoveDeadAfter)
 	filli(&c.ReplicationBatch, d.ReplicationBatch)
 	filli(&c.MaxFrame, d.MaxFrame)
@@ -286,7 +299,7 @@ func (c Config) Validate() error {
 	}{
 		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
 		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout}, {"RemoveDeadAfter", c.RemoveDeadAfter},
-		{"RepairInterval", c.RepairInterval}, {"StateTombstoneTTL", c.StateTombstoneTTL},
+		{"RepairInterval", c.RepairInterval}, {"StateTombstoneTTL", c.StateTombstoneTTL}, {"MaxClockDrift", c.MaxClockDrift},
 		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
 		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
 		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},

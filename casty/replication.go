@@ -85,6 +85,7 @@ type replicator struct {
 	spareFlush   time.Duration
 	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
+	maxDrift     time.Duration // Config.MaxClockDrift
 
 	goMu    sync.Mutex // orders spawn against close
 	stopped bool
@@ -108,7 +109,8 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	// A page travels alone in a commit part at worst: it and the
 	// replication envelope around it must fit one mux message.
 	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
-	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: cl.physical})
+	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: cl.physical, MaxDrift: max(cfg.MaxClockDrift, time.Millisecond)})
+	r.maxDrift = cfg.MaxClockDrift
 	r.rep.SetLimit(cfg.MaxReplicatedBytes)
 	r.tombstoneTTL = cfg.StateTombstoneTTL
 	if joiner {
@@ -156,8 +158,8 @@ func (r *replicator) spawn(f func()) bool {
 // stamps and ballots this member issues next are above them. Observing
 // the greatest alone does that at one clock reading; only when the clock
 // refuses it (further ahead than MaxDrift) is each observed in turn, so
-// the others still count.
-func (r *replicator) observe(m *replica.Msg) {
+// the others still count. It reports false when a stamp was refused.
+func (r *replicator) observe(m *replica.Msg) bool {
 	stamps := [...]hlc.Timestamp{m.Ballot, m.Promised, m.Accepted, hlc.Timestamp(m.Stamp), {}}
 	if m.Delta != nil {
 		stamps[4] = hlc.Timestamp(m.Delta.Stamp)
@@ -169,17 +171,22 @@ func (r *replicator) observe(m *replica.Msg) {
 		}
 	}
 	if top.IsZero() {
-		return
+		return true
 	}
 	if _, err := r.clock.Observe(top); err == nil {
-		return
+		return true
 	}
 	for _, t := range stamps {
 		if !t.IsZero() && t != top {
 			_, _ = r.clock.Observe(t)
 		}
 	}
+	return false
 }
+
+// errDrift refuses a replication request stamped further ahead of this
+// member's clock than Config.MaxClockDrift.
+var errDrift = errors.New("casty: the request is stamped further ahead of this member's clock than Config.MaxClockDrift: the sender's clock is wrong")
 
 // handle serves a request of another member on the replication lane. A
 // replica answers from memory; it waits only, briefly, for a commit it
@@ -218,7 +225,15 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		return reply.Append([]byte{laneReplica})
 	}
 	defer putScratch(sc, m)
-	r.observe(m)
+	if !r.observe(m) {
+		// A member whose clock runs too far ahead would drag every
+		// member's clock with it, and ages measured by them (pruning,
+		// re-entered ranges) with them: refused until it is fixed.
+		if from != nil {
+			r.cl.warnNet("casty: a member's replication request is stamped beyond Config.MaxClockDrift: refused (fix its clock)", from.PeerAddr(), errDrift)
+		}
+		return nil, errDrift
+	}
 	reply := replies.Get().(*replica.Msg)
 	defer putReply(reply)
 	r.mu.Lock()

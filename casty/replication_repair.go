@@ -38,8 +38,12 @@ func (r *replicator) repairPass() {
 	if !ready {
 		return
 	}
-	// Empty copies stamped before this are old tombstones.
-	expired := r.clock.Now().Wall - r.tombstoneTTL.Milliseconds()
+	// Empty copies stamped before this are old tombstones: older than the
+	// TTL by every member's clock within MaxClockDrift, so a member that
+	// re-enters a range, dropping what it holds there older than the TTL
+	// by its own clock, drops every copy such a tombstone superseded
+	// (replica/SPEC.md, "Pruning").
+	expired := r.clock.Now().Wall - (r.tombstoneTTL + r.maxDrift).Milliseconds()
 	for _, d := range kinds.replicated() {
 		for _, g := range ringGroups(pl.ring, self, d.repl.replicas) {
 			if !g.mine {

@@ -13,7 +13,9 @@ import (
 // stamps its commits an hour ahead, and after it crashes the member that
 // takes its keys over stamps later still (the HLC observed the stamps).
 func TestCastytestSkewStampsCommits(t *testing.T) {
-	c := castytest.NewCluster(t, 3)
+	cfg := castytest.TestConfig()
+	cfg.MaxClockDrift = 2 * time.Hour // the skew is within the bound
+	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
 	const key = "skewed"
 	m, _ := c.Member(0).OwnerOf(Ledgers.Name(), key)
 	owner := 0
@@ -75,5 +77,42 @@ func TestCastytestSkewedClockOverTCP(t *testing.T) {
 	}
 	if held < 2 {
 		t.Fatalf("%d members hold the commit, want a majority of 3", held)
+	}
+}
+
+// A member whose clock runs further ahead than Config.MaxClockDrift cannot
+// replicate: the others refuse its requests, so its commits fail and it
+// does not drag their clocks (and every age measured by them) forward.
+// Before the bound was enforced its commit succeeded, stamped an hour
+// ahead, and the members that held it ran their clocks an hour fast.
+func TestAClockBeyondMaxClockDriftIsRefused(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	const key = "drifting"
+	m, _ := c.Member(0).OwnerOf(Ledgers.Name(), key)
+	owner := -1
+	for i := range c.N() {
+		if c.Addr(i) == m.Addr {
+			owner = i
+		}
+	}
+	ctx := context.Background()
+	if _, err := casty.Call(ctx, Ledgers.Ref(c.Member(owner), key), (*Ledger).Add, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Skew(owner, time.Hour)
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	// Ledgers' writes need every replica's acknowledgement... or a
+	// majority: either way the others refuse, so the commit fails.
+	if _, err := casty.Call(cctx, Ledgers.Ref(c.Member(owner), key), (*Ledger).Add, 1); err == nil {
+		t.Fatal("a commit stamped an hour ahead was acknowledged")
+	}
+	for i := range c.N() {
+		if i == owner {
+			continue
+		}
+		if wall, ok := casty.ReplicaWall(c.Member(i), Ledgers.Name(), key); ok && time.Duration(wall-time.Now().UnixMilli())*time.Millisecond > time.Minute {
+			t.Fatalf("member %d holds a copy stamped %v ahead", i, time.Duration(wall-time.Now().UnixMilli())*time.Millisecond)
+		}
 	}
 }

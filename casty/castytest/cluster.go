@@ -490,9 +490,9 @@ func (c *Cluster) Duplicate(i, j int, p float64) {
 }
 
 // Skew sets member i's clock offset: its replication HLC reads the wall
-// clock plus d (d may be negative). casty's HLC sets no bound on drift
-// (hlc.Config.MaxDrift 0), so a skewed member is not refused; its
-// timestamps lead or lag and the HLC orders them anyway. The skew
+// clock plus d (d may be negative). Within Config.MaxClockDrift its
+// timestamps lead or lag and the HLC orders them anyway; further ahead,
+// the others refuse its replication requests. The skew
 // survives Restart; it does not move timers or timeouts.
 func (c *Cluster) Skew(i int, d time.Duration) {
 	c.mu.Lock()

@@ -112,9 +112,9 @@
 //     when the new one answers at its address (gossip/SPEC.md, failure
 //     detection).
 //   - Skew(i, d): member i's replication clock (its HLC, hlc.Config.Physical)
-//     reads the wall clock plus d. casty's HLC bounds no drift
-//     (hlc.Config.MaxDrift 0), so the member is not refused; the HLC
-//     orders its stamps after every stamp it has seen. Timers and
+//     reads the wall clock plus d. Within Config.MaxClockDrift (500 ms by
+//     default) the HLC orders its stamps after every stamp it has seen;
+//     further ahead, the others refuse its replication requests. Timers and
 //     timeouts keep the real clock. SkewedClock(d) is the same skew as a
 //     casty.Option, for a member started with casty.Start over TCP
 //     outside a Cluster (the member processes of cmd/castychaos).

@@ -205,9 +205,15 @@ func TestARestartedOwnerSyncsFromAReadQuorum(t *testing.T) {
 	}
 	c.Partition([]int{a}, []int{b, cc})
 	for _, key := range keys {
-		if err := casty.Do(ctx, MajorityRegs.Ref(c.Member(b), key), (*Reg).Set, 2); err != nil {
-			t.Fatalf("write 2 to %s with A cut off: %v", key, err)
-		}
+		// Until B and C hold A dead, a key A owns is out of reach: the
+		// write is retried (it sets, so a retry is harmless).
+		var err error
+		wait.For(t, 30*time.Second, "write 2 to "+key+" with A cut off", func() bool {
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err = casty.Do(wctx, MajorityRegs.Ref(c.Member(b), key), (*Reg).Set, 2)
+			return err == nil
+		})
 	}
 	c.HealAll()
 	c.Delay(b, cc, 300*time.Millisecond)

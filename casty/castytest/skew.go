@@ -14,11 +14,11 @@ import (
 // a member process of a chaos run (cmd/castychaos) passes it to run with
 // a wrong clock. Timers and timeouts keep the real clock.
 //
-// casty's HLC sets no bound on drift (hlc.Config.MaxDrift 0), so no skew
-// is refused: the HLC orders the member's stamps after every stamp it has
-// seen, and members that hear from it run their clocks ahead with it. A
-// test that means "skew within MaxDrift" chooses d within the bound it
-// means. It is a testing aid: give it to no production member. Members of
+// Members refuse replication requests stamped further ahead of their own
+// clock than Config.MaxClockDrift (default 500 ms): a skew within it is
+// tolerated (the HLC orders the member's stamps after every stamp it has
+// seen), one beyond it keeps the member from replicating. A test that
+// means a large tolerated skew raises MaxClockDrift with it. It is a testing aid: give it to no production member. Members of
 // a Cluster take their skew from Cluster.Skew; this option is overridden
 // there.
 func SkewedClock(d time.Duration) casty.Option {

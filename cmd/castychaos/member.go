@@ -48,6 +48,7 @@ func member(args []string, stderr io.Writer) int {
 	cluster := fs.String("cluster", "castychaos", "cluster name")
 	verbose := fs.Bool("v", false, "log to stderr")
 	skew := fs.Duration("skew", 0, "offset of the replication clock from the wall clock (may be negative)")
+	maxDrift := fs.Duration("max-drift", 0, "Config.MaxClockDrift (0: casty's default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -60,7 +61,9 @@ func member(args []string, stderr io.Writer) int {
 	if *seeds != "" {
 		seedList = strings.Split(*seeds, ",")
 	}
-	opts := []casty.Option{casty.WithConfig(clusterConfig()), casty.Seeds(seedList...),
+	cfg := clusterConfig()
+	cfg.MaxClockDrift = *maxDrift
+	opts := []casty.Option{casty.WithConfig(cfg), casty.Seeds(seedList...),
 		casty.ClusterName(*cluster), casty.WithLogger(logger)}
 	if *skew != 0 {
 		opts = append(opts, castytest.SkewedClock(*skew))

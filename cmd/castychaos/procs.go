@@ -51,6 +51,9 @@ type procs struct {
 	verbose  bool
 	logDir   string
 	members  []*proc
+	// maxDrift, when set, is each member's Config.MaxClockDrift: the
+	// skews the controller draws stay within it.
+	maxDrift time.Duration
 }
 
 // newProcs picks an address for each of n members on 127.0.0.(10+i): a
@@ -90,6 +93,9 @@ func (p *procs) start(m *proc, seeds []string) error {
 		"-replicas", strconv.Itoa(p.replicas), "-cluster", p.cluster}
 	if d := m.clockSkew(); d != 0 {
 		args = append(args, "-skew", d.String())
+	}
+	if p.maxDrift > 0 {
+		args = append(args, "-max-drift", p.maxDrift.String())
 	}
 	if p.verbose {
 		args = append(args, "-v")

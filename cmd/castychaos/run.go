@@ -166,6 +166,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
+	procs.maxDrift = o.maxDrift
 	defer procs.stopAll(5 * time.Second)
 	if slices.Contains(faults, faultSkew) {
 		// Skewed from the start, each member by its own offset.
