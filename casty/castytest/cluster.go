@@ -419,11 +419,27 @@ func (c *Cluster) Cut(i, j int) {
 	c.nw.resetWhere(func(a, b int) bool { return a == i && b == j || a == j && b == i })
 }
 
-// Heal clears every fault of the link between i and j: cut, delay, loss
-// and duplication.
+// CutOneWay holds everything node from sends to node to, on every
+// connection between them, while what to sends to from flows: a one-way
+// loss, as a misconfigured firewall or a failing transceiver makes. Bytes
+// held are delivered late once healed, if the connection is still up
+// (keepalives time out meanwhile, as they would over TCP). Heal ends it.
+func (c *Cluster) CutOneWay(from, to int) {
+	from, to = c.node(from), c.node(to)
+	d := 0
+	if from > to {
+		d = 1
+	}
+	c.nw.link(from, to).stall[d].Store(true)
+}
+
+// Heal clears every fault of the link between i and j: cut, one-way cut,
+// delay, loss and duplication.
 func (c *Cluster) Heal(i, j int) {
 	l := c.nw.link(c.node(i), c.node(j))
 	l.cut.Store(false)
+	l.stall[0].Store(false)
+	l.stall[1].Store(false)
 	l.delay.Store(0)
 	l.loss.Store(0)
 	l.dup.Store(0)

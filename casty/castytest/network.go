@@ -53,7 +53,11 @@ type nodeState struct {
 
 // link holds the faults of the pair of nodes it joins, both directions.
 type link struct {
-	cut   atomic.Bool
+	cut atomic.Bool
+	// stall[d]: bytes from the link's lower node to its higher (d = 0) or
+	// back (d = 1) are held, undelivered, as a one-way loss holds them
+	// (CutOneWay).
+	stall [2]atomic.Bool
 	delay atomic.Int64  // time.Duration
 	loss  atomic.Uint64 // float64 bits: P(reset before a write)
 	dup   atomic.Uint64 // float64 bits: P(reset after a write is delivered)
@@ -309,6 +313,17 @@ func (p *pipe) forget() {
 
 func (p *pipe) stalled() bool { return p.state[0].paused.Load() || p.state[1].paused.Load() }
 
+// stalledTo reports whether bytes on their way to side s are held by a
+// one-way cut of their direction.
+func (p *pipe) stalledTo(s int) bool {
+	from, to := p.ends[1-s], p.ends[s]
+	d := 0
+	if from > to {
+		d = 1
+	}
+	return p.link.stall[d].Load()
+}
+
 // conn is one side of a pipe.
 type conn struct {
 	p             *pipe
@@ -365,7 +380,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		}
 		q := p.q[c.side]
 		var next time.Time
-		if len(q) > 0 && !p.stalled() {
+		if len(q) > 0 && !p.stalled() && !p.stalledTo(c.side) {
 			now := time.Now()
 			if !q[0].at.After(now) {
 				n := copy(b, q[0].data)
