@@ -185,7 +185,7 @@ func NewSchedule(seed int64, cfg ScheduleConfig) Schedule {
 		case Slow:
 			f.Delay = time.Duration(1+rng.IntN(500)) * time.Millisecond
 		case Skew:
-			f.Delay = time.Duration(rng.Int64N(int64(cfg.MaxDrift))-int64(cfg.MaxDrift)/2).Round(time.Millisecond)
+			f.Delay = time.Duration(rng.Int64N(int64(cfg.MaxDrift)) - int64(cfg.MaxDrift)/2).Round(time.Millisecond)
 		}
 		s.Faults = append(s.Faults, f)
 		active = append(active, busy{until: at + hold, members: f.Members})
