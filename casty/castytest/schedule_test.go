@@ -76,6 +76,12 @@ func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
 			}
 			time.Sleep(time.Second)
 		}
+		if !run.settled {
+			for i, m := range c.Members() {
+				st := m.Replication()
+				t.Logf("member %d unsettled: sees %d members, places %d (version %d), waiting %v, health %+v", i, len(m.Members()), st.Placed, st.PlacementVersion, st.Waiting, m.Health())
+			}
+		}
 		time.Sleep(5 * time.Second)
 		close(stop)
 		wg.Wait()
