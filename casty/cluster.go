@@ -301,6 +301,9 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	node.HandleRequests(mux.LaneMessage, cl.handle)
 	if o.replicator != nil {
 		cl.rp = o.replicator
+		if o.seam != nil {
+			cl.rp.mutant = o.seam.Mutant
+		}
 		cl.rp.attach(cl, len(o.seeds) > 0)
 	}
 	node.HandleRequests(mux.LaneReplication, cl.handleRepl)

@@ -86,6 +86,7 @@ type replicator struct {
 	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
 	maxDrift     time.Duration // Config.MaxClockDrift
+	mutant       string        // seam.Member.Mutant: a deliberately broken rule, for tests only
 
 	goMu    sync.Mutex // orders spawn against close
 	stopped bool
@@ -1000,6 +1001,9 @@ func (r *replicator) setOf(pl *layout, point uint64, rp replication) replica.Set
 	ids := pl.ring.Replicas(point, rp.replicas)
 	set := replica.Set{Self: replica.NodeID(r.cl.self), W: rp.write.Of(rp.replicas), R: rp.replicas, Batch: r.batch,
 		Version: pl.version, Digest: pl.digest, Spares: r.spares}
+	if r.mutant == "write-one-fewer" && set.W > 1 {
+		set.W, set.R = set.W-1, set.R-1 // the read quorum stays as it was
+	}
 	for _, id := range ids {
 		set.Members = append(set.Members, replica.NodeID(id))
 	}

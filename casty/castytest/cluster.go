@@ -56,6 +56,7 @@ type clusterOptions struct {
 	seed    int64
 	seedSet bool
 	member  []casty.Option
+	mutant  string // seam.Member.Mutant, set by castytest's own tests only
 }
 
 // Seed sets the seed of every random choice the test network makes
@@ -80,11 +81,12 @@ func MemberOptions(opts ...casty.Option) ClusterOption {
 // demand. Its methods are safe for concurrent use; index i names member i
 // (0 to N()-1), and N() names the lite member in the link methods.
 type Cluster struct {
-	t    testing.TB
-	n    int
-	seed int64
-	nw   *network
-	opts []casty.Option
+	t      testing.TB
+	n      int
+	seed   int64
+	nw     *network
+	opts   []casty.Option
+	mutant string
 
 	mu      sync.Mutex
 	members []*slot
@@ -115,7 +117,7 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 		opt(&o)
 	}
 	flushPools()
-	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed)}
+	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed), mutant: o.mutant}
 	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
 	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's and the members' random choices)", n, c.seed, c.seed)
 	t.Cleanup(func() {
@@ -190,6 +192,7 @@ func (c *Cluster) member(i int, sl *slot) casty.Option {
 		Network:  endpoint{nw: c.nw, self: i},
 		Physical: func() int64 { return time.Now().Add(time.Duration(sl.skew.Load())).UnixMilli() },
 		Rand:     rand.New(rand.NewPCG(uint64(c.seed), uint64(i)<<32|sl.starts.Add(1))),
+		Mutant:   c.mutant,
 	}
 	return seam.Option(m).(casty.Option)
 }

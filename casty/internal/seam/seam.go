@@ -34,6 +34,12 @@ type Member struct {
 	// entropy, so a cluster's seed fixes its members' IDs (and so the
 	// placement) and their random choices.
 	Rand *rand.Rand
+	// Mutant, if set, breaks one safety rule on purpose, so that a test
+	// can measure how soon a simulator catches the break: "write-one-fewer"
+	// acknowledges a commit with one replica fewer than its write quorum,
+	// "sync-one-fewer" finishes a range's sync with one answer fewer than
+	// the read quorum. Never set outside castytest's own tests.
+	Mutant string
 }
 
 // Filled by casty's init.

@@ -1,0 +1,110 @@
+package castytest
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+)
+
+// The schedules' detection power: a member build that breaks one safety
+// rule on purpose (seam.Member.Mutant) must be caught — a history porcupine
+// finds not linearizable — within a few seeds, while the same schedule
+// without the mutant stays linearizable. CASTY_SCHEDULE_MUTANT=1 runs it;
+// CASTY_SCHEDULE_MUTANT_SEEDS sets how many seeds each mutant may take
+// (default 10).
+
+// mutant breaks the named rule in every member of the cluster.
+func mutant(name string) ClusterOption { return func(o *clusterOptions) { o.mutant = name } }
+
+type mutReg struct{ V int }
+
+func (r *mutReg) Get(context.Context) (int, error)          { return r.V, nil }
+func (r *mutReg) Set(_ context.Context, v int) error        { r.V = v; return nil }
+func (r *mutReg) Add(_ context.Context, d int) (int, error) { r.V += d; return r.V, nil }
+
+var mutRegs = casty.Actor[mutReg](casty.Name("castytest.mutant.Reg"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
+
+// mutantRun runs one seed's schedule against a cluster of the mutant and
+// returns porcupine's verdict on the register history.
+func mutantRun(t *testing.T, name string, seed int64) Result {
+	var h *History[RegisterOp[int], RegisterResult[int]]
+	synctest.Test(t, func(t *testing.T) {
+		cfg := TestConfig()
+		cfg.RemoveDeadAfter = 10 * time.Second
+		c := NewCluster(t, 5, Seed(seed), MemberOptions(casty.WithConfig(cfg)), mutant(name))
+		s := NewSchedule(seed, ScheduleConfig{Members: 5, Length: 2 * time.Minute, MaxHold: 30 * time.Second,
+			Kinds: []FaultKind{Crash, Pause, Isolate, Split, Stop}})
+		h = NewHistory[RegisterOp[int], RegisterResult[int]]()
+		keys := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"}
+		lite := c.Lite()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for client := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(500 * time.Millisecond):
+					}
+					via := lite
+					if client > 0 {
+						via = c.Member((client + i) % c.N())
+					}
+					key := keys[(client+i)%len(keys)]
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					if i%2 == 0 {
+						v := client*100000 + i
+						_, _ = h.Record(client, WriteOp(key, v), func() (RegisterResult[int], error) {
+							return Written[int](), casty.Do(ctx, mutRegs.Ref(via, key), (*mutReg).Set, v)
+						})
+					} else {
+						_, _ = h.Record(client, ReadOp[int](key), func() (RegisterResult[int], error) {
+							v, err := casty.Call0(ctx, mutRegs.Ref(via, key), (*mutReg).Get)
+							return Read(v), err
+						})
+					}
+					cancel()
+				}
+			})
+		}
+		c.Run(s, nil)
+		time.Sleep(30 * time.Second)
+		close(stop)
+		wg.Wait()
+	})
+	return Verify(RegisterModel(0), h.Ops(), CheckTimeout)
+}
+
+func TestSchedulesCatchAMutant(t *testing.T) {
+	if os.Getenv("CASTY_SCHEDULE_MUTANT") == "" {
+		t.Skip("CASTY_SCHEDULE_MUTANT=1 runs it (.ci/run's simulator step does, without -race: porcupine's search of a broken history is slow under it)")
+	}
+	max := 10
+	if s := os.Getenv("CASTY_SCHEDULE_MUTANT_SEEDS"); s != "" {
+		max, _ = strconv.Atoi(s)
+	}
+	// The control: the same schedule and workload without a mutant.
+	if res := mutantRun(t, "", 1); res.Verdict != Linearizable {
+		t.Fatalf("without a mutant, seed 1: %d operations, %s", res.Ops, res.Verdict)
+	}
+	for _, name := range []string{"write-one-fewer", "sync-one-fewer"} {
+		t.Run(name, func(t *testing.T) {
+			for seed := int64(1); seed <= int64(max); seed++ {
+				res := mutantRun(t, name, seed)
+				if res.Verdict == NotLinearizable {
+					t.Logf("%s caught at seed %d of at most %d: %d operations, %s", name, seed, max, res.Ops, res.Verdict)
+					return
+				}
+				t.Logf("seed %d: %d operations (%d indeterminate): %s", seed, res.Ops, res.Indeterminate, res.Verdict)
+			}
+			t.Errorf("%s was not caught in %d seeds: the schedules cannot see the rule it breaks", name, max)
+		})
+	}
+}
