@@ -104,6 +104,7 @@ func gossipConfig(cfg Config) *gossip.Config {
 	g.ShuffleInterval, g.ShuffleActive, g.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
 	g.SuspicionTimeout, g.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
 	g.TombstoneTTL, g.GraftTimeout, g.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
+	g.ReconnectInterval, g.ReconnectTimeout = cfg.MemberReconnectInterval, cfg.MemberReconnectTimeout
 	if cfg.MaxTableSize > 0 {
 		g.MaxTableSize = cfg.MaxTableSize
 	}

@@ -162,6 +162,16 @@ type Config struct {
 	AntiEntropyInterval time.Duration
 	// TombstoneTTL keeps dead and departed members' records. Default 60 s.
 	TombstoneTTL time.Duration
+	// MemberReconnectInterval is how often a member contacts one member
+	// it lost to a failure (a dead member whose record TombstoneTTL
+	// dropped, within MemberReconnectTimeout) and, when none of its seeds
+	// is a live member, one seed: so the two sides of a partition held
+	// longer than TombstoneTTL merge again once it heals (gossip/SPEC.md,
+	// Reconnect). Default 30 s.
+	MemberReconnectInterval time.Duration
+	// MemberReconnectTimeout is how long a member lost to a failure is
+	// still contacted after its record was dropped. Default 24 h.
+	MemberReconnectTimeout time.Duration
 	// GraftTimeout is Plumtree's wait for an announced message. Default 0.5 s.
 	GraftTimeout time.Duration
 	// JoinTimeout bounds joining through the seeds. Default 10 s.
@@ -236,6 +246,9 @@ func DefaultConfig() Config {
 		JoinTimeout:         10 * time.Second,
 		MaxSpies:            64,
 		Shards:              32,
+
+		MemberReconnectInterval: 30 * time.Second,
+		MemberReconnectTimeout:  24 * time.Hour,
 	}
 }
 
@@ -284,6 +297,8 @@ func (c Config) withDefaults() Config {
 	fill(&c.SuspicionTimeout, d.SuspicionTimeout)
 	fill(&c.AntiEntropyInterval, d.AntiEntropyInterval)
 	fill(&c.TombstoneTTL, d.TombstoneTTL)
+	fill(&c.MemberReconnectInterval, d.MemberReconnectInterval)
+	fill(&c.MemberReconnectTimeout, d.MemberReconnectTimeout)
 	fill(&c.GraftTimeout, d.GraftTimeout)
 	fill(&c.JoinTimeout, d.JoinTimeout)
 	filli(&c.MaxSpies, d.MaxSpies)
@@ -305,6 +320,7 @@ func (c Config) Validate() error {
 		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},
 		{"ShuffleInterval", c.ShuffleInterval}, {"SuspicionTimeout", c.SuspicionTimeout},
 		{"AntiEntropyInterval", c.AntiEntropyInterval}, {"TombstoneTTL", c.TombstoneTTL},
+		{"MemberReconnectInterval", c.MemberReconnectInterval}, {"MemberReconnectTimeout", c.MemberReconnectTimeout},
 		{"GraftTimeout", c.GraftTimeout}, {"JoinTimeout", c.JoinTimeout},
 	}
 	for _, f := range durations {

@@ -49,6 +49,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"SuspicionTimeout", c.SuspicionTimeout, 5 * time.Second},
 		{"AntiEntropyInterval", c.AntiEntropyInterval, 30 * time.Second},
 		{"TombstoneTTL", c.TombstoneTTL, 60 * time.Second},
+		{"MemberReconnectInterval", c.MemberReconnectInterval, 30 * time.Second},
+		{"MemberReconnectTimeout", c.MemberReconnectTimeout, 24 * time.Hour},
 		{"GraftTimeout", c.GraftTimeout, 500 * time.Millisecond},
 		{"JoinTimeout", c.JoinTimeout, 10 * time.Second},
 		{"Shards", c.Shards, 32},
@@ -63,7 +65,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 		g.ActiveRandomWalkLength != c.ActiveWalk || g.PassiveRandomWalkLength != c.PassiveWalk ||
 		g.ShuffleInterval != c.ShuffleInterval || g.ShuffleActive != c.ShuffleActive || g.ShufflePassive != c.ShufflePassive ||
 		g.SuspicionTimeout != c.SuspicionTimeout || g.AntiEntropyInterval != c.AntiEntropyInterval ||
-		g.TombstoneTTL != c.TombstoneTTL || g.GraftTimeout != c.GraftTimeout || g.JoinTimeout != c.JoinTimeout {
+		g.TombstoneTTL != c.TombstoneTTL || g.GraftTimeout != c.GraftTimeout || g.JoinTimeout != c.JoinTimeout ||
+		g.ReconnectInterval != c.MemberReconnectInterval || g.ReconnectTimeout != c.MemberReconnectTimeout {
 		t.Errorf("gossip defaults %+v disagree with the system's", *g)
 	}
 	// One exception: casty's KeepAliveTimeout is shorter than mux's,

@@ -43,6 +43,18 @@ type Config struct {
 	// TombstoneTTL is how long LEFT and DEAD records are kept so late rumours
 	// cannot resurrect them. Default 60 s. Zero is invalid.
 	TombstoneTTL time.Duration
+	// ReconnectInterval is how often a node contacts one member it lost to
+	// a failure (a DEAD member whose tombstone expired, still within
+	// ReconnectTimeout) with an anti-entropy digest, and, when no member
+	// at any of its Seeds is live in its table, one seed: so two sides
+	// of a partition that outlasted TombstoneTTL find each other again
+	// once it heals (SPEC.md, Reconnect). Default 30 s. Zero is invalid.
+	ReconnectInterval time.Duration
+	// ReconnectTimeout is how long a member lost to a failure stays on
+	// the reconnect list after its tombstone expired: it is dropped
+	// sooner when a live member is held at its address. Default 24 h.
+	// Zero is invalid.
+	ReconnectTimeout time.Duration
 	// GraftTimeout is how long a Plumtree node waits for a payload announced
 	// by IHAVE before it grafts the announcer. Default 0.5 s. Zero is invalid.
 	GraftTimeout time.Duration

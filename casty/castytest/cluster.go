@@ -28,9 +28,12 @@ const StartTimeout = 30 * time.Second
 // failures show in test time: a dead connection is noticed within a
 // second by keepalive (250 ms interval, 1 s timeout), a suspect is
 // declared dead after 1 s (SuspicionTimeout), reconnection backs off to at
-// most 1 s, and a replication round or a connect gives up after 2 s or
-// 1 s. RemoveDeadAfter keeps casty's default of 30 s, so a crashed or
-// partitioned member keeps its replica slots for the length of a test.
+// most 1 s, a replication round or a connect gives up after 2 s or 1 s,
+// and a member lost to a failure (or a seed, while none is live) is
+// contacted again every second once its record expired
+// (MemberReconnectInterval). RemoveDeadAfter keeps casty's default of
+// 30 s, so a crashed or partitioned member keeps its replica slots for
+// the length of a test.
 func TestConfig() casty.Config {
 	return casty.Config{
 		SuspicionTimeout:    time.Second,
@@ -46,6 +49,8 @@ func TestConfig() casty.Config {
 		HandoffTimeout:      2 * time.Second,
 		ReplicationTimeout:  2 * time.Second,
 		CallTimeout:         5 * time.Second,
+
+		MemberReconnectInterval: time.Second,
 	}
 }
 

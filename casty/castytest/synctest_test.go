@@ -265,11 +265,10 @@ func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
 }
 
 // longPartitionDefect is why TestClusterLongPartitionOnVirtualTime is
-// gated. Seeds 1 to 5 gave linearizable histories, but both sides of
-// the partition had removed each other (RemoveDeadAfter) and never
-// merged again once it healed: members 0 and 1 saw only each other 5
-// virtual minutes later and failed every call, while the lite member and
-// members 2 and 4 were answered. A member rejoins through its seeds only
-// when it finds itself isolated (gossip/internal/core/hyparview.go,
-// rejoin), and neither side is.
-const longPartitionDefect = "known defect: after a partition held past RemoveDeadAfter heals, its sides never merge again (each removed the other and no member is isolated, so none rejoins); also the placement defect that loses acknowledged writes after long partitions"
+// gated. Its membership half is fixed: the two sides of a partition that
+// outlasted TombstoneTTL merge again once it heals, through gossip's
+// reconnect rules (gossip/SPEC.md, Reconnect; seeds 1 to 5: every member
+// sees 5 members 30 s after the heal, histories linearizable). What
+// remains is the placement defect that loses acknowledged writes after
+// long partitions.
+const longPartitionDefect = "known defect: the placement defect that loses acknowledged writes after long partitions"

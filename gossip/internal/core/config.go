@@ -22,6 +22,8 @@ type Config struct {
 	SuspicionTimeout        time.Duration
 	AntiEntropyInterval     time.Duration
 	TombstoneTTL            time.Duration
+	ReconnectInterval       time.Duration
+	ReconnectTimeout        time.Duration
 	GraftTimeout            time.Duration
 	JoinTimeout             time.Duration
 	NeighborTimeout         time.Duration
@@ -49,6 +51,8 @@ func DefaultConfig() *Config {
 		SuspicionTimeout:        5 * time.Second,
 		AntiEntropyInterval:     30 * time.Second,
 		TombstoneTTL:            60 * time.Second,
+		ReconnectInterval:       30 * time.Second,
+		ReconnectTimeout:        24 * time.Hour,
 		GraftTimeout:            500 * time.Millisecond,
 		JoinTimeout:             10 * time.Second,
 		NeighborTimeout:         2 * time.Second,
@@ -78,6 +82,10 @@ func (c *Config) Validate() error {
 		return bad("AntiEntropyInterval", c.AntiEntropyInterval)
 	case c.TombstoneTTL <= 0:
 		return bad("TombstoneTTL", c.TombstoneTTL)
+	case c.ReconnectInterval <= 0:
+		return bad("ReconnectInterval", c.ReconnectInterval)
+	case c.ReconnectTimeout <= 0:
+		return bad("ReconnectTimeout", c.ReconnectTimeout)
 	case c.GraftTimeout <= 0:
 		return bad("GraftTimeout", c.GraftTimeout)
 	case c.JoinTimeout <= 0:

@@ -141,6 +141,11 @@ type Node struct {
 	// anti-entropy (antientropy.go)
 	nextSync time.Time
 
+	// reconnect (reconnect.go)
+	lost          map[NodeID]string // members held live, now DEAD here: their address
+	reconnect     []lostPeer        // lost members whose tombstones expired, oldest first
+	nextReconnect time.Time
+
 	// probes of non-neighbours (probe.go)
 	watched  []dialWatch
 	indirect NodeID // the member this node last suspected on a failed dial
@@ -245,6 +250,7 @@ func (n *Node) Start(now time.Time) Output {
 		n.started = true
 		n.nextShuffle = now.Add(time.Duration(n.rng.Int64N(int64(n.cfg.ShuffleInterval))) + 1)
 		n.nextSync = now.Add(time.Duration(n.rng.Int64N(int64(n.cfg.AntiEntropyInterval))) + 1)
+		n.nextReconnect = now.Add(n.cfg.ReconnectInterval)
 		n.markSeen(n.self)
 		n.unsent = append(n.unsent, n.self)
 		if len(n.cfg.Seeds) > 0 {
@@ -382,7 +388,9 @@ func (n *Node) Tick(now time.Time) Output {
 	n.tickSync()
 	for _, m := range n.table.Expire(now, n.cfg.TombstoneTTL) {
 		n.log.Debug("tombstone expired", "member", m.String())
+		n.expired(m)
 	}
+	n.tickReconnect()
 	return n.finish()
 }
 
@@ -418,6 +426,9 @@ func (n *Node) nextDeadline() time.Time {
 		}
 	}
 	min(n.nextSync)
+	if len(n.reconnect) > 0 || len(n.cfg.Seeds) > 0 {
+		min(n.nextReconnect)
+	}
 	if n.joining {
 		min(n.joinDeadline)
 	}
@@ -554,6 +565,7 @@ func (n *Node) transition(prev Member, existed bool, cur Member, origin bool) {
 	case Dead:
 		if existed && !was.Gone() {
 			n.emit(EventDead, cur)
+			n.noteLost(cur)
 		}
 	}
 	n.trackSuspicion(cur, origin)
