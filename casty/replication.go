@@ -618,8 +618,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	// once the lending ends (at the caller's member's reply or
 	// lendLimit). A round that is not hot reads no other connection's
 	// replies inline: its connection is likely busy with other calls, so
-	// the lending would only end at one (the 64 writers of BENCHMARKS.md
-	// lost a tenth of their rate to it). Bounded by the spare's flush.
+	// the lending would only end at one (the 64 writers of `go run ./bench
+	// -only replication` lost a tenth of their rate to it). Bounded by the
+	// spare's flush.
 	waitOn := sent
 	if hot && carrier >= 0 {
 		waitOn = sent[carrier : carrier+1]
