@@ -295,8 +295,8 @@
 // the cores the other members are using, for every message. Three
 // members on two cores ran a replicated hot-key write at half the rate
 // and twice the CPU with GOMAXPROCS 2 each than with GOMAXPROCS 1 each
-// (BENCHMARKS.md, "A quiet host"). In a container with a CPU limit, Go
-// sets GOMAXPROCS from the limit itself.
+// (BENCHMARKS.md, "Members in processes of their own"). In a container
+// with a CPU limit, Go sets GOMAXPROCS from the limit itself.
 //
 // # Telemetry and logs
 //

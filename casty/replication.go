@@ -493,8 +493,8 @@ func (rd *round) put(rp reply) {
 		// Let the woken commit finish before this goroutine (usually a
 		// connection's reader) goes on to what it read next — often the
 		// caller's next request for the same actor, which would find the
-		// activation still busy, hand the reader off and park. Measured in
-		// BENCHMARKS.md (session 30): one wake-up fewer per hot-key write.
+		// activation still busy, hand the reader off and park. It saves one
+		// goroutine wake-up per hot-key write.
 		runtime.Gosched()
 	default:
 	}
@@ -619,8 +619,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	// once the lending ends (at the caller's member's reply or
 	// lendLimit). A round that is not hot reads no other connection's
 	// replies inline: its connection is likely busy with other calls, so
-	// the lending would only end at one (the 64 writers of BENCHMARKS.md
-	// lost a tenth of their rate to it). Bounded by the spare's flush.
+	// the lending would only end at one (the 64 writers of `go run ./bench
+	// -only replication` lost a tenth of their rate to it). Bounded by the
+	// spare's flush.
 	waitOn := sent
 	if hot && carrier >= 0 {
 		waitOn = sent[carrier : carrier+1]

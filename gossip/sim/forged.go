@@ -9,7 +9,7 @@ import (
 	"github.com/casty-go/casty/gossip/internal/core"
 )
 
-// The forged-record scenarios of issue 18: a forger that can deliver frames
+// The forged-record scenarios: a forger that can deliver frames
 // to members but holds no member session (it writes any sender it likes
 // and answers nothing) tries to add members to the table or to remove a
 // live one (gossip/SPEC.md, Admission).
@@ -41,8 +41,8 @@ type ForgedSyncResult struct {
 }
 
 // ForgedSync settles an n-node cluster, then sends one member a SYNC
-// naming fakes fake members every second, frames times (the attack of
-// issue 18 was one 32 KB frame of 1,000). It fails if the second-hand
+// naming fakes fake members every second, frames times (the attack it
+// models is one 32 KB frame naming 1,000). It fails if the second-hand
 // records are not all gone 3 × NeighborTimeout after the last frame or a
 // real joiner is not ALIVE everywhere within 10 s after that.
 func ForgedSync(cfg Config, n, fakes, frames int) (ForgedSyncResult, error) {
