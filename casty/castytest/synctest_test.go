@@ -228,9 +228,6 @@ func cpuTime() time.Duration {
 // and removes it, and the register history across it all, checked once
 // the bubble is gone, must be linearizable.
 func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
-	if os.Getenv("CASTY_SYNCTEST_PARTITION") == "" {
-		t.Skip("CASTY_SYNCTEST_PARTITION=1 runs it: " + longPartitionDefect)
-	}
 	seed := int64(1)
 	if s := os.Getenv("CASTY_SYNCTEST_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
@@ -264,11 +261,3 @@ func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
 		seed, res.Ops, res.Indeterminate, res.Verdict, run.fingerprint(), run.virtual, run.cpu.Round(time.Millisecond), run.virtual.Seconds()/run.cpu.Seconds())
 }
 
-// longPartitionDefect is why TestClusterLongPartitionOnVirtualTime is
-// gated. Its membership half is fixed: the two sides of a partition that
-// outlasted TombstoneTTL merge again once it heals, through gossip's
-// reconnect rules (gossip/SPEC.md, Reconnect; seeds 1 to 5: every member
-// sees 5 members 30 s after the heal, histories linearizable). What
-// remains is the placement defect that loses acknowledged writes after
-// long partitions.
-const longPartitionDefect = "known defect: the placement defect that loses acknowledged writes after long partitions"
