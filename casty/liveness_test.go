@@ -18,7 +18,8 @@ import (
 // members, not heard (gossip/SPEC.md): the majority declares both cut
 // members DEAD within SuspicionTimeout + 2 s (asserted with slack), and
 // from then on (RemoveDeadAfter at the latest) it serves a Replicas(3)
-// key owned by a cut member through each of its members. (The lite
+// key owned by a cut member, whose two other replicas it holds, through
+// each of its members. (The lite
 // member still reaches the cut owner and routes the key there, where the
 // commit finds no quorum: routing, not failure detection.)
 func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
@@ -29,9 +30,23 @@ func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
 	ctx := context.Background()
 	cut := []string{c.Addr(0), c.Addr(1)}
 	key := ""
+	// A key a cut member owns, with its two other replicas on the
+	// majority side: with two replicas cut, the majority could not serve
+	// it without them (it waits for their copies: replica/SPEC.md,
+	// "Placement by agreement").
 	for i := 0; key == ""; i++ {
 		k := fmt.Sprintf("bridged-%d", i)
-		if m, ok := c.Member(2).OwnerOf(Ledgers.Name(), k); ok && slices.Contains(cut, m.Addr) {
+		p, ok := c.Member(2).Placement(Ledgers.Name(), k, 0)
+		if !ok || !slices.Contains(cut, p.Owner.Addr) {
+			continue
+		}
+		inCut := 0
+		for _, r := range p.Replicas {
+			if slices.Contains(cut, r.Addr) {
+				inCut++
+			}
+		}
+		if inCut == 1 {
 			key = k
 		}
 	}
