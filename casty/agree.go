@@ -299,13 +299,40 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 			handedOff[c.ID] = cl.rp.takenOver(c.ID)
 		}
 	}
+	addrs := map[ring.NodeID]string{}
+	if cl.agent != nil {
+		for _, r := range cl.agent.Members() {
+			addrs[ring.NodeID(r.ID)] = r.Addr
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.hist.Latest()
-	return a.acc.Handle(m, func(c agreed.Change) bool {
+	var supports func(c agreed.Change) bool
+	supports = func(c agreed.Change) bool {
 		switch c.Op {
 		case agreed.Join:
-			return p == nil || !p.WasRemoved(c.ID) || handedOff[c.ID] || cl.rp == nil
+			if p != nil && p.WasRemoved(c.ID) && !handedOff[c.ID] && cl.rp != nil {
+				return false
+			}
+			// A new process at a placed member's address replaces it in
+			// one step — the old one's removal with its join — never a
+			// step that places both: the members would leave ranges for
+			// a version whose sets count the dead one (and wait for it).
+			addr := addrs[c.ID]
+			if addr == "" && cl.agent != nil {
+				return false // not heard of yet: its address is not known to be free
+			}
+			if p != nil {
+				for _, y := range p.Members {
+					if y != c.ID && addrs[y] == addr {
+						if !slices.Contains(m.Step, agreed.Change{Op: agreed.Remove, ID: y}) || !supports(agreed.Change{Op: agreed.Remove, ID: y}) {
+							return false
+						}
+					}
+				}
+			}
+			return true
 		case agreed.Leave:
 			return true
 		case agreed.Remove:
@@ -318,7 +345,8 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 			return true // an operator's word (AcceptLoss)
 		}
 		return false
-	})
+	}
+	return a.acc.Handle(m, supports)
 }
 
 // rejoin runs while the placement holds this member removed though it is

@@ -1,0 +1,106 @@
+package castytest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
+)
+
+// BenchmarkPlacementAgreement measures what agreeing on the placement
+// costs (replica/SPEC.md, "Placement by agreement"), on the in-process
+// network and the real clock, at 5 and 50 members. Each iteration:
+//   - join: a member restarts as a new process at its address; from its
+//     Start to every member placing it (gossip's join, the agreed step
+//     replacing the old identity, the push);
+//   - leave: a member closes gracefully; from Close to every other member
+//     placing it no more;
+//   - remove: a member crashes; from RemoveDeadAfter after the crash to
+//     every member placing it no more (detection, suspicion and the
+//     majority's support included).
+//
+// The floor is the cross-node call p50 in the same cluster: one round
+// trip, of which an agreed step needs two (prepare, accept) plus the push.
+//
+//	go test -run '^$' -bench BenchmarkPlacementAgreement -benchtime 10x ./casty/castytest
+func BenchmarkPlacementAgreement(b *testing.B) {
+	for _, n := range []int{5, 50} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			cfg := castytest.TestConfig()
+			cfg.RemoveDeadAfter = 2 * time.Second
+			c := castytest.NewCluster(b, n, castytest.MemberOptions(casty.WithConfig(cfg)))
+			ctx := context.Background()
+			floor := make([]time.Duration, 0, 200)
+			for i := range 200 {
+				start := time.Now()
+				if _, err := casty.Call(ctx, Tallies.Ref(c.Member(0), fmt.Sprint("floor", i)), (*Tally).Add, 1); err != nil {
+					b.Fatal(err)
+				}
+				floor = append(floor, time.Since(start))
+			}
+			placedEverywhere := func(id string, want bool, skip int) bool {
+				for i, m := range c.Members() {
+					if i == skip {
+						continue
+					}
+					p, ok := m.Placement(MajorityRegs.Name(), "x", n)
+					if !ok {
+						return false
+					}
+					has := slices.ContainsFunc(p.Replicas, func(r casty.Member) bool { return r.ID == id })
+					if has != want {
+						return false
+					}
+				}
+				return true
+			}
+			var joins, leaves, removes []time.Duration
+			for it := 0; it < b.N; it++ {
+				victim := 1 + it%(n-1)
+				// join: the victim restarts as a new identity.
+				start := time.Now()
+				sys := c.Restart(victim)
+				for !placedEverywhere(sys.ID(), true, -1) {
+					time.Sleep(time.Millisecond)
+				}
+				joins = append(joins, time.Since(start))
+				// leave: it closes gracefully.
+				id := sys.ID()
+				start = time.Now()
+				done := make(chan struct{})
+				go func() { _ = sys.Close(ctx); close(done) }()
+				for !placedEverywhere(id, false, victim) {
+					time.Sleep(time.Millisecond)
+				}
+				leaves = append(leaves, time.Since(start))
+				<-done
+				// remove: a new one starts, then crashes.
+				sys = c.Restart(victim)
+				for !placedEverywhere(sys.ID(), true, -1) {
+					time.Sleep(time.Millisecond)
+				}
+				id = sys.ID()
+				c.Crash(victim)
+				start = time.Now()
+				for !placedEverywhere(id, false, victim) {
+					time.Sleep(time.Millisecond)
+				}
+				removes = append(removes, time.Since(start)-cfg.RemoveDeadAfter)
+				c.Restart(victim)
+			}
+			report := func(what string, ds []time.Duration) {
+				slices.Sort(ds)
+				b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1e3, what+"-p50-ms")
+				b.ReportMetric(float64(ds[(len(ds)*99)/100].Microseconds())/1e3, what+"-p99-ms")
+			}
+			report("floor-call", floor)
+			report("join", joins)
+			report("leave", leaves)
+			report("remove-after-delay", removes)
+		})
+	}
+}
