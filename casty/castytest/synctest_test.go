@@ -260,4 +260,3 @@ func TestClusterLongPartitionOnVirtualTime(t *testing.T) {
 	t.Logf("seed %d: %d operations, %d indeterminate: %s (fingerprint %016x); %v virtual in %v CPU (%.0f virtual s per CPU s)",
 		seed, res.Ops, res.Indeterminate, res.Verdict, run.fingerprint(), run.virtual, run.cpu.Round(time.Millisecond), run.virtual.Seconds()/run.cpu.Seconds())
 }
-
