@@ -1136,8 +1136,14 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	return nil
 }
 
-// Release ends the session (actor.Session).
-func (s *replSession) Release() { sessionsByActivation.Delete(s.act) }
+// Release ends the session (actor.Session). On a graceful Close it first
+// settles what the session owes its spares (spares.go, settle).
+func (s *replSession) Release() {
+	sessionsByActivation.Delete(s.act)
+	if cl := s.r.cl; cl != nil && cl.closed.Load() {
+		s.settle()
+	}
+}
 
 // CommitTooLargeError is returned when a handler left a state page bigger
 // than the replication limit: the handler ran, nothing was replicated, and
