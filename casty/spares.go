@@ -86,43 +86,52 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
 	}
 }
 
-// settle sends the spares what s owes them and waits for their
-// acknowledgements (or ReplicationTimeout). Release calls it when this
-// member is closing gracefully: the activation is drained before the
-// member announces LEFT, so the spares take their dues on the placement
-// that still holds the leaver. Without it the quiet flush could go after
-// the spare had adopted the leaver's removal (refused as behind) or not at
-// all (the replicator stopped), and where the leave leaves no member to
-// enter the key's range (a cluster of at most Replicas members) nothing
-// syncs it: the range's new, smaller set reads with a smaller quorum, and
-// the spare alone could answer the next owner's prepare without the
-// writes it was never sent (replica/SPEC.md, "Spare copies", "Graceful
-// leave").
+// settle brings every member of the key's set up to s's last commit
+// (replica.Session.Settle: the spares' dues, the catch-up of a member a
+// need-full marked behind) and waits for the acknowledgements, or
+// ReplicationTimeout; a member that answers need-full is caught up in a
+// second pass. Release calls it when this member is closing gracefully:
+// the activations are drained before the member announces LEFT, so the
+// set takes it on the placement that still holds the leaver. Without it
+// the quiet flush could go after the spare had adopted the leaver's
+// removal (refused as behind) or not at all (the replicator stopped), and
+// where the leave leaves no member to enter the key's range (a cluster of
+// at most Replicas members) nothing syncs it: the range's new, smaller set
+// reads with a smaller quorum, and the spare alone could answer the next
+// owner's prepare without the writes it was never sent (replica/SPEC.md,
+// "Spare copies", "Graceful leave").
 func (s *replSession) settle() {
 	r := s.r
-	select {
-	case <-r.done:
-		return // a crash, or the replicator already stopped
-	default:
-	}
-	r.mu.Lock()
-	var outs []replica.Out
-	if !s.sess.Busy() {
-		outs = s.sess.Flush()
-	}
-	r.mu.Unlock()
-	if len(outs) == 0 {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, o := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.request(ctx, o)
-		}()
+	for range 2 {
+		select {
+		case <-r.done:
+			return // a crash, or the replicator already stopped
+		default:
+		}
+		r.mu.Lock()
+		outs := s.sess.Settle()
+		r.mu.Unlock()
+		if len(outs) == 0 {
+			return
+		}
+		replies := make([]*replica.Msg, len(outs))
+		var wg sync.WaitGroup
+		for i, o := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				replies[i] = r.request(ctx, o)
+			}()
+		}
+		wg.Wait()
+		r.mu.Lock()
+		for i, m := range replies {
+			if m != nil {
+				s.sess.Step(outs[i].To, m)
+			}
+		}
+		r.mu.Unlock()
 	}
-	wg.Wait()
 }
