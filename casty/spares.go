@@ -3,6 +3,7 @@ package casty
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/replica"
@@ -65,13 +66,14 @@ func (s *replSession) quietFlush() {
 		outs = s.sess.Flush()
 	}
 	r.mu.Unlock()
-	r.sendFlush(s.sess, outs)
+	r.sendFlush(s.sess, outs, &s.inflight)
 }
 
 // sendFlush sends a flush outside any round: the answers change only what
 // the session knows of the spares' copies (a need-full marks one behind,
-// lateAck).
-func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
+// lateAck). track counts the requests until their answers are taken in
+// (replSession.inflight).
+func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out, track *atomic.Int32) {
 	if len(outs) == 0 {
 		return
 	}
@@ -80,8 +82,9 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
 		return
 	default:
 	}
-	rd := &round{ended: true, r: r, s: s}
+	rd := &round{ended: true, r: r, s: s, track: track}
 	for _, o := range outs {
+		track.Add(1)
 		r.requestAsync(r.life, o, r.timeout, rd)
 	}
 }
@@ -90,7 +93,8 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
 // (replica.Session.Settle: the spares' dues, the catch-up of a member a
 // need-full marked behind) and waits for the acknowledgements, or
 // ReplicationTimeout; a member that answers need-full is caught up in a
-// second pass. Release calls it when this member is closing gracefully:
+// second pass. It first waits for the replies of s's requests still in
+// flight (inflight): a need-full among them is news Settle needs. Release calls it when this member is closing gracefully:
 // the activations are drained before the member announces LEFT, so the
 // set takes it on the placement that still holds the leaver. Without it
 // the quiet flush could go after the spare had adopted the leaver's
@@ -109,6 +113,16 @@ func (s *replSession) settle() {
 		case <-r.done:
 			return // a crash, or the replicator already stopped
 		default:
+		}
+		// A reply still to come (a flush's, or a late one of a commit
+		// round the answer's member decided) may be a need-full that
+		// marks its member behind: Settle must see it.
+		for s.inflight.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
 		r.mu.Lock()
 		outs := s.sess.Settle()
