@@ -91,38 +91,27 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out, track *at
 
 // settle brings every member of the key's set up to s's last commit
 // (replica.Session.Settle: the spares' dues, the catch-up of a member a
-// need-full marked behind) and waits for the acknowledgements, or
-// ReplicationTimeout; a member that answers need-full is caught up in a
-// second pass. It first waits for the replies of s's requests still in
-// flight (inflight): a need-full among them is news Settle needs. Release calls it when this member is closing gracefully:
-// the activations are drained before the member announces LEFT, so the
-// set takes it on the placement that still holds the leaver. Without it
-// the quiet flush could go after the spare had adopted the leaver's
-// removal (refused as behind) or not at all (the replicator stopped), and
-// where the leave leaves no member to enter the key's range (a cluster of
-// at most Replicas members) nothing syncs it: the range's new, smaller set
-// reads with a smaller quorum, and the spare alone could answer the next
-// owner's prepare without the writes it was never sent (replica/SPEC.md,
-// "Spare copies", "Graceful leave").
+// need-full marked behind) and waits for the acknowledgements; a member
+// that answers need-full is caught up in a second pass. Before each pass
+// it waits for the replies of s's requests still in flight (inflight): a
+// need-full among them is news Settle needs. Each wait is bounded by
+// ReplicationTimeout.
+//
+// Release calls it when this member is closing gracefully: the
+// activations are drained, in parallel, before the member announces LEFT,
+// so the set takes it on the placement that still holds the leaver.
+// Without it the quiet flush could go after the spare had adopted the
+// leaver's removal (refused as behind) or not at all (the replicator
+// stopped), and where the leave leaves no member to enter the key's range
+// (a cluster of at most Replicas members) nothing syncs it: the range's
+// new, smaller set reads with a smaller quorum, and the spare alone could
+// answer the next owner's prepare without the writes it was never sent
+// (replica/SPEC.md, "Spare copies", "Graceful leave").
 func (s *replSession) settle() {
 	r := s.r
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
 	for range 2 {
-		select {
-		case <-r.done:
-			return // a crash, or the replicator already stopped
-		default:
-		}
-		// A reply still to come (a flush's, or a late one of a commit
-		// round the answer's member decided) may be a need-full that
-		// marks its member behind: Settle must see it.
-		for s.inflight.Load() > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Millisecond):
-			}
+		if !s.awaitReplies() {
+			return
 		}
 		r.mu.Lock()
 		outs := s.sess.Settle()
@@ -130,6 +119,7 @@ func (s *replSession) settle() {
 		if len(outs) == 0 {
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		replies := make([]*replica.Msg, len(outs))
 		var wg sync.WaitGroup
 		for i, o := range outs {
@@ -140,6 +130,7 @@ func (s *replSession) settle() {
 			}()
 		}
 		wg.Wait()
+		cancel()
 		r.mu.Lock()
 		for i, m := range replies {
 			if m != nil {
@@ -147,5 +138,25 @@ func (s *replSession) settle() {
 			}
 		}
 		r.mu.Unlock()
+	}
+}
+
+// awaitReplies waits, up to ReplicationTimeout, until no request of s's
+// rounds or flushes awaits its reply (after that, settle goes on with what
+// it knows). It reports false when the replicator stopped: a crash, or
+// the end of a Close.
+func (s *replSession) awaitReplies() bool {
+	r := s.r
+	deadline := time.Now().Add(r.timeout)
+	for {
+		select {
+		case <-r.done:
+			return false
+		default:
+		}
+		if s.inflight.Load() == 0 || time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
