@@ -2,6 +2,7 @@ package casty
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,18 +120,26 @@ func (s *replSession) settle() {
 		if len(outs) == 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		replies := make([]*replica.Msg, len(outs))
-		var wg sync.WaitGroup
-		for i, o := range outs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				replies[i] = r.request(ctx, o)
-			}()
+		for range settleTries {
+			ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+			var wg sync.WaitGroup
+			for i, o := range outs {
+				if replies[i] != nil {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					replies[i] = r.request(ctx, o)
+				}()
+			}
+			wg.Wait()
+			cancel()
+			if !slices.Contains(replies, nil) || r.isDone() {
+				break
+			}
 		}
-		wg.Wait()
-		cancel()
 		r.mu.Lock()
 		for i, m := range replies {
 			if m != nil {
@@ -138,6 +147,22 @@ func (s *replSession) settle() {
 			}
 		}
 		r.mu.Unlock()
+	}
+}
+
+// settleTries is how many times settle sends a message its member has not
+// answered (each within ReplicationTimeout): the session forgets a due
+// once it is sent, so a settle message lost to a stalled connection is
+// resent as it was — a duplicate commit is acknowledged without effect.
+const settleTries = 3
+
+// isDone reports whether the replicator has stopped (r.done is closed).
+func (r *replicator) isDone() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
 	}
 }
 
