@@ -273,9 +273,16 @@
 // is down meanwhile; it changes no rule, so a handoff cut short costs
 // availability, never acknowledged data.
 //
-// The closing member pushes nothing: the new replicas pull its ranges
-// through the range sync that the replication safety argument already
-// covers (replica/SPEC.md), so no second path needs its own argument.
+// The new replicas pull the closing member's ranges through the range
+// sync that the replication safety argument already covers
+// (replica/SPEC.md). What the closing member sends is what its own
+// activations owe their replica sets: as each is drained, before LEFT, it
+// sends the spares the commits it skipped and the members behind the
+// catch-up their next commit would have carried, and waits for the
+// acknowledgements (replica/SPEC.md, "Spare copies"). Where its leave
+// makes no member enter a range (a cluster of at most Replicas members),
+// no sync runs, and that settle is what puts its acknowledged writes on
+// every member that stays.
 //
 // # Operations
 //

@@ -213,7 +213,7 @@ func (s *replSession) Stopped(ctx context.Context) error {
 	r.mu.Lock()
 	outs := s.sess.Commit(d)
 	r.mu.Unlock()
-	if res, _ := r.run(ctx, s.sess, outs, false); res.Err != nil {
+	if res, _ := r.run(ctx, s.sess, outs, false, &s.inflight); res.Err != nil {
 		return fmt.Errorf("%w: %s/%s: marking the stopped actor ended: %v", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), res.Err)
 	}
 	return nil

@@ -23,10 +23,12 @@ import (
 // the address its LEFT record carries (view.left) — and asks every other
 // member of the placement, until each says it has adopted a placement
 // without the leaver and finished its syncs, or Config.HandoffTimeout (and
-// the Close ctx) runs out. The leaver pushes nothing: the members taking
+// the Close ctx) runs out. The handoff pushes nothing: the members taking
 // over pull what they need through the sync the safety argument already
 // covers, so a handoff is safe however it ends, and only whether the syncs
-// can finish depends on the leaver staying.
+// can finish depends on the leaver staying. (Before it, the drain settled
+// each of the leaver's activations with its replica set: spares.go,
+// settle.)
 
 // laneSettled asks a member whether it has taken over from a leaver: the
 // leaver's node id follows; the answer is laneSettled and one byte, 1 when

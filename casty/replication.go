@@ -426,6 +426,10 @@ type round struct {
 	// Set before any request is sent, read-only after.
 	unknown    []replica.NodeID
 	unknownBuf [2]replica.NodeID
+	// track, when set, counts the round's requests whose reply, or
+	// failure, is still to come: the session's (replSession.inflight),
+	// which a closing owner waits out before it settles (spares.go).
+	track *atomic.Int32
 	// reply is where run decodes each reply it takes, one at a time.
 	reply replica.Msg
 	// A pooled round (newRound) goes back to rounds once nothing can
@@ -475,6 +479,9 @@ func (rd *round) release() {
 
 func (rd *round) put(rp reply) {
 	defer rd.release()
+	if t := rd.track; t != nil {
+		defer t.Add(-1) // after lateAck took it in, before rd is recycled
+	}
 	rd.mu.Lock()
 	if rd.ended {
 		rd.mu.Unlock()
@@ -537,7 +544,10 @@ func (rd *round) take(into []reply) []reply {
 // The requests go out without a goroutine each: their answers come back
 // on the connections' readers and wake this goroutine, once per batch of
 // answers (the latency of a commit is two wake-ups past the network).
-func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out, hot bool) (_ replica.Result, taken bool) {
+//
+// track, when not nil, counts the round's requests until their replies,
+// late ones included, have been taken in (replSession.inflight).
+func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica.Out, hot bool, track *atomic.Int32) (_ replica.Result, taken bool) {
 	var resBuf [1]replica.Result // a round's result, taken without allocating
 	r.mu.Lock()
 	res := s.AppendResults(resBuf[:0])
@@ -554,6 +564,7 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	if len(outs) > 0 && outs[0].Msg.Op == replica.OpCommit {
 		rd.r, rd.s = r, s
 	}
+	rd.track = track
 	defer rd.end()
 	// A commit round that skipped a spare sends it its due if the answer's
 	// member is slow to vote (spares.go).
@@ -590,6 +601,9 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 		for _, o := range outs {
 			outstanding++
 			rd.expect()
+			if track != nil {
+				track.Add(1)
+			}
 			if req, ok := r.requestAsync(ctx, o, time.Until(deadline), rd); ok {
 				if len(o.Msg.Answer) > 0 {
 					carrier = len(sent)
@@ -943,7 +957,7 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		sess = replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
 		outs := sess.Open()
 		r.mu.Unlock()
-		res, _ = r.run(ctx, sess, outs, false)
+		res, _ = r.run(ctx, sess, outs, false, nil)
 		if res.Err == nil {
 			break
 		}
@@ -1027,6 +1041,9 @@ type replSession struct {
 	// lastCommit is when the last commit started: a commit within
 	// spareFlush of it may skip spares (spares.go, hot); guarded by r.mu.
 	lastCommit time.Time
+	// inflight counts the requests of s's rounds and flushes whose
+	// replies are still to come (round.track): settle waits them out.
+	inflight atomic.Int32
 	// lastConfirm is the same for Read(Majority)'s confirm rounds, which
 	// skip no spare: a hot read reads its caller's confirmation inline
 	// (replicator.run); guarded by r.mu.
@@ -1058,7 +1075,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 		hot := r.recent(&s.lastConfirm)
 		outs := s.sess.ConfirmAnswering(to, answer)
 		r.mu.Unlock()
-		res, taken := r.run(ctx, s.sess, outs, hot)
+		res, taken := r.run(ctx, s.sess, outs, hot, &s.inflight)
 		r.mu.Lock()
 		s.armFlush() // a quiet flush that found this round running left it to us
 		r.mu.Unlock()
@@ -1083,7 +1100,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	s.sess.Quiet(!hot)
 	outs := s.sess.CommitAnswering(pending.Delta, to, answer)
 	r.mu.Unlock()
-	res, taken := r.run(ctx, s.sess, outs, hot)
+	res, taken := r.run(ctx, s.sess, outs, hot, &s.inflight)
 	r.mu.Lock()
 	s.armFlush()
 	r.mu.Unlock()
@@ -1110,8 +1127,14 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	return nil
 }
 
-// Release ends the session (actor.Session).
-func (s *replSession) Release() { sessionsByActivation.Delete(s.act) }
+// Release ends the session (actor.Session). On a graceful Close it first
+// settles the key's set (spares.go, settle).
+func (s *replSession) Release() {
+	sessionsByActivation.Delete(s.act)
+	if cl := s.r.cl; cl != nil && cl.closed.Load() {
+		s.settle()
+	}
+}
 
 // CommitTooLargeError is returned when a handler left a state page bigger
 // than the replication limit: the handler ran, nothing was replicated, and

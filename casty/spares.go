@@ -1,6 +1,10 @@
 package casty
 
 import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/replica"
@@ -63,13 +67,14 @@ func (s *replSession) quietFlush() {
 		outs = s.sess.Flush()
 	}
 	r.mu.Unlock()
-	r.sendFlush(s.sess, outs)
+	r.sendFlush(s.sess, outs, &s.inflight)
 }
 
 // sendFlush sends a flush outside any round: the answers change only what
 // the session knows of the spares' copies (a need-full marks one behind,
-// lateAck).
-func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
+// lateAck). track counts the requests until their answers are taken in
+// (replSession.inflight).
+func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out, track *atomic.Int32) {
 	if len(outs) == 0 {
 		return
 	}
@@ -78,8 +83,105 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out) {
 		return
 	default:
 	}
-	rd := &round{ended: true, r: r, s: s}
+	rd := &round{ended: true, r: r, s: s, track: track}
 	for _, o := range outs {
+		track.Add(1)
 		r.requestAsync(r.life, o, r.timeout, rd)
+	}
+}
+
+// settle brings every member of the key's set up to s's last commit
+// (replica.Session.Settle: the spares' dues, the catch-up of a member a
+// need-full marked behind) and waits for the acknowledgements; a member
+// that answers need-full is caught up in a second pass. Before each pass
+// it waits for the replies of s's requests still in flight (inflight): a
+// need-full among them is news Settle needs. Each wait is bounded by
+// ReplicationTimeout.
+//
+// Release calls it when this member is closing gracefully: the
+// activations are drained, in parallel, before the member announces LEFT,
+// so the set takes it on the placement that still holds the leaver.
+// Without it the quiet flush could go after the spare had adopted the
+// leaver's removal (refused as behind) or not at all (the replicator
+// stopped), and where the leave leaves no member to enter the key's range
+// (a cluster of at most Replicas members) nothing syncs it: the range's
+// new, smaller set reads with a smaller quorum, and the spare alone could
+// answer the next owner's prepare without the writes it was never sent
+// (replica/SPEC.md, "Spare copies", "Graceful leave").
+func (s *replSession) settle() {
+	r := s.r
+	for range 2 {
+		if !s.awaitReplies() {
+			return
+		}
+		r.mu.Lock()
+		outs := s.sess.Settle()
+		r.mu.Unlock()
+		if len(outs) == 0 {
+			return
+		}
+		replies := make([]*replica.Msg, len(outs))
+		for range settleTries {
+			ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+			var wg sync.WaitGroup
+			for i, o := range outs {
+				if replies[i] != nil {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					replies[i] = r.request(ctx, o)
+				}()
+			}
+			wg.Wait()
+			cancel()
+			if !slices.Contains(replies, nil) || r.isDone() {
+				break
+			}
+		}
+		r.mu.Lock()
+		for i, m := range replies {
+			if m != nil {
+				s.sess.Step(outs[i].To, m)
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// settleTries is how many times settle sends a message its member has not
+// answered (each within ReplicationTimeout): the session forgets a due
+// once it is sent, so a settle message lost to a stalled connection is
+// resent as it was — a duplicate commit is acknowledged without effect.
+const settleTries = 3
+
+// isDone reports whether the replicator has stopped (r.done is closed).
+func (r *replicator) isDone() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitReplies waits, up to ReplicationTimeout, until no request of s's
+// rounds or flushes awaits its reply (after that, settle goes on with what
+// it knows). It reports false when the replicator stopped: a crash, or
+// the end of a Close.
+func (s *replSession) awaitReplies() bool {
+	r := s.r
+	deadline := time.Now().Add(r.timeout)
+	for {
+		select {
+		case <-r.done:
+			return false
+		default:
+		}
+		if s.inflight.Load() == 0 || time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -838,6 +838,37 @@ func (s *Session) Flush() []Out {
 	return out
 }
 
+// Settle returns what brings every member of the set the owner does not
+// know to hold its last commit up to it: what Flush sends the skipped
+// spares, and to a member a need-full marked behind (after its round
+// ended, or answering a flush) the catch-up to the owner's copy, or else
+// its full page set — what the next commit would send them. A runtime
+// whose owner leaves calls it, between rounds, so that the owner's every
+// acknowledged write is on every member of the set before it goes
+// (SPEC.md, "Spare copies"); it feeds Step the answers (a need-full marks
+// the member behind, and a second Settle catches it up). Nothing for a
+// session that is over, in a round, or whose own copy a newer owner has
+// written since (ownCopy): that owner's commits reach the set.
+func (s *Session) Settle() []Out {
+	if s.over || s.round != RoundNone || !s.ownCopy() {
+		return nil
+	}
+	out := s.Flush()
+	for _, id := range s.set.Members {
+		if c, ok := s.copies[id]; id == s.set.Self || !ok || !c.behind {
+			continue
+		}
+		if up := s.catchupParts(s.copies[id].have); len(up) > 0 {
+			out = s.appendParts(out, id, up)
+			s.sentCatchup(id)
+		} else if full := s.fullParts(); len(full) > 0 {
+			out = s.appendParts(out, id, full)
+			s.sentFull(id)
+		}
+	}
+	return out
+}
+
 // ownCopy reports whether the owner's own copy was last written under this
 // session's ballot. Only then are its changes since a skipped spare's
 // basis this session's skipped commits alone, which owed describes by

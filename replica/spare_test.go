@@ -293,3 +293,42 @@ func TestADeposedOwnersFlushSendsTheSpareNothing(t *testing.T) {
 		t.Fatalf("a deposed owner's flush sent %d message(s)", len(out))
 	}
 }
+
+// Settle, for an owner that leaves, sends the skipped spare its due and,
+// when the spare refuses it for lack of its basis (its copy is gone), the
+// catch-up or the full page set on the next call: the spare ends with the
+// owner's copy. Flush leaves a refusing spare to the next commit.
+func TestSettleCatchesUpASpareThatRefusesItsDue(t *testing.T) {
+	c, members, s := openSpares(t, 16)
+	for i := range 2 {
+		by := commitSkipping(t, s, members, int64(11+i), byte(i))
+		deliver(c, s, members[1], by[members[1]])
+		s.Results()
+	}
+	c[members[2]].Drop("k", "x")
+	msgs := func(out []Out) []*Msg {
+		t.Helper()
+		var ms []*Msg
+		for _, o := range out {
+			if o.To != members[2] {
+				t.Fatalf("Settle sends %v a message, want the spare only", o.To)
+			}
+			ms = append(ms, o.Msg)
+		}
+		return ms
+	}
+	due := msgs(s.Settle())
+	if len(due) != 1 || due[0].Delta.Basis != stamp(10, 1) {
+		t.Fatalf("the first Settle: %d message(s), want the spare's due on basis %v", len(due), stamp(10, 1))
+	}
+	deliver(c, s, members[2], due)
+	up := msgs(s.Settle())
+	if len(up) == 0 {
+		t.Fatal("the second Settle sends the refusing spare nothing")
+	}
+	deliver(c, s, members[2], up)
+	sameCopy(t, c, members[0], members[2])
+	if out := s.Settle(); len(out) != 0 {
+		t.Fatalf("a third Settle sends %d message(s), want none", len(out))
+	}
+}
