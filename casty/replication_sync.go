@@ -288,8 +288,11 @@ func (r *replicator) runSync(run *syncRun) {
 			if cur.placed(id) || cur.p.WasRemoved(id) {
 				return cur.p.WasLost(id)
 			}
+			// A leaver's leave can be agreed before its LEFT record
+			// reaches this member: while it is alive in the view it is
+			// handing off, not gone.
 			since, unreachable := departed[id]
-			return v.left[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
+			return v.left[id] == "" && v.addrs[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
 		}
 		// A kind whose writes need one acknowledgement promises each write
 		// one copy: losing a removed member's copies is within what it
