@@ -64,6 +64,16 @@ type clusterOptions struct {
 	mutant  string // seam.Member.Mutant, set by castytest's own tests only
 }
 
+// Mutant breaks one safety rule of replication on purpose in every member
+// of the cluster, so that a test can measure how soon it catches the break
+// (the detection power of a fault schedule, say): "write-one-fewer"
+// acknowledges a commit with one replica fewer than its write quorum (the
+// read quorum unchanged), "sync-one-fewer" finishes a range's sync with
+// one answer fewer than the read quorum. Any other name breaks nothing.
+// A cluster of mutants loses acknowledged writes: use it only to test a
+// test.
+func Mutant(name string) ClusterOption { return func(o *clusterOptions) { o.mutant = name } }
+
 // Seed sets the seed of every random choice the test network makes
 // (which write a lossy link drops, the jitter of a delay) and of the
 // members' node IDs (hence the placement) and their gossip's and mux's

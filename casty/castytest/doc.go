@@ -154,8 +154,9 @@
 // everything else waits, and a busy loop never lets time pass. Five
 // members, a lite member and five clients through a two-against-three
 // partition simulate 80 to 150 virtual seconds per CPU second
-// (TestClusterLongPartitionOnVirtualTime, 2 vCPU); three members, a
-// crash and 37 virtual seconds take 40 ms (TestClusterOnVirtualTime).
+// (TestClusterLongPartitionOnVirtualTime in castytest/virtual, 2 vCPU);
+// three members, a crash and 37 virtual seconds take 40 ms
+// (TestClusterOnVirtualTime).
 //
 // Rules for such tests:
 //
@@ -172,7 +173,32 @@
 //     bubble must never be used outside it (the runtime aborts the
 //     process). That makes bubbled and unbubbled cluster tests safe one
 //     after the other in a package, not at the same time: do not mark
-//     both kinds t.Parallel in one test binary.
+//     both kinds t.Parallel in one test binary. A test that runs casty
+//     without NewCluster (casty.Local, an Example) empties nothing: keep
+//     bubbled tests in a package of their own, as castytest/virtual does.
+//
+// # Fault schedules
+//
+// NewSchedule draws a seeded schedule of faults — crashes, pauses,
+// graceful stops, isolations, minority splits, one-way cuts, lossy, slow
+// and skewed members — each held from 100 ms to several RemoveDeadAfter,
+// never striking more than a minority at once; Cluster.Run applies it,
+// restarting crashed and stopped members as new processes at their
+// addresses. On a virtual clock an hour of schedule against your actors
+// takes seconds, and the seed replays it (nearly: see above):
+//
+//	synctest.Test(t, func(t *testing.T) {
+//		c := castytest.NewCluster(t, 5, castytest.Seed(seed))
+//		s := castytest.NewSchedule(seed, castytest.ScheduleConfig{Members: 5, Length: time.Hour})
+//		// start clients that record into a History …
+//		c.Run(s, t.Logf)
+//		// stop the clients
+//	})
+//	castytest.Check(t, model, h) // after the bubble
+//
+// castytest/virtual's TestSchedulesOnVirtualTime is a complete one;
+// TestSchedulesCatchAMutant measures the schedules' detection power with
+// Mutant, which breaks a replication rule on purpose.
 //   - A seed replays a bubbled run nearly, not exactly. It fixes the
 //     members' node IDs (so the placement), their gossip's and mux's
 //     random choices and the network's, and the test's faults come at

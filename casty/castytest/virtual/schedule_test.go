@@ -1,4 +1,4 @@
-package castytest_test
+package virtual_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package castytest
+package virtual_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest"
 )
 
 // The schedules' detection power: a member build that breaks one safety
@@ -18,9 +19,6 @@ import (
 // without the mutant stays linearizable. CASTY_SCHEDULE_MUTANT=1 runs it;
 // CASTY_SCHEDULE_MUTANT_SEEDS sets how many seeds each mutant may take
 // (default 10).
-
-// mutant breaks the named rule in every member of the cluster.
-func mutant(name string) ClusterOption { return func(o *clusterOptions) { o.mutant = name } }
 
 type mutReg struct{ V int }
 
@@ -32,15 +30,15 @@ var mutRegs = casty.Actor[mutReg](casty.Name("castytest.mutant.Reg"), casty.Repl
 
 // mutantRun runs one seed's schedule against a cluster of the mutant and
 // returns porcupine's verdict on the register history.
-func mutantRun(t *testing.T, name string, seed int64) Result {
-	var h *History[RegisterOp[int], RegisterResult[int]]
+func mutantRun(t *testing.T, name string, seed int64) castytest.Result {
+	var h *castytest.History[castytest.RegisterOp[int], castytest.RegisterResult[int]]
 	synctest.Test(t, func(t *testing.T) {
-		cfg := TestConfig()
+		cfg := castytest.TestConfig()
 		cfg.RemoveDeadAfter = 10 * time.Second
-		c := NewCluster(t, 5, Seed(seed), MemberOptions(casty.WithConfig(cfg)), mutant(name))
-		s := NewSchedule(seed, ScheduleConfig{Members: 5, Length: 2 * time.Minute, MaxHold: 30 * time.Second,
-			Kinds: []FaultKind{Crash, Pause, Isolate, Split, Stop}})
-		h = NewHistory[RegisterOp[int], RegisterResult[int]]()
+		c := castytest.NewCluster(t, 5, castytest.Seed(seed), castytest.MemberOptions(casty.WithConfig(cfg)), castytest.Mutant(name))
+		s := castytest.NewSchedule(seed, castytest.ScheduleConfig{Members: 5, Length: 2 * time.Minute, MaxHold: 30 * time.Second,
+			Kinds: []castytest.FaultKind{castytest.Crash, castytest.Pause, castytest.Isolate, castytest.Split, castytest.Stop}})
+		h = castytest.NewHistory[castytest.RegisterOp[int], castytest.RegisterResult[int]]()
 		keys := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"}
 		lite := c.Lite()
 		stop := make(chan struct{})
@@ -61,13 +59,13 @@ func mutantRun(t *testing.T, name string, seed int64) Result {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 					if i%2 == 0 {
 						v := client*100000 + i
-						_, _ = h.Record(client, WriteOp(key, v), func() (RegisterResult[int], error) {
-							return Written[int](), casty.Do(ctx, mutRegs.Ref(via, key), (*mutReg).Set, v)
+						_, _ = h.Record(client, castytest.WriteOp(key, v), func() (castytest.RegisterResult[int], error) {
+							return castytest.Written[int](), casty.Do(ctx, mutRegs.Ref(via, key), (*mutReg).Set, v)
 						})
 					} else {
-						_, _ = h.Record(client, ReadOp[int](key), func() (RegisterResult[int], error) {
+						_, _ = h.Record(client, castytest.ReadOp[int](key), func() (castytest.RegisterResult[int], error) {
 							v, err := casty.Call0(ctx, mutRegs.Ref(via, key), (*mutReg).Get)
-							return Read(v), err
+							return castytest.Read(v), err
 						})
 					}
 					cancel()
@@ -79,7 +77,7 @@ func mutantRun(t *testing.T, name string, seed int64) Result {
 		close(stop)
 		wg.Wait()
 	})
-	return Verify(RegisterModel(0), h.Ops(), CheckTimeout)
+	return castytest.Verify(castytest.RegisterModel(0), h.Ops(), castytest.CheckTimeout)
 }
 
 func TestSchedulesCatchAMutant(t *testing.T) {
@@ -91,14 +89,14 @@ func TestSchedulesCatchAMutant(t *testing.T) {
 		max, _ = strconv.Atoi(s)
 	}
 	// The control: the same schedule and workload without a mutant.
-	if res := mutantRun(t, "", 1); res.Verdict != Linearizable {
+	if res := mutantRun(t, "", 1); res.Verdict != castytest.Linearizable {
 		t.Fatalf("without a mutant, seed 1: %d operations, %s", res.Ops, res.Verdict)
 	}
 	for _, name := range []string{"write-one-fewer", "sync-one-fewer"} {
 		t.Run(name, func(t *testing.T) {
 			for seed := int64(1); seed <= int64(max); seed++ {
 				res := mutantRun(t, name, seed)
-				if res.Verdict == NotLinearizable {
+				if res.Verdict == castytest.NotLinearizable {
 					t.Logf("%s caught at seed %d of at most %d: %d operations, %s", name, seed, max, res.Ops, res.Verdict)
 					return
 				}
