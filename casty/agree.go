@@ -541,37 +541,54 @@ func (cl *cluster) propose(want []agreed.Change) bool {
 		from ring.NodeID
 		m    agreed.Msg
 	}
-	answers := make(chan answer, 2*len(base.Members))
+	// Each member answers each phase once, and once more after a push
+	// brought it up to the base.
+	answers := make(chan answer, 4*len(base.Members))
 	v := cl.view.Load()
+	sendTo := func(id ring.NodeID, req []byte, push []byte) {
+		if id == cl.self {
+			var m agreed.Msg
+			if msgpack.Unmarshal(req[1:], &m) == nil {
+				answers <- answer{id, cl.vote(m)}
+			}
+			return
+		}
+		addr := v.addrs[id]
+		if addr == "" {
+			return
+		}
+		a.spawn(func() {
+			sess, err := cl.node.Connect(ctx, mux.NodeID(id), addr)
+			if err != nil {
+				return
+			}
+			if push != nil {
+				// It is behind the base: it learns the history first.
+				if _, err := sess.Request(ctx, mux.LaneReplication, push); err != nil {
+					return
+				}
+			}
+			resp, err := sess.Request(ctx, mux.LaneReplication, req)
+			if err != nil || len(resp) < 1 || resp[0] != laneAgree {
+				return
+			}
+			var r agreed.Msg
+			if msgpack.Unmarshal(resp[1:], &r) == nil {
+				answers <- answer{id, r}
+			}
+		})
+	}
+	var cur []byte // the current phase's request
+	pushed := map[ring.NodeID]bool{}
 	send := func(m agreed.Msg) {
 		b, err := msgpack.Marshal(&m)
 		if err != nil {
 			return
 		}
-		req := append([]byte{laneAgree}, b...)
+		cur = append([]byte{laneAgree}, b...)
+		clear(pushed)
 		for _, id := range base.Members {
-			if id == cl.self {
-				answers <- answer{id, cl.vote(m)}
-				continue
-			}
-			addr := v.addrs[id]
-			if addr == "" {
-				continue
-			}
-			a.spawn(func() {
-				sess, err := cl.node.Connect(ctx, mux.NodeID(id), addr)
-				if err != nil {
-					return
-				}
-				resp, err := sess.Request(ctx, mux.LaneReplication, req)
-				if err != nil || len(resp) < 1 || resp[0] != laneAgree {
-					return
-				}
-				var r agreed.Msg
-				if msgpack.Unmarshal(resp[1:], &r) == nil {
-					answers <- answer{id, r}
-				}
-			})
+			sendTo(id, cur, nil)
 		}
 	}
 	first, _ := p.Start()
@@ -581,6 +598,13 @@ func (cl *cluster) propose(want []agreed.Change) bool {
 		case <-ctx.Done():
 			return false
 		case ans := <-answers:
+			if ans.m.Kind == agreed.Refuse && ans.m.Current < base.Version && !pushed[ans.from] {
+				if pl := cl.latest(); pl != nil && pl.version == base.Version {
+					pushed[ans.from] = true
+					sendTo(ans.from, cur, append([]byte{laneLog}, pl.encode()...))
+					continue
+				}
+			}
 			next, out := p.Step(ans.from, ans.m)
 			if next != nil {
 				send(*next)
