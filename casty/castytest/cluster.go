@@ -352,18 +352,39 @@ func (c *Cluster) Lite() *casty.System {
 // its peers see them reset (and nothing listens at its address until
 // Restart). Its System stays what Member(i) returns, failing every call.
 func (c *Cluster) Crash(i int) {
-	c.mu.Lock()
-	sl := c.slot(i)
-	if sl.crashed {
-		c.mu.Unlock()
+	sys := c.takeDown(i)
+	if sys == nil {
 		return
 	}
-	sl.crashed = true
-	sys := sl.sys
-	c.mu.Unlock()
 	c.nw.resetWhere(func(a, b int) bool { return a == i || b == i })
 	seam.Crash(sys)
 	_ = sys.Close(context.Background())
+}
+
+// liveBut returns the addresses and Systems of the members up, but i.
+func (c *Cluster) liveBut(i int) (seeds []string, live []*casty.System) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, sl := range c.members {
+		if j != i && !sl.crashed {
+			seeds = append(seeds, addrOf(j))
+			live = append(live, sl.sys)
+		}
+	}
+	return seeds, live
+}
+
+// takeDown marks member i's slot down and returns the System it ran, nil
+// when it was down already.
+func (c *Cluster) takeDown(i int) *casty.System {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := c.slot(i)
+	if sl.crashed {
+		return nil
+	}
+	sl.crashed = true
+	return sl.sys
 }
 
 // Restart starts a new member at member i's address (crashing the old one
@@ -375,16 +396,7 @@ func (c *Cluster) Crash(i int) {
 func (c *Cluster) Restart(i int) *casty.System {
 	c.t.Helper()
 	c.Crash(i)
-	c.mu.Lock()
-	var seeds []string
-	var live []*casty.System
-	for j, sl := range c.members {
-		if j != i && !sl.crashed {
-			seeds = append(seeds, addrOf(j))
-			live = append(live, sl.sys)
-		}
-	}
-	c.mu.Unlock()
+	seeds, live := c.liveBut(i)
 	sys, err := c.start(i, seeds)
 	if err != nil {
 		c.t.Fatalf("castytest: restart member %d: %v (seed %d)", i, err, c.seed)

@@ -248,14 +248,7 @@ func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 func (c *Cluster) relaunch(down []int, logf func(string, ...any)) []int {
 	var again []int
 	for _, i := range down {
-		c.mu.Lock()
-		var seeds []string
-		for j, sl := range c.members {
-			if j != i && !sl.crashed {
-				seeds = append(seeds, addrOf(j))
-			}
-		}
-		c.mu.Unlock()
+		seeds, _ := c.liveBut(i)
 		sys, err := c.start(i, seeds)
 		if err != nil {
 			logf("restart of member %d failed, tried again later: %v", i, err)
@@ -333,15 +326,10 @@ func (c *Cluster) others(ms []int, lite int) []int {
 // stop closes member i gracefully (its leave and handoff run, bounded by
 // its DrainTimeout and HandoffTimeout) and marks its slot down.
 func (c *Cluster) stop(i int) {
-	c.mu.Lock()
-	sl := c.slot(i)
-	if sl.crashed {
-		c.mu.Unlock()
+	sys := c.takeDown(i)
+	if sys == nil {
 		return
 	}
-	sl.crashed = true
-	sys := sl.sys
-	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = sys.Close(ctx)
