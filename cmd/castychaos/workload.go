@@ -23,9 +23,51 @@ type workload interface {
 	name() string
 	// op runs one operation of client, choosing with rng.
 	op(ctx context.Context, client int, rng *rand.Rand)
+	// probe reads every key once, outside the checked history: settle
+	// waits until it succeeds.
+	probe(ctx context.Context) error
 	// final reads the end state, after every fault is healed, and
 	// judges the run.
 	final(ctx context.Context) row
+}
+
+// probeKeys reads each of n keys with read, each call bounded by
+// callTimeout, and returns the first failure.
+func probeKeys(ctx context.Context, n int, read func(ctx context.Context, i int) error) error {
+	for i := range n {
+		if _, err := call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, read(ctx, i) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *registerWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, w.keys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.registers.Ref(w.sys, fmt.Sprint("reg-", i)), (*Register).Get)
+		return err
+	})
+}
+
+func (w *setWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, setKeys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.sets.Ref(w.sys, fmt.Sprint("set-", i)), (*Set).All)
+		return err
+	})
+}
+
+func (w *counterWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, counterKeys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.counters.Ref(w.sys, fmt.Sprint("ctr-", i)), (*Counter).Get)
+		return err
+	})
+}
+
+func (w *ledgerWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, 1, func(ctx context.Context, _ int) error {
+		_, err := casty.Call0(ctx, w.ref(), (*Ledger).Audit)
+		return err
+	})
 }
 
 // row is a workload's line in the summary.
@@ -186,6 +228,7 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		w.end(p, castytest.Written[int64](), err)
 		if err == nil {
 			w.remember(client, key, v)
+			w.kinds.acks.acked(w.kinds.registers.Name(), key)
 		}
 	default:
 		old, v := w.recall(client, key), uniqueValue(client, w.seq[client].Add(1))
@@ -198,6 +241,9 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 			return casty.Call(ctx, ref, (*Register).CAS, Swap{Old: old, New: v})
 		})
 		w.end(p, castytest.Swapped[int64](ok), err)
+		if err == nil && ok {
+			w.kinds.acks.acked(w.kinds.registers.Name(), key)
+		}
 	}
 }
 
@@ -310,6 +356,7 @@ func (w *setWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		w.mu.Lock()
 		w.acked[key] = append(w.acked[key], e)
 		w.mu.Unlock()
+		w.kinds.acks.acked(w.kinds.sets.Name(), key)
 	}
 }
 
@@ -363,11 +410,13 @@ func (w *counterWorkload) name() string { return "counter" }
 
 func (w *counterWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	i := rng.IntN(counterKeys)
-	ref := w.kinds.counters.Ref(w.sys, fmt.Sprint("ctr-", i))
+	key := fmt.Sprint("ctr-", i)
+	ref := w.kinds.counters.Ref(w.sys, key)
 	_, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call(ctx, ref, (*Counter).Add, 1) })
 	switch w.t.outcome(err) {
 	case done:
 		w.acked[i].Add(1)
+		w.kinds.acks.acked(w.kinds.counters.Name(), key)
 	case unknown:
 		w.indet[i].Add(1)
 	}
@@ -416,7 +465,10 @@ type ledgerWorkload struct {
 
 func (w *ledgerWorkload) name() string { return "ledger" }
 
-func (w *ledgerWorkload) ref() casty.Ref[Ledger] { return w.kinds.ledgers.Ref(w.sys, "ledger-0") }
+// ledgerKey is the ledger workload's one actor.
+const ledgerKey = "ledger-0"
+
+func (w *ledgerWorkload) ref() casty.Ref[Ledger] { return w.kinds.ledgers.Ref(w.sys, ledgerKey) }
 
 func (w *ledgerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	if rng.IntN(5) == 0 {
@@ -434,6 +486,7 @@ func (w *ledgerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	case done:
 		if rc.Applied {
 			w.applied.Add(1)
+			w.kinds.acks.acked(w.kinds.ledgers.Name(), ledgerKey)
 		}
 	case unknown:
 		w.indet.Add(1)
