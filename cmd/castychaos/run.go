@@ -404,7 +404,7 @@ func summary(w io.Writer, o options, n *nemesis, rows []row, elapsed time.Durati
 	}
 	n.mu.Unlock()
 	fmt.Fprintf(w, "\ncastychaos: seed %d, %d members, replicas %d, %s (%.1fs to the final reads), held %s, faults injected: %d (%s)\n",
-		o.seed, o.members, o.replicas, o.duration, elapsed.Seconds(), &o.hold, total, orNone(parts))
+		o.seed, o.members, o.replicas, o.duration, elapsed.Seconds(), &o.hold, total, strings.Join(parts, ", "))
 	if slices.Contains(n.faults, faultSkew) {
 		fmt.Fprintf(w, "castychaos: clock skews at the end: %s\n", skews(n.procs))
 	}
