@@ -422,5 +422,10 @@ func summary(w io.Writer, o options, n *nemesis, rows []row, elapsed time.Durati
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %s: %s\n", r.workload, r.detail)
 	}
+	for _, r := range rows {
+		if r.failures != "" {
+			fmt.Fprintf(w, "  %s definite failures: %s\n", r.workload, r.failures)
+		}
+	}
 	return pass
 }

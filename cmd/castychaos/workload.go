@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,10 +79,20 @@ type row struct {
 	linearizable                   string // "yes", "no", "unknown", or "-" when not checked
 	pass                           bool
 	detail                         string
+	failures                       string // the definite failures' errors, counted, "" when none
 }
 
-// tally counts a workload's outcomes.
-type tally struct{ ops, ok, failed, indeterminate atomic.Int64 }
+// tally counts a workload's outcomes, and each definite failure's error
+// (so a person can tell what failed).
+type tally struct {
+	ops, ok, failed, indeterminate atomic.Int64
+
+	mu    sync.Mutex
+	fails map[string]int
+}
+
+// maxFailureKinds bounds the distinct errors a tally keeps.
+const maxFailureKinds = 8
 
 // outcome classifies err and counts it: nil is ok, castytest.Indeterminate
 // is indeterminate, anything else a definite failure.
@@ -96,12 +107,33 @@ func (t *tally) outcome(err error) outcomeKind {
 		return unknown
 	default:
 		t.failed.Add(1)
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		t.mu.Lock()
+		if t.fails == nil {
+			t.fails = map[string]int{}
+		}
+		if _, ok := t.fails[msg]; ok || len(t.fails) < maxFailureKinds {
+			t.fails[msg]++
+		}
+		t.mu.Unlock()
 		return failed
 	}
 }
 
 func (t *tally) row(name string) row {
-	return row{workload: name, ops: t.ops.Load(), ok: t.ok.Load(), failed: t.failed.Load(), indeterminate: t.indeterminate.Load()}
+	r := row{workload: name, ops: t.ops.Load(), ok: t.ok.Load(), failed: t.failed.Load(), indeterminate: t.indeterminate.Load()}
+	t.mu.Lock()
+	var parts []string
+	for msg, n := range t.fails {
+		parts = append(parts, fmt.Sprintf("%d× %s", n, msg))
+	}
+	t.mu.Unlock()
+	slices.Sort(parts)
+	r.failures = strings.Join(parts, "; ")
+	return r
 }
 
 type outcomeKind int
