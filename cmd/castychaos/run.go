@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.maxOps, "max-ops", 20000, "operations per workload, at most")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
 	o.hold = defaultHold
-	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a range min..max drawn from uniformly, or one duration; up to %d × the members' RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
+	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a `range` min..max drawn from uniformly, or one duration; up to %d × the members' RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
 	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
 	fs.Float64Var(&o.relay, "relay", 0.5, "register workload: share of operations sent through a member (the Relay service), whose calls replicas may answer early; the rest go from the lite member")
