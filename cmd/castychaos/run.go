@@ -224,6 +224,11 @@ func chaos(o options, stdout io.Writer) (int, error) {
 		sys: client, keys: keys, regKind: k.registers.Name(), regs: o.regs, acks: k.acks}
 	var wg sync.WaitGroup
 	wg.Go(func() { nem.run(runCtx) })
+	var watch *placementWatch
+	if o.replicas > 1 {
+		watch = &placementWatch{}
+		wg.Go(func() { watch.run(runCtx, client) })
+	}
 	pace := time.Duration(o.clients) * time.Second / time.Duration(o.rate)
 	for wi, w := range ws {
 		var issued atomicCounter
@@ -268,6 +273,9 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	elapsed := time.Since(start)
 
 	pass := summary(stdout, o, nem, rows, elapsed) && settledOK
+	if watch != nil {
+		fmt.Fprintf(stdout, "castychaos: %s\n", watch)
+	}
 	if !settledOK {
 		fmt.Fprintf(stdout, "castychaos: the cluster did not settle within %s of healing\n", settleBound)
 	}
