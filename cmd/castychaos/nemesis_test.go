@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/casty/castytest"
 )
 
 // fakeMemberEnv, set to a file's path, makes the test binary run as a
@@ -349,4 +351,18 @@ func TestAckFeed(t *testing.T) {
 	}
 	var nilFeed *ackFeed
 	nilFeed.acked("k", "a")
+}
+
+// verifyEach says, register by register, which histories are
+// linearizable: a read of a value never written is not.
+func TestVerifyEachNamesTheRegister(t *testing.T) {
+	h := castytest.NewHistory[registerOp, registerResult]()
+	h.Begin(0, castytest.WriteOp("reg-0", int64(5))).Return(castytest.Written[int64](), nil)
+	h.Begin(0, castytest.ReadOp[int64]("reg-0")).Return(castytest.Read(int64(5)), nil)
+	h.Begin(1, castytest.WriteOp("reg-1", int64(7))).Return(castytest.Written[int64](), nil)
+	h.Begin(1, castytest.ReadOp[int64]("reg-1")).Return(castytest.Read(int64(8)), nil)
+	got := verifyEach(h.Ops())
+	if !strings.HasPrefix(got, "1 of 2 linearizable, reg-1 not linearizable (2 operations, 0 indeterminate)") {
+		t.Fatalf("verifyEach = %q", got)
+	}
 }

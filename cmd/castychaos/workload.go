@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -342,12 +343,46 @@ func (w *registerWorkload) final(ctx context.Context) row {
 	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate, %d of them reads, which constrain nothing); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
 		res.Ops, w.keys, res.Indeterminate, res.LeftOut, r.lost, w.relayed.Load(), w.early.Load())
 	if !res.Ok() {
+		r.detail += "; each register on its own: " + verifyEach(ops)
 		path := w.logDir + "/register.html"
 		if err := res.WriteHTML(path); err == nil {
 			r.detail += "; visualisation: " + path
 		}
 	}
 	return r
+}
+
+// verifyEach checks each register's history on its own, all at once and
+// each within 60 s, and says which were decided which way: when the
+// whole history is not found linearizable, it tells the registers that
+// were from those that were not, or could not be decided.
+func verifyEach(ops []castytest.Op[registerOp, registerResult]) string {
+	byKey := map[string][]castytest.Op[registerOp, registerResult]{}
+	for _, op := range ops {
+		byKey[op.Input.Key] = append(byKey[op.Input.Key], op)
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	results := make([]castytest.Result, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { results[i] = castytest.Verify(castytest.RegisterModel[int64](0), byKey[k], 60*time.Second) })
+	}
+	wg.Wait()
+	yes := 0
+	var others []string
+	for i, k := range keys {
+		res := results[i]
+		if res.Ok() {
+			yes++
+			continue
+		}
+		others = append(others, fmt.Sprintf("%s %s (%d operations, %d indeterminate)", k, res.Verdict, res.Ops, res.Indeterminate))
+	}
+	out := fmt.Sprintf("%d of %d linearizable", yes, len(keys))
+	if len(others) > 0 {
+		out += ", " + strings.Join(others, ", ")
+	}
+	return out
 }
 
 // ---- set ----
