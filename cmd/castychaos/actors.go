@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -216,6 +217,33 @@ type kinds struct {
 	sets      *casty.Kind[Set]
 	counters  *casty.Kind[Counter]
 	ledgers   *casty.Kind[Ledger]
+	// acks, set in the controller, hears of every acknowledged write
+	// (the close fault waits for one); nil in member processes.
+	acks *ackFeed
+}
+
+// keys lists the actors the named workloads use, regs registers.
+func (k kinds) keys(workloads []string, regs int) []kindKey {
+	var out []kindKey
+	for _, w := range workloads {
+		switch w {
+		case "register":
+			for i := range regs {
+				out = append(out, kindKey{k.registers.Name(), fmt.Sprint("reg-", i)})
+			}
+		case "set":
+			for i := range setKeys {
+				out = append(out, kindKey{k.sets.Name(), fmt.Sprint("set-", i)})
+			}
+		case "counter":
+			for i := range counterKeys {
+				out = append(out, kindKey{k.counters.Name(), fmt.Sprint("ctr-", i)})
+			}
+		case "ledger":
+			out = append(out, kindKey{k.ledgers.Name(), ledgerKey})
+		}
+	}
+	return out
 }
 
 // declare declares the kinds with replicas copies and majority quorums

@@ -257,6 +257,96 @@ func TestChaosSoak(t *testing.T) {
 	}
 }
 
+// heldModes are the nemeses that exercise the faults removal by
+// agreement must survive, each with what its log line shows, and whether
+// it cuts links (iptables, root only).
+var heldModes = []struct {
+	nemesis string
+	logged  *regexp.Regexp
+	cuts    bool
+}{
+	{faultIsolate, regexp.MustCompile(`isolate member \[\d+\]: cut off from every other member and the lite member`), true},
+	{faultMinority, regexp.MustCompile(`minority partition: members \[\d+ \d+\] \(members \d+ and \d+ hold two of the 3 copies of reg-\d+\) cut off from the majority and the lite member`), true},
+	{faultOneWay, regexp.MustCompile(`one-way cut: nothing`), true},
+	{faultBridged, regexp.MustCompile(`bridged partition: members \[\d+ \d+\] cut off from the other members, the lite member reaching both sides`), true},
+	{faultClose, regexp.MustCompile(`close member \d+ \(\S+\) gracefully \(SIGTERM\) right after an acknowledged write to castychaos\.\w+ \S+, which it owns`), false},
+}
+
+// heldRun runs one held mode for d with faults held past RemoveDeadAfter
+// and checks it: the fault was injected and logged, the cluster settled
+// after healing, nothing acknowledged was lost and the register history
+// is linearizable.
+func heldRun(t *testing.T, d time.Duration, nemesis string, logged *regexp.Regexp, cuts bool, extra ...string) {
+	t.Helper()
+	if cuts && os.Geteuid() != 0 {
+		t.Skip("cuts links with iptables: needs root")
+	}
+	args := append([]string{"-seed", "4", "-members", "5", "-replicas", "3", "-interval", "2s", "-hold", "4s..6s",
+		"-nemesis", nemesis, "-registers", "8"}, extra...)
+	code, out := chaosRun(t, d, args...)
+	t.Logf("castychaos -nemesis %s:\n%s", nemesis, out)
+	if strings.Contains(out, "nemesis skipped") {
+		t.Skip("iptables unavailable: " + lastLine(out))
+	}
+	if !strings.Contains(out, "faults held 4s..6s; members remove a member a majority saw dead for RemoveDeadAfter 3s") {
+		t.Fatalf("the run does not print its hold and RemoveDeadAfter:\n%s", out)
+	}
+	if !logged.MatchString(out) {
+		t.Fatalf("no %s fault logged (want %s):\n%s", nemesis, logged, out)
+	}
+	if !strings.Contains(out, "settled ") || !strings.Contains(out, "every one of the 13 keys has its replicas up and answers a read") {
+		t.Fatalf("the run did not report the cluster settled before the final reads:\n%s", summaryOf(out))
+	}
+	rows := parseSummary(t, out)
+	if code != 0 {
+		t.Fatalf("castychaos -nemesis %s failed a check (exit %d):\n%s", nemesis, code, summaryOf(out))
+	}
+	for _, r := range rows {
+		if r.lost != 0 || !r.pass || r.ops == 0 {
+			t.Errorf("%s: %d operations, %d lost, pass=%v", r.workload, r.ops, r.lost, r.pass)
+		}
+		if r.workload == "register" && r.linearizable != "yes" {
+			t.Errorf("register: linearizable %q, want yes", r.linearizable)
+		}
+	}
+}
+
+// Each fault that used to lose acknowledged writes, held past the
+// members' RemoveDeadAfter (3 s) so the majority removes the member it
+// hits: nothing acknowledged may be lost, the register's history must be
+// linearizable and the cluster must settle after healing.
+func TestChaosHeldFaultsLoseNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs member processes for ~20 s per mode")
+	}
+	for _, m := range heldModes {
+		t.Run(m.nemesis, func(t *testing.T) {
+			heldRun(t, 12*time.Second, m.nemesis, m.logged, m.cuts)
+		})
+	}
+}
+
+// TestChaosHeldSoak runs each held mode for CASTY_CHAOS_SOAK_HELD_DURATION
+// (default 3m) behind CASTY_CHAOS_SOAK=1, every workload running the
+// whole time.
+func TestChaosHeldSoak(t *testing.T) {
+	if os.Getenv("CASTY_CHAOS_SOAK") != "1" {
+		t.Skip("set CASTY_CHAOS_SOAK=1 for the long soak")
+	}
+	d := 3 * time.Minute
+	if s := os.Getenv("CASTY_CHAOS_SOAK_HELD_DURATION"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range heldModes {
+		t.Run(m.nemesis, func(t *testing.T) {
+			heldRun(t, d, m.nemesis, m.logged, m.cuts, "-max-ops", "1000000")
+		})
+	}
+}
+
 // summaryOf is the output from the summary line on.
 func summaryOf(out string) string {
 	if i := strings.LastIndex(out, "castychaos: seed "); i >= 0 {
@@ -273,6 +363,10 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		{"-members", "0"},
 		{"-registers", "0"},
 		{"-max-drift", "-1s"},
+		{"-hold", "0s"},
+		{"-hold", "3s..1s"},
+		{"-hold", "1s..31s"},
+		{"-hold", "soon"},
 	} {
 		var out bytes.Buffer
 		if code := run(args, &out, &out); code != 2 {

@@ -17,7 +17,8 @@ import (
 )
 
 // clusterConfig makes membership react in seconds, so a short run sees
-// failures detected and keys move.
+// failures detected and keys move, and members removed from the placement
+// of replicated kinds once a fault is held past removeDeadAfter.
 func clusterConfig() casty.Config {
 	return casty.Config{
 		SuspicionTimeout:    time.Second,
@@ -31,6 +32,7 @@ func clusterConfig() casty.Config {
 		ReconnectMax:        time.Second,
 		DrainTimeout:        2 * time.Second,
 		CallTimeout:         2 * time.Second,
+		RemoveDeadAfter:     removeDeadAfter,
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/casty/castytest"
 )
 
 // fakeMemberEnv, set to a file's path, makes the test binary run as a
@@ -236,3 +238,131 @@ func TestNemesisSkewRestartsMembersWithinMaxDrift(t *testing.T) {
 // skewLogRE matches the nemesis's line for a skewed restart: address and
 // new skew.
 var skewLogRE = regexp.MustCompile(`restart member \d+ \((\S+)\) gracefully with clock skew (\S+) \(was`)
+
+// -hold parses a range or one duration, and draws within it.
+func TestHoldRange(t *testing.T) {
+	var h holdRange
+	if err := h.Set("6s..9s"); err != nil {
+		t.Fatal(err)
+	}
+	if h.String() != "6s..9s" {
+		t.Fatalf("String() = %q", h.String())
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		if d := h.draw(rng); d < 6*time.Second || d > 9*time.Second {
+			t.Fatalf("draw = %v, want within 6s..9s", d)
+		}
+	}
+	if err := h.Set("5s"); err != nil || h.draw(rng) != 5*time.Second || h.String() != "5s" {
+		t.Fatalf("Set(5s): %v, %v", err, h)
+	}
+	if err := h.Set("30s"); err != nil {
+		t.Fatalf("Set(30s) = %v, want accepted (10 × RemoveDeadAfter)", err)
+	}
+	for _, bad := range []string{"", "0s", "-1s..2s", "3s..1s", "1s..31s", "1s..x"} {
+		if err := h.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+	if defaultHold.String() != "1s..3s" {
+		t.Fatalf("default hold %s, want 1s..3s", &defaultHold)
+	}
+}
+
+// The close fault over fake members (no lite member to ask where keys
+// live): it stops a member gracefully, counts and logs it, and restarts it
+// at the heal.
+func TestNemesisCloseRestartsGracefully(t *testing.T) {
+	events := t.TempDir() + "/events"
+	t.Setenv(fakeMemberEnv, events)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProcs(exe, "test", 3, 3, false, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.stopAll(5 * time.Second) })
+	for _, m := range p.members {
+		if err := p.start(m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range p.members {
+		if err := waitListening(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	n := &nemesis{procs: p, faults: []string{faultClose}, interval: time.Second, hold: holdRange{time.Millisecond, time.Millisecond},
+		rng: rand.New(rand.NewPCG(9, 0)), out: &out, start: time.Now(), counts: map[string]int{}}
+	n.round(context.Background())
+	if n.counts[faultClose] != 1 || !strings.Contains(out.String(), "gracefully (SIGTERM) owning no workload key") ||
+		!strings.Contains(out.String(), "after close") {
+		t.Fatalf("one close logged, then its restart, want both:\n%s", out.String())
+	}
+	for _, m := range p.members {
+		if err := waitListening(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.stopAll(5 * time.Second)
+	b, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), "term "); got != 4 {
+		t.Fatalf("%d SIGTERMs recorded, want 4 (the close and 3 at the end):\n%s", got, b)
+	}
+}
+
+// The ack feed hands a waiter the first acknowledged write to one of its
+// keys, ignores others, and gives up after its bound.
+func TestAckFeed(t *testing.T) {
+	f := newAckFeed()
+	want := []kindKey{{"k", "a"}, {"k", "b"}}
+	got := make(chan kindKey, 1)
+	go func() {
+		kk, _ := f.wait(context.Background(), want, 10*time.Second)
+		got <- kk
+	}()
+	for {
+		f.mu.Lock()
+		n := len(f.waiters)
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.acked("k", "c")
+	f.acked("other", "a")
+	f.acked("k", "b")
+	f.acked("k", "a")
+	if kk := <-got; kk != (kindKey{"k", "b"}) {
+		t.Fatalf("wait = %v, want k/b", kk)
+	}
+	if _, ok := f.wait(context.Background(), want, time.Millisecond); ok {
+		t.Fatal("wait with no write returned one")
+	}
+	var nilFeed *ackFeed
+	nilFeed.acked("k", "a")
+}
+
+// verifyEach says, register by register, which histories are
+// linearizable: a read of a value never written is not.
+func TestVerifyEachNamesTheRegister(t *testing.T) {
+	h := castytest.NewHistory[registerOp, registerResult]()
+	h.Begin(0, castytest.WriteOp("reg-0", int64(5))).Return(castytest.Written[int64](), nil)
+	h.Begin(0, castytest.ReadOp[int64]("reg-0")).Return(castytest.Read(int64(5)), nil)
+	h.Begin(1, castytest.WriteOp("reg-1", int64(7))).Return(castytest.Written[int64](), nil)
+	h.Begin(1, castytest.ReadOp[int64]("reg-1")).Return(castytest.Read(int64(8)), nil)
+	got := verifyEach(h.Ops())
+	if !strings.HasPrefix(got, "1 of 2 linearizable, reg-1 not linearizable (2 operations, 0 indeterminate)") {
+		t.Fatalf("verifyEach = %q", got)
+	}
+}

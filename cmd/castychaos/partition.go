@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,8 +21,18 @@ import (
 // TCP connection between them, whoever dialed. Rules live in a chain of
 // this run's own and match only its members' uids, so nothing else on the
 // machine is affected; remove deletes the chain on every exit path.
+//
+// A one-way cut (oneWay) must also drop what a member sends back on a
+// connection the other member dialed, which leaves from its listening
+// address to 127.0.0.1 and names no peer: marks tells those apart. The
+// chain's first rules mark each connection with the index of the member
+// that dialed it (CONNMARK, the conntrack entry's mark), so a rule can
+// drop what one member sends on the connections another dialed. The mark
+// rules stay for the whole run; heal deletes only the cuts.
 type partitioner struct {
 	chain string
+	mu    sync.Mutex
+	rules [][]string // the cuts in place, as appended
 }
 
 // partitionSupport says why partitions are unavailable ("" when they are):
@@ -89,6 +100,24 @@ func newPartitioner() (*partitioner, error) {
 	return p, nil
 }
 
+// connMark is the conntrack mark of connections member index dialed.
+func connMark(index int) string { return fmt.Sprintf("0x%x", connMarkBase+index) }
+
+// connMarkBase keeps this tool's marks away from small values others use.
+const connMarkBase = 0xca5700
+
+// marks adds, ahead of any cut, a rule per member marking each
+// connection it dials (its first packet, sent as its uid) with its index.
+func (p *partitioner) marks(members []*proc) error {
+	for _, m := range members {
+		if err := iptables("-I", p.chain, "1", "-m", "owner", "--uid-owner", strconv.Itoa(m.uid),
+			"-m", "conntrack", "--ctstate", "NEW", "-j", "CONNMARK", "--set-mark", connMark(m.index)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cut drops every packet a sends to b's listening address and every
 // packet b sends to a's: each TCP connection between them, whoever
 // dialed, loses one direction entirely and stalls.
@@ -104,12 +133,60 @@ func (p *partitioner) drop(from, to *proc) error {
 	if err != nil {
 		return err
 	}
-	return iptables("-A", p.chain, "-m", "owner", "--uid-owner", strconv.Itoa(from.uid),
-		"-p", "tcp", "-d", host, "--dport", port, "-j", "DROP")
+	return p.add("-m", "owner", "--uid-owner", strconv.Itoa(from.uid), "-p", "tcp", "-d", host, "--dport", port, "-j", "DROP")
 }
 
-// heal removes every cut.
-func (p *partitioner) heal() error { return iptables("-F", p.chain) }
+// oneWay drops every packet from sends to to, and nothing to sends to
+// from: what from sends on the connections it dialed to to (to's
+// listening address) and on the connections to dialed to it (marked
+// with to's index). to's packets still reach from, but from's
+// acknowledgements do not reach to: to hears nothing from from, while
+// from receives what to sends until to's connections time out, and no
+// new connection between them opens.
+func (p *partitioner) oneWay(from, to *proc) error {
+	if err := p.drop(from, to); err != nil {
+		return err
+	}
+	return p.add("-m", "owner", "--uid-owner", strconv.Itoa(from.uid), "-p", "tcp",
+		"-m", "connmark", "--mark", connMark(to.index), "-j", "DROP")
+}
+
+// cutClient drops every packet the controller's processes (the lite
+// member, root) send to m's listening address: the lite member's
+// connections to m stall, and a lite member listens on nothing, so m
+// cannot reach it either. It also cuts the controller's own dials to m.
+func (p *partitioner) cutClient(m *proc) error {
+	host, port, err := net.SplitHostPort(m.addr)
+	if err != nil {
+		return err
+	}
+	return p.add("-m", "owner", "--uid-owner", strconv.Itoa(os.Geteuid()), "-p", "tcp", "-d", host, "--dport", port, "-j", "DROP")
+}
+
+func (p *partitioner) add(rule ...string) error {
+	if err := iptables(append([]string{"-A", p.chain}, rule...)...); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.rules = append(p.rules, rule)
+	p.mu.Unlock()
+	return nil
+}
+
+// heal removes every cut (the mark rules stay).
+func (p *partitioner) heal() error {
+	p.mu.Lock()
+	rules := p.rules
+	p.rules = nil
+	p.mu.Unlock()
+	var first error
+	for _, r := range rules {
+		if err := iptables(append([]string{"-D", p.chain}, r...)...); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 // remove heals and deletes the chain.
 func (p *partitioner) remove() {

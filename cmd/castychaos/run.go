@@ -30,6 +30,7 @@ type options struct {
 	rate     int
 	maxOps   int64
 	interval time.Duration
+	hold     holdRange
 	maxDrift time.Duration
 	regs     int
 	relay    float64 // register workload: share sent through a member
@@ -54,11 +55,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.rate, "rate", 100, "operations per second per workload, at most")
 	fs.Int64Var(&o.maxOps, "max-ops", 20000, "operations per workload, at most")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
+	o.hold = defaultHold
+	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a `range` min..max drawn from uniformly, or one duration; up to %d × the members' RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
 	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
 	fs.Float64Var(&o.relay, "relay", 0.5, "register workload: share of operations sent through a member (the Relay service), whose calls replicas may answer early; the rest go from the lite member")
 	fs.DurationVar(&o.maxDrift, "max-drift", time.Second, "skew nemesis: bound on the skew between two members' clocks (each within ±max-drift/2)")
-	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: kill,pause,partition,skew, all or none")
+	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: "+strings.Join(allFaults, ",")+", all or none")
 	fs.BoolVar(&o.verbose, "v", false, "members log to their log files")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -113,20 +116,22 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 2, fmt.Errorf("-nemesis: %w", err)
 	}
-	if slices.Contains(faults, faultPartition) {
+	if slices.ContainsFunc(faults, cutsLinks) {
 		if why := partitionSupport(stdout); why != "" {
-			fmt.Fprintf(stdout, "castychaos: partition nemesis skipped: %s\n", why)
-			faults = slices.DeleteFunc(faults, func(f string) bool { return f == faultPartition })
+			skipped := slices.DeleteFunc(slices.Clone(faults), func(f string) bool { return !cutsLinks(f) })
+			fmt.Fprintf(stdout, "castychaos: %s nemesis skipped: %s\n", strings.Join(skipped, ","), why)
+			faults = slices.DeleteFunc(faults, cutsLinks)
 		}
 	}
 	fmt.Fprintf(stdout, "castychaos: %d members, replicas %d, %d clients per workload, workloads %s, nemesis %s, duration %s\n",
 		o.members, o.replicas, o.clients, strings.Join(workloads, ","), orNone(faults), o.duration)
+	fmt.Fprintf(stdout, "castychaos: faults held %s; members remove a member a majority saw dead for RemoveDeadAfter %s\n", &o.hold, removeDeadAfter)
 
 	// A hard bound on the whole run, and Ctrl-C or SIGTERM end it early;
 	// either way the deferred cleanup below runs.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, o.duration+2*setupBound)
+	ctx, cancel := context.WithTimeout(ctx, o.duration+o.hold.max+2*setupBound+settleBound)
 	defer cancel()
 
 	logDir, err := os.MkdirTemp("", "castychaos-")
@@ -143,7 +148,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	partitions := slices.Contains(faults, faultPartition)
+	partitions := slices.ContainsFunc(faults, cutsLinks)
 	if partitions {
 		// Members run as uids of their own (see partitioner): they need a
 		// binary and a log directory they can reach.
@@ -167,6 +172,11 @@ func chaos(o options, stdout io.Writer) (int, error) {
 		return 2, err
 	}
 	procs.maxDrift = o.maxDrift
+	if part != nil {
+		if err := part.marks(procs.members); err != nil {
+			return 2, err
+		}
+	}
 	defer procs.stopAll(5 * time.Second)
 	if slices.Contains(faults, faultSkew) {
 		// Skewed from the start, each member by its own offset.
@@ -178,6 +188,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	}
 
 	k := declare(o.replicas)
+	k.acks = newAckFeed()
 	client, err := startCluster(ctx, procs, cluster)
 	if err != nil {
 		return 2, fmt.Errorf("%w (member logs in %s)", err, logDir)
@@ -207,10 +218,17 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	start := time.Now()
 	runCtx, endRun := context.WithTimeout(ctx, o.duration)
 	defer endRun()
-	nem := &nemesis{procs: procs, part: part, faults: faults, combine: len(faults) > 1, interval: o.interval, maxDrift: o.maxDrift,
-		rng: rand.New(rand.NewPCG(uint64(o.seed), 0)), out: stdout, start: start, counts: map[string]int{}}
+	keys := k.keys(workloads, o.regs)
+	nem := &nemesis{procs: procs, part: part, faults: faults, combine: len(faults) > 1, interval: o.interval, hold: o.hold, maxDrift: o.maxDrift,
+		rng: rand.New(rand.NewPCG(uint64(o.seed), 0)), out: stdout, start: start, counts: map[string]int{},
+		sys: client, keys: keys, regKind: k.registers.Name(), regs: o.regs, acks: k.acks}
 	var wg sync.WaitGroup
 	wg.Go(func() { nem.run(runCtx) })
+	var watch *placementWatch
+	if o.replicas > 1 {
+		watch = &placementWatch{}
+		wg.Go(func() { watch.run(runCtx, client) })
+	}
 	pace := time.Duration(o.clients) * time.Second / time.Duration(o.rate)
 	for wi, w := range ws {
 		var issued atomicCounter
@@ -236,20 +254,31 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	}
 	wg.Wait() // the nemesis has healed everything it broke
 
-	// The end: every member running and converged, then the final reads.
+	// The end: every member running, the cluster settled (placement
+	// agreed and whole, every key served), then the final reads.
 	healed(procs)
+	settledOK := true
+	if msg, err := settle(ctx, client, o.members, o.replicas, keys, ws, settleBound); err != nil {
+		fmt.Fprintf(stdout, "castychaos: FAIL: %v\n", err)
+		settledOK = false
+	} else {
+		fmt.Fprintf(stdout, "castychaos: %s\n", msg)
+	}
 	fctx, fcancel := context.WithTimeout(ctx, setupBound)
 	defer fcancel()
-	if err := waitMembers(fctx, client, o.members); err != nil {
-		fmt.Fprintf(stdout, "castychaos: after healing: %v\n", err)
-	}
 	rows := make([]row, len(ws))
 	for i, w := range ws {
 		rows[i] = w.final(fctx)
 	}
 	elapsed := time.Since(start)
 
-	pass := summary(stdout, o, nem, rows, elapsed)
+	pass := summary(stdout, o, nem, rows, elapsed) && settledOK
+	if watch != nil {
+		fmt.Fprintf(stdout, "castychaos: %s\n", watch)
+	}
+	if !settledOK {
+		fmt.Fprintf(stdout, "castychaos: the cluster did not settle within %s of healing\n", settleBound)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(stdout, "castychaos: run interrupted or over its bound: %v\n", ctx.Err())
 		pass = false
@@ -376,14 +405,14 @@ func summary(w io.Writer, o options, n *nemesis, rows []row, elapsed time.Durati
 	n.mu.Lock()
 	var parts []string
 	total := 0
-	for _, f := range allFaults {
+	for _, f := range n.faults {
 		c := n.counts[f]
 		parts = append(parts, fmt.Sprintf("%s %d", f, c))
 		total += c
 	}
 	n.mu.Unlock()
-	fmt.Fprintf(w, "\ncastychaos: seed %d, %d members, replicas %d, %s (%.1fs to the final reads), faults injected: %d (%s)\n",
-		o.seed, o.members, o.replicas, o.duration, elapsed.Seconds(), total, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "\ncastychaos: seed %d, %d members, replicas %d, %s (%.1fs to the final reads), held %s, faults injected: %d (%s)\n",
+		o.seed, o.members, o.replicas, o.duration, elapsed.Seconds(), &o.hold, total, strings.Join(parts, ", "))
 	if slices.Contains(n.faults, faultSkew) {
 		fmt.Fprintf(w, "castychaos: clock skews at the end: %s\n", skews(n.procs))
 	}
@@ -400,6 +429,11 @@ func summary(w io.Writer, o options, n *nemesis, rows []row, elapsed time.Durati
 	tw.Flush()
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %s: %s\n", r.workload, r.detail)
+	}
+	for _, r := range rows {
+		if r.failures != "" {
+			fmt.Fprintf(w, "  %s definite failures: %s\n", r.workload, r.failures)
+		}
 	}
 	return pass
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +25,51 @@ type workload interface {
 	name() string
 	// op runs one operation of client, choosing with rng.
 	op(ctx context.Context, client int, rng *rand.Rand)
+	// probe reads every key once, outside the checked history: settle
+	// waits until it succeeds.
+	probe(ctx context.Context) error
 	// final reads the end state, after every fault is healed, and
 	// judges the run.
 	final(ctx context.Context) row
+}
+
+// probeKeys reads each of n keys with read, each call bounded by
+// callTimeout, and returns the first failure.
+func probeKeys(ctx context.Context, n int, read func(ctx context.Context, i int) error) error {
+	for i := range n {
+		if _, err := call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, read(ctx, i) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *registerWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, w.keys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.registers.Ref(w.sys, fmt.Sprint("reg-", i)), (*Register).Get)
+		return err
+	})
+}
+
+func (w *setWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, setKeys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.sets.Ref(w.sys, fmt.Sprint("set-", i)), (*Set).All)
+		return err
+	})
+}
+
+func (w *counterWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, counterKeys, func(ctx context.Context, i int) error {
+		_, err := casty.Call0(ctx, w.kinds.counters.Ref(w.sys, fmt.Sprint("ctr-", i)), (*Counter).Get)
+		return err
+	})
+}
+
+func (w *ledgerWorkload) probe(ctx context.Context) error {
+	return probeKeys(ctx, 1, func(ctx context.Context, _ int) error {
+		_, err := casty.Call0(ctx, w.ref(), (*Ledger).Audit)
+		return err
+	})
 }
 
 // row is a workload's line in the summary.
@@ -36,10 +80,20 @@ type row struct {
 	linearizable                   string // "yes", "no", "unknown", or "-" when not checked
 	pass                           bool
 	detail                         string
+	failures                       string // the definite failures' errors, counted, "" when none
 }
 
-// tally counts a workload's outcomes.
-type tally struct{ ops, ok, failed, indeterminate atomic.Int64 }
+// tally counts a workload's outcomes, and each definite failure's error
+// (so a person can tell what failed).
+type tally struct {
+	ops, ok, failed, indeterminate atomic.Int64
+
+	mu    sync.Mutex
+	fails map[string]int
+}
+
+// maxFailureKinds bounds the distinct errors a tally keeps.
+const maxFailureKinds = 8
 
 // outcome classifies err and counts it: nil is ok, castytest.Indeterminate
 // is indeterminate, anything else a definite failure.
@@ -54,12 +108,33 @@ func (t *tally) outcome(err error) outcomeKind {
 		return unknown
 	default:
 		t.failed.Add(1)
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		t.mu.Lock()
+		if t.fails == nil {
+			t.fails = map[string]int{}
+		}
+		if _, ok := t.fails[msg]; ok || len(t.fails) < maxFailureKinds {
+			t.fails[msg]++
+		}
+		t.mu.Unlock()
 		return failed
 	}
 }
 
 func (t *tally) row(name string) row {
-	return row{workload: name, ops: t.ops.Load(), ok: t.ok.Load(), failed: t.failed.Load(), indeterminate: t.indeterminate.Load()}
+	r := row{workload: name, ops: t.ops.Load(), ok: t.ok.Load(), failed: t.failed.Load(), indeterminate: t.indeterminate.Load()}
+	t.mu.Lock()
+	var parts []string
+	for msg, n := range t.fails {
+		parts = append(parts, fmt.Sprintf("%d× %s", n, msg))
+	}
+	t.mu.Unlock()
+	slices.Sort(parts)
+	r.failures = strings.Join(parts, "; ")
+	return r
 }
 
 type outcomeKind int
@@ -186,6 +261,7 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		w.end(p, castytest.Written[int64](), err)
 		if err == nil {
 			w.remember(client, key, v)
+			w.kinds.acks.acked(w.kinds.registers.Name(), key)
 		}
 	default:
 		old, v := w.recall(client, key), uniqueValue(client, w.seq[client].Add(1))
@@ -198,6 +274,9 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 			return casty.Call(ctx, ref, (*Register).CAS, Swap{Old: old, New: v})
 		})
 		w.end(p, castytest.Swapped[int64](ok), err)
+		if err == nil && ok {
+			w.kinds.acks.acked(w.kinds.registers.Name(), key)
+		}
 	}
 }
 
@@ -264,12 +343,46 @@ func (w *registerWorkload) final(ctx context.Context) row {
 	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate, %d of them reads, which constrain nothing); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
 		res.Ops, w.keys, res.Indeterminate, res.LeftOut, r.lost, w.relayed.Load(), w.early.Load())
 	if !res.Ok() {
+		r.detail += "; each register on its own: " + verifyEach(ops)
 		path := w.logDir + "/register.html"
 		if err := res.WriteHTML(path); err == nil {
 			r.detail += "; visualisation: " + path
 		}
 	}
 	return r
+}
+
+// verifyEach checks each register's history on its own, all at once and
+// each within 60 s, and says which were decided which way: when the
+// whole history is not found linearizable, it tells the registers that
+// were from those that were not, or could not be decided.
+func verifyEach(ops []castytest.Op[registerOp, registerResult]) string {
+	byKey := map[string][]castytest.Op[registerOp, registerResult]{}
+	for _, op := range ops {
+		byKey[op.Input.Key] = append(byKey[op.Input.Key], op)
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	results := make([]castytest.Result, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { results[i] = castytest.Verify(castytest.RegisterModel[int64](0), byKey[k], 60*time.Second) })
+	}
+	wg.Wait()
+	yes := 0
+	var others []string
+	for i, k := range keys {
+		res := results[i]
+		if res.Ok() {
+			yes++
+			continue
+		}
+		others = append(others, fmt.Sprintf("%s %s (%d operations, %d indeterminate)", k, res.Verdict, res.Ops, res.Indeterminate))
+	}
+	out := fmt.Sprintf("%d of %d linearizable", yes, len(keys))
+	if len(others) > 0 {
+		out += ", " + strings.Join(others, ", ")
+	}
+	return out
 }
 
 // ---- set ----
@@ -310,6 +423,7 @@ func (w *setWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 		w.mu.Lock()
 		w.acked[key] = append(w.acked[key], e)
 		w.mu.Unlock()
+		w.kinds.acks.acked(w.kinds.sets.Name(), key)
 	}
 }
 
@@ -363,11 +477,13 @@ func (w *counterWorkload) name() string { return "counter" }
 
 func (w *counterWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	i := rng.IntN(counterKeys)
-	ref := w.kinds.counters.Ref(w.sys, fmt.Sprint("ctr-", i))
+	key := fmt.Sprint("ctr-", i)
+	ref := w.kinds.counters.Ref(w.sys, key)
 	_, err := call(ctx, func(ctx context.Context) (int64, error) { return casty.Call(ctx, ref, (*Counter).Add, 1) })
 	switch w.t.outcome(err) {
 	case done:
 		w.acked[i].Add(1)
+		w.kinds.acks.acked(w.kinds.counters.Name(), key)
 	case unknown:
 		w.indet[i].Add(1)
 	}
@@ -416,7 +532,10 @@ type ledgerWorkload struct {
 
 func (w *ledgerWorkload) name() string { return "ledger" }
 
-func (w *ledgerWorkload) ref() casty.Ref[Ledger] { return w.kinds.ledgers.Ref(w.sys, "ledger-0") }
+// ledgerKey is the ledger workload's one actor.
+const ledgerKey = "ledger-0"
+
+func (w *ledgerWorkload) ref() casty.Ref[Ledger] { return w.kinds.ledgers.Ref(w.sys, ledgerKey) }
 
 func (w *ledgerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	if rng.IntN(5) == 0 {
@@ -434,6 +553,7 @@ func (w *ledgerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 	case done:
 		if rc.Applied {
 			w.applied.Add(1)
+			w.kinds.acks.acked(w.kinds.ledgers.Name(), ledgerKey)
 		}
 	case unknown:
 		w.indet.Add(1)
