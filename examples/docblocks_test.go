@@ -69,6 +69,7 @@ var fragmentImports = map[string]string{
 	"slices":     "slices",
 	"strings":    "strings",
 	"sync":       "sync",
+	"synctest":   "testing/synctest",
 	"testing":    "testing",
 	"time":       "time",
 }
@@ -95,6 +96,12 @@ type Ledger struct{ N int }
 func (l *Ledger) Add(ctx context.Context, n int) (int, error) { l.N += n; return l.N, nil }
 
 var Ledgers = casty.Actor[Ledger]()
+
+var seed int64
+
+var h = castytest.NewHistory[castytest.RegisterOp[int], castytest.RegisterResult[int]]()
+
+var model = castytest.RegisterModel(0)
 `,
 }
 

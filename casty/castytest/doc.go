@@ -140,12 +140,17 @@
 //
 //	func TestSurvivesACrash(t *testing.T) {
 //		synctest.Test(t, func(t *testing.T) {
+//			ctx := context.Background()
 //			c := castytest.NewCluster(t, 3)
-//			_, err := casty.Call(ctx, Tallies.Ref(c.Member(0), "k"), (*Tally).Add, 1)
+//			if _, err := casty.Call(ctx, Ledgers.Ref(c.Member(0), "k"), (*Ledger).Add, 1); err != nil {
+//				t.Fatal(err)
+//			}
 //			c.Crash(2)
 //			time.Sleep(time.Minute) // virtual: past RemoveDeadAfter (30 s)
-//			n, err := casty.Call(ctx, Tallies.Ref(c.Member(1), "k"), (*Tally).Add, 1)
-//			...
+//			n, err := casty.Call(ctx, Ledgers.Ref(c.Member(1), "k"), (*Ledger).Add, 1)
+//			if err != nil || n != 2 {
+//				t.Fatalf("after the crash: %d, %v", n, err)
+//			}
 //		})
 //	}
 //
