@@ -31,7 +31,7 @@ func TestExamples(t *testing.T) {
 		}},
 		{"09_reactivation", []string{
 			"watchtower beats on its owner (10 beats so far, life #1)",
-			"after its owner left it resumed on another member, unprompted: life #2, beats carried over: true",
+			"after its owner left it resumed on another member, unprompted: a new life: true, beats carried over: true",
 			"retired: running anywhere: false",
 		}},
 		{"04_supervision", []string{
