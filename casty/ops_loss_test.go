@@ -18,6 +18,9 @@ import (
 // is refused, with ErrNotRemoved, the loss of a member still placed.
 func TestPlacementRequestsNeedTheOperatorRole(t *testing.T) {
 	nodes := startCluster(t, 2, secured()...)
+	waitFor(t, 10*time.Second, "both members placed", func() bool {
+		return casty.Settled(nodes[0], 2) && casty.Settled(nodes[1], 2)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client, err := connectLite(t, nodes[0].Addr(), casty.WithClientSecret(testClientSecret))
