@@ -72,6 +72,16 @@ func startCluster(t *testing.T, n int, opts ...casty.Option) []*casty.System {
 		nodes = append(nodes, startNode(t, []string{first.Addr()}, opts...))
 	}
 	waitConverged(t, nodes, n)
+	// And the agreed placement of replicated kinds, a round trip or two
+	// later.
+	waitFor(t, 15*time.Second, fmt.Sprintf("%d members placed everywhere", n), func() bool {
+		for _, s := range nodes {
+			if casty.Placed(s) != n {
+				return false
+			}
+		}
+		return true
+	})
 	return nodes
 }
 
