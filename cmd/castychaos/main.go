@@ -70,7 +70,7 @@
 // cut-off one hands its copies over and rejoins once healed.
 //
 // After the duration every fault is healed and the run waits, at most
-// 60 s, for the cluster to settle: every member reports the same agreed
+// 90 s, for the cluster to settle: every member reports the same agreed
 // placement with every member placed, nothing syncing and no sync waiting
 // for a removed member, and every key has its replicas up and answers a
 // read. Only then do the final reads judge what was kept; a cluster that

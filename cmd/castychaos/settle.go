@@ -10,7 +10,7 @@ import (
 
 // settleBound bounds the wait, after every fault is healed, for the
 // cluster to settle (settle) before the final reads.
-const settleBound = 60 * time.Second
+const settleBound = 90 * time.Second
 
 // settle waits, after every fault is healed, until the cluster is whole
 // again, so the final reads judge the state it settled in rather than a
