@@ -52,9 +52,5 @@ func decodeLog(b []byte) (agreed.Log, bool) {
 	return l, true
 }
 
-// removed reports whether p took id out (a leave or a removal): it never
-// holds replicated state under this id again.
-func (p *layout) removed(id ring.NodeID) bool { return p.p.WasGone(id) }
-
 // placed reports whether id holds replicated state in p.
 func (p *layout) placed(id ring.NodeID) bool { return p.ring.Has(id) }

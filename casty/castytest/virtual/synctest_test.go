@@ -37,11 +37,17 @@ func TestClusterOnVirtualTime(t *testing.T) {
 			}
 		}
 		c.Crash(2)
-		time.Sleep(2 * castytest.TestConfig().SuspicionTimeout)
-		time.Sleep(35 * time.Second) // past RemoveDeadAfter (30 s)
-		for _, via := range []*casty.System{c.Member(0), c.Member(1)} {
-			if n := len(via.Members()); n != 2 {
-				t.Fatalf("%s sees %d members past RemoveDeadAfter, want 2", via.Addr(), n)
+		// Both survivors drop the crashed member: waited for on the
+		// bubble's clock, with a virtual deadline well past
+		// RemoveDeadAfter (30 s).
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			m0, m1 := c.Member(0), c.Member(1)
+			if len(m0.Members()) == 2 && len(m1.Members()) == 2 && m0.Replication().Placed == 2 && m1.Replication().Placed == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a virtual minute after the crash the survivors see %d and %d members and place %d and %d; want 2",
+					len(m0.Members()), len(m1.Members()), m0.Replication().Placed, m1.Replication().Placed)
 			}
 		}
 		for _, k := range keys {
