@@ -51,10 +51,13 @@ type replicator struct {
 	mu     sync.Mutex // guards rep, pl and every replica.Session and replica.Sync
 	rep    *replica.Replica
 	pl     *layout // the placement this member adopted
-	joiner bool    // joined a running cluster: syncs even on its first placement
+	joiner bool    // joined a running cluster (started with seeds)
 
-	// A joiner is settled once every range it entered synced once; until
-	// then each newer placement restarts its syncs (generation syncGen).
+	// A joiner is settled once every range its join made it enter synced
+	// once (it answers syncs as a newcomer until then). syncGen is the
+	// generation syncs run in: with every placement version adopted in
+	// order it no longer changes, and the checks against it are left
+	// for a cleanup.
 	settledJoin bool
 	syncGen     uint64
 	pending     int        // syncs of the current generation not done
