@@ -597,7 +597,7 @@ func (cl *cluster) refresh() {
 	}
 	for _, next := range adopt {
 		if next.version > 1 {
-			cl.logger.Info("casty: placement version adopted", "node", cl.self.String(), "version", next.version, "members", next.ring.Size())
+			cl.logger.Debug("casty: placement version adopted", "node", cl.self.String(), "version", next.version, "members", next.ring.Size())
 		}
 	}
 	if cl.rp != nil {
