@@ -65,10 +65,13 @@ func pointOf(k *actor.Kind, key string) uint64 {
 	return p
 }
 
-// placement is a key's ring point when the caller knows it.
+// placement is a key's ring point when the caller knows it. For a
+// service called Beside an actor, near is that actor's kind and point its
+// key's: the call goes to the member serving that actor.
 type placement struct {
 	point uint64
 	known bool
+	near  *actor.Kind
 }
 
 // placementOf returns k's key placed: from at when known, else hashed.

@@ -35,7 +35,10 @@ func (cl *cluster) target(k *actor.Kind, key string, at placement) (dest, error)
 // member clockwise (the owner once the leave is adopted).
 func (cl *cluster) targetAvoiding(k *actor.Kind, key string, at placement, avoid map[ring.NodeID]bool) (dest, error) {
 	v := cl.view.Load()
-	if k.Service {
+	if k.Service && at.near != nil {
+		// A service Beside an actor: on the member serving that actor.
+		k = at.near
+	} else if k.Service {
 		if !cl.lite {
 			return dest{local: true}, nil
 		}
@@ -128,6 +131,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			req.trace = cl.sys.tel.outgoing(ctx)
 			req.Deadline = deadline.UnixNano()
 			req.at = at
+			if k.Service {
+				req.at = placement{} // a service runs wherever it is called
+			}
 			payload = appendCallReqHead((*buf)[:0], &req)
 			if encode != nil {
 				if payload, err = encode(payload); err != nil {

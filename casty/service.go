@@ -32,3 +32,20 @@ func (s *ServiceKind[T]) Ref(sys *System) Ref[T] {
 
 func (s *ServiceKind[T]) desc() *actor.Kind { return s.k }
 func (s *ServiceKind[T]) typed(*T)          {}
+
+// Beside addresses the service on the member that serves the actor ref
+// names: the owner of ref's key (for a replicated kind, the first live
+// member of its replica set). Work that must wait next to an actor without
+// holding it — a caller parked until a lock it asked for is granted — runs
+// there, and reaches the actor with a local call. Which member that is
+// follows the ring as it moves; the service runs wherever the call lands,
+// so it must not assume it is beside the actor, only that it usually is.
+// On a local system Beside is Ref.
+func Beside[T, A any](s *ServiceKind[T], ref Ref[A]) Ref[T] {
+	r := Ref[T]{sys: ref.sys, kind: s.k}
+	if ref.kind != nil && ref.sys != nil && ref.sys.cl != nil {
+		r.at = placementOf(ref.kind, ref.key, ref.at)
+		r.at.near = ref.kind
+	}
+	return r
+}

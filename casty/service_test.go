@@ -3,6 +3,8 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,4 +180,54 @@ func TestServiceDeclarationRules(t *testing.T) {
 		type Quiet struct{}
 		casty.Service[Quiet](casty.Replicas(3))
 	})
+}
+
+var ReplicatedWheres = casty.Actor[Where](casty.Name("test.WhereR3"), casty.Replicas(3), casty.Write(casty.Majority))
+
+// A service called Beside an actor runs on the member serving that actor,
+// whichever node calls it, a lite member included; without Beside a
+// member runs its service calls itself.
+func TestBesideRunsTheServiceWhereTheActorIs(t *testing.T) {
+	nodes := startCluster(t, 4)
+	lite, err := connectLite(t, nodes[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the lite member routes to 4 members", func() bool { return casty.Routed(lite) == 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	callers := append(append([]*casty.System{}, nodes...), lite)
+	for _, kind := range []*casty.Kind[Where]{Wheres, ReplicatedWheres} {
+		hosts := map[string]bool{}
+		for i := range 12 {
+			key := fmt.Sprint("beside-", i)
+			out, err := casty.Call0(ctx, kind.Ref(nodes[0], key), (*Where).Hit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, _, _ := strings.Cut(out, "#")
+			hosts[host] = true
+			for _, c := range callers {
+				at, err := casty.Call0(ctx, casty.Beside(Locators, kind.Ref(c, key)), (*Locator).Where)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if at != host {
+					t.Fatalf("%s: the service beside %s/%s, called from %s (lite %v), ran on %s; the actor is on %s", kind.Name(), kind.Name(), key, c.Addr(), c == lite, at, host)
+				}
+			}
+		}
+		if len(hosts) < 2 {
+			t.Fatalf("%s: 12 keys all on %v: the test proves nothing", kind.Name(), hosts)
+		}
+	}
+}
+
+func ExampleBeside() {
+	sys := casty.Local()
+	defer sys.Close(context.Background())
+	// On a local system every call is local: Beside is the service's Ref.
+	at, err := casty.Call0(context.Background(), casty.Beside(Locators, Wheres.Ref(sys, "k")), (*Locator).Where)
+	fmt.Println(at == sys.Addr(), err)
+	// Output: true <nil>
 }
