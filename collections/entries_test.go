@@ -339,7 +339,11 @@ func TestBadInputIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, open := range []func() error{
-		func() error { q, _ := collections.NewMap[string, string](sys, "small", collections.Shards(8)); _, err := q.Size(ctx); return err },
+		func() error {
+			q, _ := collections.NewMap[string, string](sys, "small", collections.Shards(8))
+			_, err := q.Size(ctx)
+			return err
+		},
 		func() error {
 			q, _ := collections.NewMap[string, string](sys, "small", collections.Read(casty.Majority))
 			_, err := q.Size(ctx)
