@@ -1,4 +1,67 @@
-// Package collections is distributed collections over Casty's actors:
-// Map, Set, MultiMap, Counter, Register, Queue, Semaphore, Lock and
-// Barrier.
+// Package collections is Casty's distributed collections: Map, Set,
+// MultiMap, Counter, Register, Queue, Semaphore, Lock and Barrier, each a
+// typed facade over ordinary replicated actors.
+//
+//	prices, err := collections.NewMap[string, float64](sys, "prices")
+//	err = prices.Put(ctx, "sku-1234", 49.90)
+//	v, ok, err := prices.Get(ctx, "sku-1234")
+//	n, err := prices.Size(ctx)
+//
+// # Nothing new underneath
+//
+// A collection introduces no mechanism of its own. Its state lives in
+// shard actors — one Go actor type, declared as one casty kind per
+// replication triple — placed, replicated, fenced and failed over exactly
+// like any other actor: a write is acknowledged once a write quorum of the
+// shard's replicas holds it, and a crashed owner's shards activate from
+// their replicas on the next member. Three families:
+//
+//   - Sharded by item: Map, Set and MultiMap spread their items over
+//     Shards shard actors (default 32), an item going to the shard its
+//     encoding hashes to (ring.Shard's rule); Size and Clear ask every
+//     shard at once, Items streams them shard by shard.
+//   - Striped: Counter splits one integer over Shards stripes; each Add
+//     lands on the next stripe in turn, Get sums every stripe.
+//   - Single owner: Register, Queue, Semaphore, Lock and Barrier live on one
+//     shard actor each; its single writer is what makes CompareAndSwap,
+//     FIFO order and fencing tokens correct. They scale by having many
+//     named instances.
+//
+// Keys, values and elements are encoded by the facade (msgpack, maps made
+// canonical) and shards hold bytes, so none of them needs registering with
+// casty.Message, and a Map[string, float64] still type-checks Put and Get.
+// A type that cannot cross the wire — a channel, a function, an interface —
+// is refused by the constructor, naming the type (ErrNotEncodable); an item
+// larger than MaxItem is refused before anything is sent (ErrTooLarge).
+//
+// # Names, triples and every member
+//
+// A shard's kind is named after its replication triple,
+// "casty.collections.Shard[r3,wmajority,rone]", so any member that receives
+// a call materialises the shard with the right replication without the
+// collection's constructor having run there. Kinds must be declared on
+// every member when the process starts (a member syncs the replicas of the
+// kinds it has declared), so this package declares the common triples —
+// r1,wone,rone; r3,wmajority,rone (the default); r3,wmajority,rmajority —
+// and Declare adds others, at package level like casty.Actor. A member
+// serves collections only if its program imports this package: a member
+// process that only serves others' calls imports it for its effect:
+//
+//	import _ "github.com/casty-go/casty/collections"
+//
+// Each collection's name has a catalog entry recording its type,
+// triple and shard count (or permits, or parties); the first operation
+// of each opened facade checks it, so the same name opened as another
+// type or with other options fails with ErrMismatch instead of silently
+// sharing or splitting state.
+//
+// # Where this package departs from the original design
+//
+// The constructors live here, not in casty, because casty is the lower
+// layer: collections import casty, never the reverse, and a program that
+// uses no collection links none. They take this package's Options
+// (Replicas, Write, Read, Shards, MaxItem, TTL) rather than casty's
+// KindOptions, which configure declarations and are opaque outside casty;
+// and they return an error, since a bad name, option or type is the
+// caller's to handle, not a panic.
 package collections

@@ -318,7 +318,7 @@ func TestBadInputIsRefused(t *testing.T) {
 	if _, err := collections.NewSet[any](sys, "anys"); !errors.Is(err, collections.ErrNotEncodable) {
 		t.Fatalf("an interface element: %v", err)
 	}
-	if _, err := collections.NewMap[string, int](sys, "odd", collections.Replicas(5)); !errors.Is(err, collections.ErrUndeclared) || !contains(err, "r5,wmajority,rone") {
+	if _, err := collections.NewMap[string, int](sys, "odd", collections.Replicas(7)); !errors.Is(err, collections.ErrUndeclared) || !contains(err, "r7,wmajority,rone") {
 		t.Fatalf("an undeclared triple: %v", err)
 	}
 	if _, err := collections.NewMap[string, int](sys, "odd", collections.Replicas(3), collections.Write(casty.Quorum(4))); !errors.Is(err, collections.ErrInvalidOption) {
