@@ -10,12 +10,13 @@ require (
 
 require (
 	github.com/casty-go/casty/actor v0.1.0 // indirect
+	github.com/casty-go/casty/collections v0.1.0
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
 	github.com/casty-go/casty/internal v0.1.0 // indirect
 	github.com/casty-go/casty/pager v0.1.0 // indirect
 	github.com/casty-go/casty/replica v0.1.0 // indirect
-	github.com/casty-go/casty/ring v0.1.0 // indirect
+	github.com/casty-go/casty/ring v0.1.0
 	github.com/casty-go/casty/wire v0.1.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
@@ -47,3 +48,5 @@ replace github.com/casty-go/casty/internal => ../internal
 replace github.com/casty-go/casty/replica => ../replica
 
 replace github.com/casty-go/casty/arrowpager => ../arrowpager
+
+replace github.com/casty-go/casty/collections => ../collections

@@ -5,6 +5,7 @@
 //	go run ./bench -only local
 //	go run ./bench -only replication
 //	go run ./bench -only processes  # the hot key, each member a process
+//	go run ./bench -only collections
 //
 // Every figure is printed with the floor it is compared with, measured in
 // the same run, because shared machines are noisy.
@@ -65,7 +66,7 @@ func add(what, figure, floor, ratio, note string) {
 }
 
 func main() {
-	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication, processes)")
+	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication, processes, collections)")
 	activations := flag.Int("activations", 1_000_000, "idle activations for the memory figure")
 	seed := flag.String("member", "", "run as a member joined to this seed (started by the processes group)")
 	flag.Parse()
@@ -85,6 +86,9 @@ func main() {
 	}
 	if *only == "" || strings.Contains("processes", *only) {
 		processes()
+	}
+	if *only == "" || strings.Contains("collections", *only) {
+		collectionsBench()
 	}
 	fmt.Printf("| figure | result | floor (same run) | ratio | note |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
