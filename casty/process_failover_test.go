@@ -138,7 +138,9 @@ func TestDurableActorResumesAfterItsProcessIsKilled(t *testing.T) {
 		}
 		s, ok, err := Sentinels.StateOf(cctx, lite, key)
 		st = s
-		return err == nil && ok
+		// StateOf may read the new activation before its Activate hook
+		// has run (Lives still 1): wait for the hook.
+		return err == nil && ok && s.Lives >= 2
 	})
 	if st.Beats != 3 || st.Lives != 2 {
 		t.Fatalf("resumed with %+v, want 3 beats and a second Activate", st)

@@ -106,13 +106,23 @@ func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 	if _, err := casty.Call(ctx, Accounts.Ref(lite, key), (*Account).Deposit, 5); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := lite.Placement(Accounts.Name(), key, 3)
-	var crashed []string
-	for i := range c.N() {
-		if len(crashed) < 2 && slices.ContainsFunc(p.Replicas, func(m casty.Member) bool { return m.Addr == c.Addr(i) }) {
-			crashed = append(crashed, c.Member(i).ID())
-			c.Crash(i)
+	// The lite member's placement may still be catching up with the
+	// members' agreed one: wait until it names the key's three holders.
+	var holders []int
+	wait.For(t, 20*time.Second, "the lite member to place the key on three members", func() bool {
+		p, _ := lite.Placement(Accounts.Name(), key, 3)
+		holders = holders[:0]
+		for i := range c.N() {
+			if slices.ContainsFunc(p.Replicas, func(m casty.Member) bool { return m.Addr == c.Addr(i) }) {
+				holders = append(holders, i)
+			}
 		}
+		return len(holders) == 3
+	})
+	var crashed []string
+	for _, i := range holders[:2] {
+		crashed = append(crashed, c.Member(i).ID())
+		c.Crash(i)
 	}
 	var out string
 	wait.For(t, cfg.RemoveDeadAfter+20*time.Second, "castyctl waiting to name both crashed members", func() bool {
