@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/casty-go/casty/casty"
 )
@@ -20,8 +21,8 @@ type base struct {
 	opt   options
 	catal casty.Ref[shard]
 
-	mu     sync.Mutex
-	opened bool
+	mu     sync.Mutex  // serialises the catalog check
+	opened atomic.Bool // the catalog agreed
 }
 
 // newBase checks a collection's name and options and finds its kind.
@@ -82,9 +83,12 @@ func shardCount(o options) (int, error) {
 // open makes sure, once per facade, that the catalog agrees on what the
 // collection is: the first opener records it, later ones must match.
 func (b *base) open(ctx context.Context) error {
+	if b.opened.Load() {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.opened {
+	if b.opened.Load() {
 		return nil
 	}
 	r, err := casty.Call(ctx, b.catal, (*shard).Open, req{Meta: b.meta})
@@ -95,7 +99,7 @@ func (b *base) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %q is a %s with %s, param %d; opened as a %s with %s, param %d",
 			ErrMismatch, b.name, r.Meta.Type, r.Meta.Triple, r.Meta.Param, b.meta.Type, b.meta.Triple, b.meta.Param)
 	}
-	b.opened = true
+	b.opened.Store(true)
 	return nil
 }
 
