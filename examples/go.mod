@@ -41,6 +41,7 @@ require (
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/casty-go/casty/actor v0.1.0 // indirect
 	github.com/casty-go/casty/arrowpager v0.1.0
+	github.com/casty-go/casty/collections v0.1.0
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
 	github.com/casty-go/casty/internal v0.1.0 // indirect
@@ -76,3 +77,5 @@ replace github.com/casty-go/casty/internal => ../internal
 replace github.com/casty-go/casty/replica => ../replica
 
 replace github.com/casty-go/casty/arrowpager => ../arrowpager
+
+replace github.com/casty-go/casty/collections => ../collections

@@ -97,18 +97,26 @@ func (p *proc) stop() error {
 	return p.wait()
 }
 
+// buildExample builds the example in dir into a temporary directory and
+// returns the binary's path.
+func buildExample(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./"+dir).CombinedOutput(); err != nil {
+		t.Fatalf("go build ./%s: %v\n%s", dir, err, out)
+	}
+	return bin
+}
+
 // 13_processes with real processes: three members, each its own process,
 // and a client process, started as its doc comment says.
 func TestProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
 	}
-	bin := filepath.Join(t.TempDir(), "casty-procs")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./13_processes").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "13_processes")
 	first := startProc(t, bin, "-role", "member", "-listen", "127.0.0.1:0")
 	seed := strings.TrimPrefix(first.expect(t, "member ready at "), "member ready at ")
 	members := []*proc{first}
@@ -140,5 +148,30 @@ func TestProcesses(t *testing.T) {
 		if err := m.wait(); err != nil {
 			t.Fatalf("member after SIGTERM: %v\n%s", err, m.stderr.String())
 		}
+	}
+}
+
+// 05_replicated_inventory starts its own member processes: it closes one
+// gracefully, replaces it, kills another, and reads every write back. It
+// exits 0 once its remaining members have left.
+func TestReplicatedInventory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	demo := startProc(t, buildExample(t, "05_replicated_inventory"))
+	for _, want := range []string{
+		"3 member processes; the demo joined as a lite member",
+		"received 390 units of 20 SKUs",
+		"member left: ", // the deploy's graceful close
+		"deploy: a member left gracefully, its replacement joined; the lite member routes to 3",
+		"machine failure: the warehouse's owner was killed",
+		"after a graceful close and a kill: stock intact: true, 20 of 20 prices intact: true",
+		"shipped 1 of sku-00: stock 9",
+		"member left: ", "member left: ", // the cleanup's
+	} {
+		demo.expect(t, want)
+	}
+	if err := demo.wait(); err != nil {
+		t.Fatalf("demo: %v\n%s", err, demo.stderr.String())
 	}
 }
