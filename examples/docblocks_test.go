@@ -55,28 +55,32 @@ import (
 // fragmentImports are the packages a fragment may name without importing
 // them, by the name it uses.
 var fragmentImports = map[string]string{
-	"casty":      "github.com/casty-go/casty/casty",
-	"castytest":  "github.com/casty-go/casty/casty/castytest",
-	"arrowpager": "github.com/casty-go/casty/arrowpager",
-	"context":    "context",
-	"errors":     "errors",
-	"fmt":        "fmt",
-	"http":       "net/http",
-	"io":         "io",
-	"iter":       "iter",
-	"log":        "log",
-	"os":         "os",
-	"slices":     "slices",
-	"strings":    "strings",
-	"sync":       "sync",
-	"synctest":   "testing/synctest",
-	"testing":    "testing",
-	"time":       "time",
+	"casty":       "github.com/casty-go/casty/casty",
+	"collections": "github.com/casty-go/casty/collections",
+	"castytest":   "github.com/casty-go/casty/casty/castytest",
+	"arrowpager":  "github.com/casty-go/casty/arrowpager",
+	"context":     "context",
+	"errors":      "errors",
+	"fmt":         "fmt",
+	"http":        "net/http",
+	"io":          "io",
+	"iter":        "iter",
+	"log":         "log",
+	"os":          "os",
+	"slices":      "slices",
+	"strings":     "strings",
+	"sync":        "sync",
+	"synctest":    "testing/synctest",
+	"testing":     "testing",
+	"time":        "time",
 }
 
 // docPreludes declares, per file (slash path from the repository root),
 // what the code blocks of its package doc comment use without declaring.
 var docPreludes = map[string]string{
+	"collections/doc.go": `
+var sys *casty.System
+`,
 	"casty/castytest/doc.go": `
 var (
 	client int
