@@ -18,9 +18,17 @@ import (
 	"github.com/casty-go/casty/casty/internal/seam"
 )
 
-// StartTimeout bounds how long NewCluster, Lite and Restart wait for the
-// membership to converge before failing the test.
+// StartTimeout bounds how long NewCluster, Lite, Restart and Join wait
+// for the membership to converge before failing the test.
 const StartTimeout = 30 * time.Second
+
+// maxMembers bounds a cluster's full members, those NewCluster starts and
+// those Join adds: nodes 0 to maxMembers-1 of the test network.
+const maxMembers = 1000
+
+// liteNode is the lite member's node on the test network, whatever N()
+// is: past every member's, so that a member Join starts never takes it.
+const liteNode = maxMembers
 
 // TestConfig is the casty.Config every member of a NewCluster runs with
 // unless MemberOptions passes a casty.WithConfig of its own (which then
@@ -94,16 +102,17 @@ func MemberOptions(opts ...casty.Option) ClusterOption {
 
 // Cluster is an in-process Casty cluster whose network can fail on
 // demand. Its methods are safe for concurrent use; index i names member i
-// (0 to N()-1), and N() names the lite member in the link methods.
+// (0 to N()-1), and N() names the lite member in the link methods (Join
+// moves it up by one).
 type Cluster struct {
 	t      testing.TB
-	n      int
 	seed   int64
 	nw     *network
 	opts   []casty.Option
 	mutant string
 
 	mu      sync.Mutex
+	n       int // len(members)
 	members []*slot
 	lite    *slot
 	closed  bool
@@ -124,8 +133,8 @@ type slot struct {
 // memory. t.Cleanup stops every member as Crash does.
 func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
-	if n < 1 || n > 1000 {
-		t.Fatalf("castytest: NewCluster of %d members: want 1 to 1000", n)
+	if n < 1 || n > maxMembers {
+		t.Fatalf("castytest: NewCluster of %d members: want 1 to %d", n, maxMembers)
 	}
 	o := clusterOptions{seed: time.Now().UnixNano()}
 	for _, opt := range opts {
@@ -216,7 +225,10 @@ func (c *Cluster) member(i int, sl *slot) casty.Option {
 func (c *Cluster) start(i int, seeds []string) (*casty.System, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	opts := append(slices.Clone(c.opts), casty.Seeds(seeds...), c.member(i, c.members[i]))
+	c.mu.Lock()
+	sl := c.members[i]
+	c.mu.Unlock()
+	opts := append(slices.Clone(c.opts), casty.Seeds(seeds...), c.member(i, sl))
 	return casty.Start(ctx, addrOf(i), opts...)
 }
 
@@ -269,8 +281,13 @@ func inBubble() bool {
 	return now == now.Round(0)
 }
 
-// N is the number of full members.
-func (c *Cluster) N() int { return c.n }
+// N is the number of full members: those NewCluster started and those
+// Join added.
+func (c *Cluster) N() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
 
 // Seed is the seed of the network's random choices.
 func (c *Cluster) Seed() int64 { return c.seed }
@@ -304,17 +321,22 @@ func (c *Cluster) slot(i int) *slot {
 	return c.members[i]
 }
 
-// node checks that i names a member or the lite member.
+// node returns the test network's node that index i names: member i, or
+// the lite member when i is N().
 func (c *Cluster) node(i int) int {
-	if i < 0 || i > c.n {
-		c.t.Fatalf("castytest: no node %d: members are 0 to %d, the lite member %d", i, c.n-1, c.n)
+	n := c.N()
+	if i < 0 || i > n {
+		c.t.Fatalf("castytest: no node %d: members are 0 to %d, the lite member %d", i, n-1, n)
+	}
+	if i == n {
+		return liteNode
 	}
 	return i
 }
 
 // Lite returns a lite member (casty.Connect) on the same network, started
 // on first use: it routes calls to the members without owning keys, as
-// your clients would. Its node index is N().
+// your clients would. Its node index is N() (after a Join, the new N()).
 func (c *Cluster) Lite() *casty.System {
 	c.t.Helper()
 	c.mu.Lock()
@@ -336,7 +358,7 @@ func (c *Cluster) Lite() *casty.System {
 	sl := &slot{}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	opts := append(slices.Clone(c.opts), c.member(c.n, sl))
+	opts := append(slices.Clone(c.opts), c.member(liteNode, sl))
 	sys, err := casty.Connect(ctx, seeds, opts...)
 	if err != nil {
 		c.t.Fatalf("castytest: start the lite member: %v (seed %d)", err, c.seed)
@@ -426,6 +448,53 @@ func (c *Cluster) Restart(i int) *casty.System {
 	return sys
 }
 
+// Join starts one more full member — a newcomer with a new identity, no
+// state and an address of its own — joining through the members up (not
+// crashed nor paused), and returns its index: the N() before the call,
+// which grows by one (the lite member's index in the link methods with
+// it). It waits until the newcomer is ready (casty.Health's Ready): it
+// has seen the others, the placement agreed with it in holds it, and it
+// has synced the ranges it entered. A member paused or cut off meanwhile
+// learns of it once back; Join does not wait for that.
+func (c *Cluster) Join() int {
+	c.t.Helper()
+	c.mu.Lock()
+	if c.n == maxMembers {
+		c.mu.Unlock()
+		c.t.Fatalf("castytest: Join: the cluster has %d members already, the most it can (seed %d)", maxMembers, c.seed)
+	}
+	i := c.n
+	// Down until it has started: Member(i) is nil meanwhile, and the
+	// cleanup has nothing to stop if the start fails.
+	c.members = append(c.members, &slot{crashed: true})
+	c.n++
+	c.mu.Unlock()
+	// A paused seed accepts the connection and never answers: a newcomer
+	// whose gossip JOIN went there is admitted only once it tries another
+	// seed, seconds later — at times not before Start gives up
+	// (Config.JoinTimeout).
+	var seeds []string
+	c.mu.Lock()
+	for j, sl := range c.members {
+		if j != i && !sl.crashed && !c.nw.node(j).paused.Load() {
+			seeds = append(seeds, addrOf(j))
+		}
+	}
+	c.mu.Unlock()
+	if len(seeds) == 0 {
+		c.t.Fatalf("castytest: Join: every member is crashed or paused (seed %d)", c.seed)
+	}
+	sys, err := c.start(i, seeds)
+	if err != nil {
+		c.t.Fatalf("castytest: start member %d, joining: %v (seed %d)", i, err, c.seed)
+	}
+	c.mu.Lock()
+	c.members[i].sys, c.members[i].crashed = sys, false
+	c.mu.Unlock()
+	c.await(fmt.Sprintf("member %d (%s), joining, to be ready", i, sys.ID()), func() bool { return sys.Health().Ready })
+	return i
+}
+
 // Pause freezes node i's network as SIGSTOP freezes a process: nothing it
 // sends is delivered and nothing sent to it is read, both ways, on every
 // link, until Resume (writes buffer, then block, as a full TCP window
@@ -436,7 +505,8 @@ func (c *Cluster) Pause(i int) { c.nw.node(c.node(i)).paused.Store(true) }
 
 // Resume lets node i's links deliver again what they hold.
 func (c *Cluster) Resume(i int) {
-	c.nw.node(c.node(i)).paused.Store(false)
+	i = c.node(i)
+	c.nw.node(i).paused.Store(false)
 	c.nw.wakeWhere(func(a, b int) bool { return a == i || b == i })
 }
 
@@ -445,7 +515,8 @@ func (c *Cluster) Resume(i int) {
 // them fail with ErrUnreachable until Heal. (For a link that goes silent
 // instead, see Pause.)
 func (c *Cluster) Cut(i, j int) {
-	c.nw.link(c.node(i), c.node(j)).cut.Store(true)
+	i, j = c.node(i), c.node(j)
+	c.nw.link(i, j).cut.Store(true)
 	c.nw.resetWhere(func(a, b int) bool { return a == i && b == j || a == j && b == i })
 }
 
@@ -466,7 +537,8 @@ func (c *Cluster) CutOneWay(from, to int) {
 // Heal clears every fault of the link between i and j: cut, one-way cut,
 // delay, loss and duplication.
 func (c *Cluster) Heal(i, j int) {
-	l := c.nw.link(c.node(i), c.node(j))
+	i, j = c.node(i), c.node(j)
+	l := c.nw.link(i, j)
 	l.cut.Store(false)
 	l.stall[0].Store(false)
 	l.stall[1].Store(false)
@@ -483,7 +555,8 @@ func (c *Cluster) Partition(groups ...[]int) {
 	group := map[int]int{}
 	for g, nodes := range groups {
 		for _, i := range nodes {
-			group[c.node(i)] = g
+			c.node(i) // fails the test unless i names a node
+			group[i] = g
 		}
 	}
 	for i, gi := range group {
@@ -497,8 +570,9 @@ func (c *Cluster) Partition(groups ...[]int) {
 
 // HealAll heals every link (it does not resume a paused node).
 func (c *Cluster) HealAll() {
-	for i := 0; i <= c.n; i++ {
-		for j := i + 1; j <= c.n; j++ {
+	n := c.N()
+	for i := 0; i <= n; i++ {
+		for j := i + 1; j <= n; j++ {
 			c.Heal(i, j)
 		}
 	}

@@ -277,6 +277,68 @@ func TestClusterRestartRejoinsWithANewIdentity(t *testing.T) {
 	}
 }
 
+// A member Join adds is a newcomer at an address of its own, under the
+// next index: every member places it, it serves calls, and a key it now
+// holds kept what was written before it came. The lite member, started
+// before the join, is node N() in the link methods still: cutting N() off
+// cuts the lite member's calls, not the newcomer's.
+func TestClusterJoinAddsAMember(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	lite := c.Lite()
+	keys := []string{"join-a", "join-b", "join-c", "join-d", "join-e", "join-f", "join-g", "join-h"}
+	for _, key := range keys {
+		addN(t, c.Member(0), key, 2)
+	}
+	i := c.Join()
+	if i != 3 || c.N() != 4 {
+		t.Fatalf("Join returned %d, N() = %d; want 3 and 4", i, c.N())
+	}
+	sys := c.Member(i)
+	if sys == nil || sys.Addr() != c.Addr(i) || !sys.Health().Ready {
+		t.Fatalf("member %d is %v at %s, want a ready member at %s", i, sys, sys.Addr(), c.Addr(i))
+	}
+	for j := range i {
+		if c.Addr(j) == sys.Addr() || c.Member(j).ID() == sys.ID() {
+			t.Fatalf("the newcomer shares member %d's address or identity", j)
+		}
+	}
+	wait.For(t, 20*time.Second, "every member to see and place all 4", func() bool {
+		for _, m := range c.Members() {
+			if len(m.Members()) != 4 || m.Replication().Placed != 4 || !m.Health().Ready {
+				return false
+			}
+		}
+		return true
+	})
+	held := 0
+	for _, key := range keys {
+		p, _ := sys.Placement(Tallies.Name(), key, 0)
+		if slices.ContainsFunc(p.Replicas, func(m casty.Member) bool { return m.Addr == sys.Addr() }) {
+			held++
+		}
+		if n := addN(t, sys, key, 1); n != 3 {
+			t.Errorf("add to %s through the newcomer = %d, want 3", key, n)
+		}
+	}
+	t.Logf("the newcomer holds %d of %d keys", held, len(keys))
+
+	c.Partition([]int{c.N()}, []int{0, 1, 2, 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_, err := casty.Call0(ctx, Tallies.Ref(lite, keys[0]), (*Tally).Get)
+	cancel()
+	if err == nil {
+		t.Fatal("a call through the lite member, node N(), succeeded with it cut off")
+	}
+	addN(t, sys, keys[0], 1) // the newcomer is not cut off
+	c.HealAll()
+	wait.For(t, 20*time.Second, "a call through the healed lite member", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := casty.Call0(ctx, Tallies.Ref(lite, keys[0]), (*Tally).Get)
+		return err == nil && n == 4
+	})
+}
+
 // A call across a delayed link waits for the delay both ways; healed, it
 // does not.
 func TestClusterDelay(t *testing.T) {

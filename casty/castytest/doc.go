@@ -69,8 +69,10 @@
 // (member i at 127.77.0.i+1:7000), on which no socket is opened. Member(i)
 // is member i's *casty.System, Lite() a lite member (casty.Connect) on the
 // same network, started on first use, whose index in the link methods is
-// N(). t.Cleanup stops every node as Crash does; the package's tests run
-// under goleak.
+// N(). Join() starts one more full member, a newcomer, and returns its
+// index once the placement holds it and it has synced: N() grows by one,
+// and the lite member's index with it. t.Cleanup stops every node as
+// Crash does; the package's tests run under goleak.
 //
 //	c := castytest.NewCluster(t, 5)
 //	c.Partition([]int{0, 1}, []int{2, 3, 4})

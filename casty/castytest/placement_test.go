@@ -17,6 +17,10 @@ import (
 // side without a majority of the placement removes no one, a member
 // removed while cut off hands its copies over when it is back and joins
 // again by itself, and no acknowledged write is lost.
+//
+// Issue 37's situation 4, a member that misses placement versions while
+// paused, is TestAMemberThatMissedVersionsResyncs in castytest/virtual,
+// on virtual time.
 
 // removeFast is the test config with a removal delay of removeAfter.
 const removeAfter = 3 * time.Second

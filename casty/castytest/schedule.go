@@ -231,7 +231,7 @@ func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 		}
 	}
 	c.HealAll()
-	for i := range c.n {
+	for i := range c.N() {
 		c.Resume(i)
 		c.Skew(i, 0)
 	}
@@ -263,7 +263,7 @@ func (c *Cluster) relaunch(down []int, logf func(string, ...any)) []int {
 }
 
 func (c *Cluster) begin(f Fault) {
-	lite := c.n
+	lite := c.N()
 	switch f.Kind {
 	case Crash:
 		c.Crash(f.Members[0])
@@ -303,7 +303,7 @@ func (c *Cluster) end(f Fault) []int {
 		c.Skew(f.Members[0], 0)
 	default:
 		for _, i := range f.Members {
-			for _, j := range c.others(f.Members, c.n) {
+			for _, j := range c.others(f.Members, c.N()) {
 				c.Heal(i, j)
 			}
 		}
@@ -315,7 +315,7 @@ func (c *Cluster) end(f Fault) []int {
 // member (node lite), started or not.
 func (c *Cluster) others(ms []int, lite int) []int {
 	var out []int
-	for j := range c.n {
+	for j := range c.N() {
 		if !slices.Contains(ms, j) {
 			out = append(out, j)
 		}
