@@ -22,6 +22,11 @@ type base struct {
 
 	mu     sync.Mutex
 	opened bool
+
+	// acks are grants this facade collected whose records the shard may
+	// drop: sent with the facade's next calls (waits.go).
+	ackMu sync.Mutex
+	acks  []string
 }
 
 // newBase checks a collection's name and options and finds its kind.
