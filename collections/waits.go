@@ -304,9 +304,6 @@ func newWaiterID() string {
 // returns the granting response and when the lease time it reports
 // (resp.Expires) started counting, as this process can tell.
 func (b *base) await(ctx context.Context, ops waitOps, q req) (resp, time.Time, error) {
-	if err := b.open(ctx); err != nil {
-		return resp{}, time.Time{}, err
-	}
 	q.Waiter, q.TTL, q.Wait = newWaiterID(), int64(b.opt.ttl), true
 	var pause backoff
 	parkedNow := false
