@@ -59,12 +59,7 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context, token uint64
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	kctx, stop := context.WithCancel(fctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { lease.keep(kctx, cancel) })
-	ferr := fn(fctx, lease.Token())
-	stop()
-	wg.Wait()
+	ferr := lease.run(fctx, cancel, fn)
 	lost := errors.Is(context.Cause(fctx), ErrLeaseLost)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawWithin)
 	defer rcancel()
@@ -78,6 +73,17 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context, token uint64
 		return rerr
 	}
 	return nil
+}
+
+// run runs fn while keep renews the lease, and stops keep when fn
+// returns (or panics).
+func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, fn func(ctx context.Context, token uint64) error) error {
+	kctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { l.keep(kctx, cancel) })
+	return fn(ctx, l.token)
 }
 
 // keep renews the lease every TTL/3 until ctx ends, cancelling with an

@@ -83,15 +83,15 @@ func (q *Queue[T]) Clear(ctx context.Context) error {
 	return err
 }
 
-// Drain removes and returns up to max elements (max < 1: as many as one
+// Drain removes and returns up to n elements (n < 1: as many as one
 // answer holds), oldest first, in one call: fewer when they would make the
 // answer larger than 1 MiB — call again until it returns none. It returns
 // a slice, not a stream, because what it removes and what the caller
 // receives must be the same elements: a stream that removed a page ahead
 // would lose the rest of the page when the loop breaks, and one that
 // removed an element per call would cost a call per element.
-func (q *Queue[T]) Drain(ctx context.Context, max int) ([]T, error) {
-	r, err := q.b.send(ctx, (*shard).QDrain, req{N: int64(max)})
+func (q *Queue[T]) Drain(ctx context.Context, n int) ([]T, error) {
+	r, err := q.b.send(ctx, (*shard).QDrain, req{N: int64(n)})
 	if err != nil {
 		return nil, err
 	}

@@ -41,11 +41,16 @@ import (
 //     a permit or puts an element back) records the grant in the state —
 //     the lease, the waiter's element, the tripped round — and signals the
 //     registry of its own System. The signal is a hint: casty commits a
-//     handler's state before the activation runs its next message (actor
-//     package, Activation.process commits before the next envelope), so
+//     handler's state before the activation runs its next message, so
 //     the claim it prompts reads the committed grant, and the claim is
-//     what answers. A signal for a waiter parked on another member (the
-//     ring moved) is lost; the next tick's claim finds the grant.
+//     what answers. (Verified in actor/activation.go: the mailbox runs
+//     one envelope at a time, and Activation.succeeded commits the
+//     handler's state — replicated to the write quorum — before it
+//     finishes the envelope and before the next one runs; a failed commit
+//     discards the activation, and the next claim restores the last
+//     committed state, without the grant.) A signal for a waiter parked
+//     on another member (the ring moved) is lost; the next tick's claim
+//     finds the grant.
 //  4. Expire. Every handler first drops the leases and waiters whose
 //     Expires passed on the owner's clock, then grants what that freed,
 //     FIFO. A queue element granted to a taker that withdrew or expired
