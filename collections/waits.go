@@ -325,21 +325,20 @@ func (b *base) await(ctx context.Context, ops waitOps, q req) (resp, time.Time, 
 		if err == nil {
 			switch r.Wait {
 			case queued:
-				if !parkedNow {
-					pause = 0
-				}
-				parkedNow = true
+				parkedNow, pause = true, 0
 				continue
 			case gone: // expired while out of touch: arrive again, at the back
 				parkedNow = false
 				if pause.wait(ctx) {
 					continue
 				}
-			default:
-				if r.Wait == granted && ops.collect {
+			case granted:
+				if ops.collect {
 					b.collected(q.Waiter)
 				}
 				return r, sent, nil
+			default:
+				err = fmt.Errorf("collections: %s %q: unexpected wait status %d", b.meta.Type, b.name, r.Wait)
 			}
 		} else if ctx.Err() == nil && retryable(err) && b.live() && pause.wait(ctx) {
 			continue
@@ -347,9 +346,6 @@ func (b *base) await(ctx context.Context, ops waitOps, q req) (resp, time.Time, 
 		// ctx ended, or a definite failure: withdraw, whatever was done.
 		w := b.withdraw(ctx, ops, q)
 		if ctx.Err() == nil {
-			if err == nil {
-				err = ctx.Err()
-			}
 			return resp{}, sent, err
 		}
 		if ops.tripWins && w.Wait == granted {
