@@ -34,6 +34,12 @@
 //     reclaimed permit reaches the next waiter within about a second of
 //     its expiry. A caller cut off from the shard for longer than its TTL
 //     loses its place and arrives again, at the back.
+//   - Delivery. A queue element handed to a taker stays reserved for it
+//     until the taker's next call to the queue acknowledges it, so a Take
+//     retried after its answer was lost gets the same element, never a
+//     second one. An element whose answer was lost and whose taker then
+//     gave up without reaching the queue again is dropped after the TTL
+//     (it is not put back: its taker may have it).
 //   - Fencing. Every permit a semaphore or lock grants carries a token one
 //     greater than the last, kept in the replicated state and committed
 //     before the grant is answered: tokens strictly increase across owner
