@@ -23,6 +23,11 @@ type base struct {
 
 	mu     sync.Mutex  // serialises the catalog check
 	opened atomic.Bool // the catalog agreed
+
+	// acks are grants this facade collected whose records the shard may
+	// drop: sent with the facade's next calls (waits.go).
+	ackMu sync.Mutex
+	acks  []string
 }
 
 // newBase checks a collection's name and options and finds its kind.

@@ -61,9 +61,12 @@ func Shards(n int) Option { return func(o *options) { o.shards = n } }
 func MaxItem(n int) Option { return func(o *options) { o.maxItem = n } }
 
 // TTL sets how long a semaphore's or lock's lease lasts without Renew,
-// and how long a parked waiter (Acquire, Lock, Take, Wait) is kept once its
-// caller stops asking — its process died, say (default 30 s). Leases are
-// timed on the member serving the collection.
+// how long a parked waiter (Acquire, Lock, Take, Wait) is kept once its
+// caller stops asking — its process died, say — and how long a grant
+// stays reserved for a caller that has not collected it (default 30 s).
+// Leases are timed on the member serving the collection. Keep it well
+// above a round trip to that member: a parked waiter renews its place
+// every TTL/3 at the most often.
 func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
 // triple is a replication triple, canonical: quorums as counts.

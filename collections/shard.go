@@ -30,14 +30,19 @@ type shard struct {
 	Value   string
 	Present bool
 
-	// Items holds a queue's elements by sequence number, Head the first
-	// one's and Tail the next one's; one page per element.
+	// Items holds a queue's elements by sequence number, one page per
+	// element: the queued ones are Front (elements put back, taken first,
+	// in sequence order) then Head up to Tail; an element granted to a
+	// taker stays under its number until the taker has it for sure
+	// (waits.go).
 	Items      casty.TrackedMap[uint64, string]
+	Front      []uint64
 	Head, Tail uint64
 
 	// Waiters are the callers parked in Take, Acquire and Wait, in arrival
-	// order (FIFO); Leases the semaphore's permits held; Token the last
-	// fencing token handed out; Round a barrier's generation.
+	// order (FIFO), and a queue's or barrier's grants not yet collected;
+	// Leases the semaphore's permits held; Token the last fencing token
+	// handed out; Round a barrier's generation (rounds tripped).
 	Waiters []waiter
 	Leases  []lease
 	Token   uint64
@@ -47,15 +52,20 @@ type shard struct {
 	Catalog meta
 }
 
-// waiter is a caller parked in the shard: its id, when the owner stops
-// keeping it (renewed each time the caller asks again), what it asked
-// for, and what it was granted once it was.
+// waiter is a caller parked in the shard, or a grant it has not
+// collected yet: its id, when the owner stops keeping it (renewed while
+// its caller keeps asking), the TTL its grant gets, and what it was
+// granted once it was. A semaphore's waiter becomes a lease when granted;
+// a queue taker's and a barrier party's record stays, Granted, until its
+// caller acknowledges it or it expires, so a retried claim gets the same
+// answer.
 type waiter struct {
-	ID      string `msgpack:"i"`
-	Expires int64  `msgpack:"e"` // unix ns, the owner's clock
-	Round   uint64 `msgpack:"r,omitempty"`
-	Granted bool   `msgpack:"g,omitempty"`
-	Item    string `msgpack:"v,omitempty"` // a queue taker's element, once assigned
+	ID        string `msgpack:"i"`
+	Expires   int64  `msgpack:"e"`           // unix ns, the owner's clock
+	TTL       int64  `msgpack:"l,omitempty"` // ns
+	Granted   bool   `msgpack:"g,omitempty"`
+	Delivered bool   `msgpack:"d,omitempty"` // a claim answered the grant (it may have been lost on the way)
+	Seq       uint64 `msgpack:"s,omitempty"` // a queue taker's element, once granted
 }
 
 // lease is a semaphore permit held.
@@ -74,16 +84,21 @@ type meta struct {
 
 // req is every operation's argument; unused fields are omitted on the wire.
 type req struct {
-	Key    string `msgpack:"k,omitempty"` // encoded key or element
-	Value  string `msgpack:"v,omitempty"` // encoded value
-	Old    string `msgpack:"o,omitempty"` // CompareAndSwap's expected value
-	Has    bool   `msgpack:"h,omitempty"` // CompareAndSwap: expected present
-	N      int64  `msgpack:"n,omitempty"` // delta, limit, permits, parties
-	Cursor string `msgpack:"c,omitempty"` // a listing's last key seen
-	Waiter string `msgpack:"w,omitempty"` // a parked caller's id
-	TTL    int64  `msgpack:"l,omitempty"` // ns
-	Wait   bool   `msgpack:"q,omitempty"` // park when it cannot be granted now
-	Meta   meta   `msgpack:"m,omitempty"`
+	Key    string   `msgpack:"k,omitempty"` // encoded key or element
+	Value  string   `msgpack:"v,omitempty"` // encoded value
+	Old    string   `msgpack:"o,omitempty"` // CompareAndSwap's expected value
+	Has    bool     `msgpack:"h,omitempty"` // CompareAndSwap: expected present
+	N      int64    `msgpack:"n,omitempty"` // delta, limit, permits, parties
+	Cursor string   `msgpack:"c,omitempty"` // a listing's last key seen
+	Waiter string   `msgpack:"w,omitempty"` // a parked caller's id, or a lease's
+	TTL    int64    `msgpack:"l,omitempty"` // ns
+	Wait   bool     `msgpack:"q,omitempty"` // park when it cannot be granted now
+	Token  uint64   `msgpack:"t,omitempty"` // a lease's fencing token
+	Acks   []string `msgpack:"a,omitempty"` // grants the facade has collected (waits.go)
+	Kind   string   `msgpack:"K,omitempty"` // Await: the shard's kind
+	Shard  string   `msgpack:"s,omitempty"` // Await: the shard's key
+	Bound  int64    `msgpack:"b,omitempty"` // Await: how long to park at most, ns
+	Meta   meta     `msgpack:"m,omitempty"`
 }
 
 // resp is every operation's result.
@@ -94,7 +109,8 @@ type resp struct {
 	List    []string `msgpack:"l,omitempty"` // a listing's page: keys and values alternating, or elements
 	More    bool     `msgpack:"m,omitempty"` // a listing has more after this page
 	Token   uint64   `msgpack:"t,omitempty"`
-	Expires int64    `msgpack:"e,omitempty"`
+	Expires int64    `msgpack:"e,omitempty"` // a lease's time left, ns, as the owner answered
+	Wait    status   `msgpack:"w,omitempty"` // a waiting operation's outcome
 	Meta    meta     `msgpack:"c,omitempty"` // the catalog's entry, on a mismatch
 }
 
