@@ -27,6 +27,12 @@
 //     FIFO order and fencing tokens correct. They scale by having many
 //     named instances.
 //
+// Shards never idle out (casty.Forever): a collection's items stay in its
+// shards' memory for as long as it holds them, on a local system as in a
+// cluster, where replicated shards are durable actors — after a failover
+// the new owner activates them at once, which also lets a semaphore's
+// expired leases and a queue's parked takers be served without a call.
+//
 // Keys, values and elements are encoded by the facade (msgpack, maps made
 // canonical) and shards hold bytes, so none of them needs registering with
 // casty.Message, and a Map[string, float64] still type-checks Put and Get.

@@ -360,3 +360,26 @@ func TestBadInputIsRefused(t *testing.T) {
 func contains(err error, s string) bool {
 	return err != nil && len(err.Error()) > 0 && stringsContains(err.Error(), s)
 }
+
+// A collection keeps its items however long nobody calls it: its shards
+// never idle out (on a local system, or with Replicas(1), an idle
+// deactivation would drop them).
+func TestAnIdleCollectionKeepsItsItems(t *testing.T) {
+	cfg := casty.DefaultConfig()
+	cfg.IdleTimeout = 20 * time.Millisecond
+	sys := casty.Local(casty.WithConfig(cfg))
+	defer sys.Close(context.Background())
+	ctx := ctxFor(t)
+	m, err := collections.NewMap[string, int](sys, "idle", collections.Shards(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put(ctx, "k", 7); err != nil {
+		t.Fatal(err)
+	}
+	// Hold: ten idle timeouts without a call.
+	time.Sleep(10 * cfg.IdleTimeout)
+	if v, ok, err := m.Get(ctx, "k"); err != nil || !ok || v != 7 {
+		t.Fatalf("after an idle spell Get = %d %v %v, want 7", v, ok, err)
+	}
+}

@@ -113,7 +113,8 @@ func (o options) triple() (triple, error) {
 // replication — the collection's constructor need not have run there. Kinds
 // are declared when the process starts, on every member alike (a member
 // syncs only the kinds it has declared); the common triples are declared
-// here, others with Declare.
+// here, others with Declare. Shards never idle out: on a local system, or
+// with Replicas(1), an idle deactivation would drop their items.
 var (
 	kindsMu sync.Mutex
 	kinds   = map[triple]*casty.Kind[shard]{}
@@ -157,7 +158,7 @@ func declare(t triple) *casty.Kind[shard] {
 	if k := kinds[t]; k != nil {
 		return k
 	}
-	k := casty.Actor[shard](casty.Name(kindName(t)), casty.Replicas(t.replicas), casty.Write(casty.Quorum(t.write)), casty.Read(casty.Quorum(t.read)))
+	k := casty.Actor[shard](casty.Name(kindName(t)), casty.Replicas(t.replicas), casty.Write(casty.Quorum(t.write)), casty.Read(casty.Quorum(t.read)), casty.IdleTimeout(casty.Forever))
 	kinds[t] = k
 	return k
 }
