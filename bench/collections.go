@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -123,7 +124,15 @@ func collectionsBench() {
 		fmt.Sprintf("%.2f×", perOp(single)/perOp(striped)),
 		"goal: striping beats one hot key")
 
-	// 3. Size of a map of 1,000,000 entries: every shard counts at once.
+	// 3. A lock handed from a holder on one member to a waiter on another.
+	server, poll := lockHandoffs(nodes, 200, false), lockHandoffs(nodes, 100, true)
+	add("collections.Lock hand-off between waiters on two members (3 members, the lock's owner a third), 200 trials",
+		fmt.Sprintf("p50 %.0f µs, p99 %.0f µs", us(pct(server, 50)), us(pct(server, 99))),
+		fmt.Sprintf("the waiter polling TryLock every 10 ms: p50 %.1f ms, p99 %.1f ms", us(pct(poll, 50))/1e3, us(pct(poll, 99))/1e3),
+		fmt.Sprintf("%.0f× faster at p50", float64(pct(poll, 50))/float64(pct(server, 50))),
+		"goal ≥ 10× faster p50; from the holder's Release call to the waiter holding the lock")
+
+	// 4. Size of a map of 1,000,000 entries: every shard counts at once.
 	big, err := collections.NewMap[int, int](nodes[0], "bench-big")
 	if err != nil {
 		panic(err)
@@ -163,4 +172,80 @@ func collectionsBench() {
 		fmt.Sprintf("one Get from the same member: %.0f µs", perOp(one)/1e3),
 		fmt.Sprintf("%.1f× a Get", perOp(size)/perOp(one)),
 		fmt.Sprintf("loading the entries took %.1f s (64 callers, %.1f k puts/s)", load.Seconds(), entries/load.Seconds()/1e3))
+
+}
+
+// lockHandoffs measures how long a lock takes to pass from a holder on
+// one member to a waiter on another, parked in Lock or polling TryLock.
+func lockHandoffs(nodes []*casty.System, trials int, polling bool) []time.Duration {
+	ctx := context.Background()
+	name := "bench-lock"
+	if polling {
+		name = "bench-lock-polled"
+	}
+	// The holder and the waiter on two members that do not own the lock.
+	probe, err := collections.NewLock(nodes[0], name)
+	if err != nil {
+		panic(err)
+	}
+	if l, err := probe.Lock(ctx); err != nil || l.Release(ctx) != nil {
+		panic(fmt.Sprint("lock: ", err))
+	}
+	var others []*casty.System
+	for _, n := range nodes {
+		if m, _ := n.OwnerOf(kindNameOfLock(), "lock/"+name); m.Addr != n.Addr() {
+			others = append(others, n)
+		}
+	}
+	if len(others) < 2 {
+		others = nodes[1:]
+	}
+	holder, _ := collections.NewLock(others[0], name)
+	waiter, _ := collections.NewLock(others[1], name)
+	out := make([]time.Duration, 0, trials)
+	for range trials {
+		lease, err := holder.Lock(ctx)
+		if err != nil {
+			panic(err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			var l *collections.Lease
+			var err error
+			if polling {
+				for {
+					var ok bool
+					if l, ok, err = waiter.TryLock(ctx); err != nil || ok {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			} else {
+				l, err = waiter.Lock(ctx)
+			}
+			if err != nil {
+				panic(err)
+			}
+			got <- time.Now()
+			if err := l.Release(ctx); err != nil {
+				panic(err)
+			}
+		}()
+		time.Sleep(20 * time.Millisecond) // the waiter parks, or starts polling
+		t0 := time.Now()
+		if err := lease.Release(ctx); err != nil {
+			panic(err)
+		}
+		out = append(out, (<-got).Sub(t0))
+		time.Sleep(2 * time.Millisecond) // its release lands before the next trial
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kindNameOfLock is the wire name of the default triple's shard kind.
+func kindNameOfLock() string { return "casty.collections.Shard[r3,wmajority,rone]" }
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
 }
