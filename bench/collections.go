@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -231,7 +232,9 @@ func lockHandoffs(nodes []*casty.System, trials int, polling bool) []time.Durati
 				panic(err)
 			}
 		}()
-		time.Sleep(20 * time.Millisecond) // the waiter parks, or starts polling
+		// The waiter parks, or starts polling; a random extra hold keeps
+		// the release out of phase with the polls.
+		time.Sleep(20*time.Millisecond + rand.N(10*time.Millisecond))
 		t0 := time.Now()
 		if err := lease.Release(ctx); err != nil {
 			panic(err)
