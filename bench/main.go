@@ -6,6 +6,7 @@
 //	go run ./bench -only replication
 //	go run ./bench -only processes  # the hot key, each member a process
 //	go run ./bench -only collections
+//	go run ./bench -only locks
 //
 // Every figure is printed with the floor it is compared with, measured in
 // the same run, because shared machines are noisy.
@@ -66,7 +67,7 @@ func add(what, figure, floor, ratio, note string) {
 }
 
 func main() {
-	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication, processes, collections)")
+	only := flag.String("only", "", "run only the groups whose name contains this (local, cluster, replication, processes, collections, locks)")
 	activations := flag.Int("activations", 1_000_000, "idle activations for the memory figure")
 	seed := flag.String("member", "", "run as a member joined to this seed (started by the processes group)")
 	flag.Parse()
@@ -89,6 +90,9 @@ func main() {
 	}
 	if *only == "" || strings.Contains("collections", *only) {
 		collectionsBench()
+	}
+	if *only == "" || strings.Contains("locks", *only) {
+		locksBench()
 	}
 	fmt.Printf("| figure | result | floor (same run) | ratio | note |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
