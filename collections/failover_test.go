@@ -29,6 +29,7 @@ func TestAcknowledgedWritesSurviveACrash(t *testing.T) {
 		s   *collections.Set[int]
 		n   *collections.Counter
 		reg *collections.Register[int]
+		mm  *collections.MultiMap[int, int]
 	}
 	open := func(sys *casty.System) callers {
 		m, err := collections.NewMap[string, int](sys, name+"-map")
@@ -47,13 +48,18 @@ func TestAcknowledgedWritesSurviveACrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return callers{m, s, n, reg}
+		mm, err := collections.NewMultiMap[int, int](sys, name+"-multimap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return callers{m, s, n, reg, mm}
 	}
 
 	var (
 		mu          sync.Mutex
 		putAcked    = map[string]int{}
 		addedAcked  = map[int]bool{}
+		multiAcked  = map[[2]int]bool{}
 		countAcked  atomic.Int64
 		countMaybe  atomic.Int64
 		casWinners  = map[int]bool{} // register values whose swap was acknowledged
@@ -80,6 +86,11 @@ func TestAcknowledgedWritesSurviveACrash(t *testing.T) {
 				if added, err := cl.s.Add(ctx, v); err == nil && added {
 					mu.Lock()
 					addedAcked[v] = true
+					mu.Unlock()
+				}
+				if added, err := cl.mm.Put(ctx, i%10, v); err == nil && added {
+					mu.Lock()
+					multiAcked[[2]int{i % 10, v}] = true
 					mu.Unlock()
 				}
 				if err := cl.n.Add(ctx, 1); err == nil {
@@ -140,6 +151,11 @@ func TestAcknowledgedWritesSurviveACrash(t *testing.T) {
 			t.Fatalf("acknowledged Add %d: Contains = %v %v", v, ok, err)
 		}
 	}
+	for kv := range multiAcked {
+		if ok, err := check.mm.Contains(ctx, kv[0], kv[1]); err != nil || !ok {
+			t.Fatalf("acknowledged MultiMap.Put %v: Contains = %v %v", kv, ok, err)
+		}
+	}
 	total, err := check.n.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +173,7 @@ func TestAcknowledgedWritesSurviveACrash(t *testing.T) {
 		// acknowledged may be newer than it, which the chain below checks.
 		t.Logf("register holds %d, from an indeterminate swap", last)
 	}
-	if len(putAcked) == 0 || len(addedAcked) == 0 || countAcked.Load() == 0 {
+	if len(putAcked) == 0 || len(addedAcked) == 0 || len(multiAcked) == 0 || countAcked.Load() == 0 {
 		t.Fatal("nothing was acknowledged: the test proves nothing")
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
