@@ -929,3 +929,33 @@ func TestQueueFailover(t *testing.T) {
 	}
 	noneParked(t)
 }
+
+// Parties waiting at a barrier when its owner crashes are still counted
+// by the new owner: the last party's arrival trips the round for all.
+func TestBarrierFailover(t *testing.T) {
+	c := castytest.NewCluster(t, 3)
+	ctx := ctxFor(t)
+	owner := ownerIndex(t, c, "barrier", "failover")
+	rest := others(c, owner)
+	callers := []*casty.System{c.Member(rest[0]), c.Member(rest[1]), c.Lite()}
+	errs := make(chan error, 2)
+	for _, sys := range callers[:2] {
+		b := must(collections.NewBarrier(sys, "failover", 3))
+		go func() { errs <- b.Wait(ctx) }()
+	}
+	parked(t, "barrier", "failover", 2)
+	c.Crash(owner)
+	eventually(t, "both parties parked at a new owner", func() bool {
+		return collections.ParkedOn(c.Member(rest[0]), "barrier", "failover")+collections.ParkedOn(c.Member(rest[1]), "barrier", "failover") == 2
+	})
+	last := must(collections.NewBarrier(callers[2], "failover", 3))
+	if err := last.Wait(ctx); err != nil {
+		t.Fatalf("the last party: %v", err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a party waiting through the crash: %v", err)
+		}
+	}
+	noneParked(t)
+}
