@@ -15,6 +15,9 @@ import (
 func (s *shard) Put(_ context.Context, q req) (resp, error) {
 	_, had := s.Entries.Get(q.Key)
 	s.Entries.Set(q.Key, q.Value)
+	if !had {
+		s.sorted = nil
+	}
 	return resp{Found: had}, nil
 }
 
@@ -30,6 +33,7 @@ func (s *shard) Remove(_ context.Context, q req) (resp, error) {
 		return resp{}, nil
 	}
 	s.Entries.Delete(q.Key)
+	s.sorted = nil
 	return resp{Found: true}, nil
 }
 
@@ -48,6 +52,7 @@ func (s *shard) Clear(context.Context, req) (resp, error) {
 	n := s.Entries.Len()
 	if n > 0 {
 		s.Entries.Clear()
+		s.sorted = nil
 	}
 	return resp{N: int64(n)}, nil
 }
@@ -60,17 +65,18 @@ func (s *shard) Page(_ context.Context, q req) (resp, error) {
 	if n <= 0 {
 		n = pageSize
 	}
-	var keys []string
-	for k := range s.Entries.Keys() {
-		if k > q.Cursor {
-			keys = append(keys, k)
-		}
+	if s.sorted == nil || len(s.sorted) != s.Entries.Len() {
+		// Sorted once per listing while the keys stay the same: a listing
+		// of a shard costs one sort, not one per page.
+		s.sorted = slices.Sorted(s.Entries.Keys())
 	}
-	slices.Sort(keys)
-	r := resp{More: len(keys) > n}
-	keys = keys[:min(n, len(keys))]
-	r.List = make([]string, 0, 2*len(keys))
-	for _, k := range keys {
+	i, found := slices.BinarySearch(s.sorted, q.Cursor)
+	if found {
+		i++
+	}
+	end := min(i+n, len(s.sorted))
+	r := resp{More: end < len(s.sorted), List: make([]string, 0, 2*(end-i))}
+	for _, k := range s.sorted[i:end] {
 		v, _ := s.Entries.Get(k)
 		r.List = append(r.List, k, v)
 	}
@@ -93,6 +99,7 @@ func values(enc string, ok bool) []string {
 }
 
 func (s *shard) setValues(key string, vs []string) {
+	s.sorted = nil
 	if len(vs) == 0 {
 		s.Entries.Delete(key)
 		return
@@ -128,6 +135,7 @@ func (s *shard) MultiRemoveKey(_ context.Context, q req) (resp, error) {
 	vs := values(s.Entries.Get(q.Key))
 	if len(vs) > 0 {
 		s.Entries.Delete(q.Key)
+		s.sorted = nil
 	}
 	return resp{N: int64(len(vs))}, nil
 }

@@ -50,6 +50,10 @@ type shard struct {
 
 	// Catalog is a catalog entry: what a collection of this name is.
 	Catalog meta
+
+	// sorted caches Entries' keys in order for Page, nil once a key is
+	// added or removed (transient: rebuilt after an activation).
+	sorted []string
 }
 
 // waiter is a caller parked in the shard, or a grant it has not
