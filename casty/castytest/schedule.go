@@ -224,7 +224,10 @@ func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 		down = c.relaunch(down, logf)
 		if st.end {
 			logf("%v end %s", time.Since(start).Round(time.Millisecond), st.f)
-			down = append(down, c.end(st.f)...)
+			// A crashed or stopped member comes back now, not at the next
+			// step: a late start would stretch its fault into the next
+			// one's and turn two faults in turn into a double failure.
+			down = c.relaunch(append(down, c.end(st.f)...), logf)
 		} else {
 			logf("%v %s", time.Since(start).Round(time.Millisecond), st.f)
 			c.begin(st.f)
