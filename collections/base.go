@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/casty-go/casty/casty"
 )
@@ -20,8 +21,14 @@ type base struct {
 	opt   options
 	catal casty.Ref[shard]
 
-	mu     sync.Mutex
-	opened bool
+	// opened: the catalog has confirmed the collection. Callers racing
+	// to open it each ask the catalog (Open is idempotent for the same
+	// meta) rather than queue behind one lock: a lock held across the
+	// call would make a caller wait past its own ctx for another's,
+	// and on a testing/synctest clock a goroutine waiting on a mutex is
+	// not durably blocked, so the bubble's clock — and the holder's
+	// timeout — would never advance.
+	opened atomic.Bool
 }
 
 // newBase checks a collection's name and options and finds its kind.
@@ -79,12 +86,11 @@ func shardCount(o options) (int, error) {
 	return o.shards, nil
 }
 
-// open makes sure, once per facade, that the catalog agrees on what the
+// open makes sure, once per facade (or once per caller among the first
+// ones, should they race), that the catalog agrees on what the
 // collection is: the first opener records it, later ones must match.
 func (b *base) open(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.opened {
+	if b.opened.Load() {
 		return nil
 	}
 	r, err := casty.Call(ctx, b.catal, (*shard).Open, req{Meta: b.meta})
@@ -95,7 +101,7 @@ func (b *base) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %q is a %s with %s, param %d; opened as a %s with %s, param %d",
 			ErrMismatch, b.name, r.Meta.Type, r.Meta.Triple, r.Meta.Param, b.meta.Type, b.meta.Triple, b.meta.Param)
 	}
-	b.opened = true
+	b.opened.Store(true)
 	return nil
 }
 
