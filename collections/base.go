@@ -21,8 +21,14 @@ type base struct {
 	opt   options
 	catal casty.Ref[shard]
 
-	mu     sync.Mutex  // serialises the catalog check
-	opened atomic.Bool // the catalog agreed
+	// opened: the catalog has confirmed the collection. Callers racing
+	// to open it each ask the catalog (Open is idempotent for the same
+	// meta) rather than queue behind one lock: a lock held across the
+	// call would make a caller wait past its own ctx for another's,
+	// and on a testing/synctest clock a goroutine waiting on a mutex is
+	// not durably blocked, so the bubble's clock — and the holder's
+	// timeout — would never advance.
+	opened atomic.Bool
 
 	// acks are grants this facade collected whose records the shard may
 	// drop: sent with the facade's next calls (waits.go).
@@ -85,14 +91,10 @@ func shardCount(o options) (int, error) {
 	return o.shards, nil
 }
 
-// open makes sure, once per facade, that the catalog agrees on what the
+// open makes sure, once per facade (or once per caller among the first
+// ones, should they race), that the catalog agrees on what the
 // collection is: the first opener records it, later ones must match.
 func (b *base) open(ctx context.Context) error {
-	if b.opened.Load() {
-		return nil
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.opened.Load() {
 		return nil
 	}
