@@ -88,6 +88,10 @@ type cluster struct {
 	physical  func() int64  // the replication HLC's physical clock
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors
+	// selfInc is this member's own incarnation as its table last held it,
+	// plus one (0: not seen yet). It rises only when the member refutes a
+	// suspicion of itself (refresh, forgetStale).
+	selfInc atomic.Uint64
 
 	mu       sync.Mutex
 	joinedCh chan struct{} // closed once another member is seen
@@ -518,6 +522,9 @@ func (cl *cluster) refresh() {
 	others := 0
 	for _, m := range table {
 		id := ring.NodeID(m.ID)
+		if id == cl.self && !cl.lite {
+			cl.forgetStale(m.Incarnation)
+		}
 		if m.Role == gossip.RoleMember && m.Status == gossip.Left {
 			if v.left == nil {
 				v.left = map[ring.NodeID]string{}
@@ -626,6 +633,23 @@ func (cl *cluster) refresh() {
 			return false
 		}, actor.ReasonMoved)
 	}
+}
+
+// forgetStale drops this member's replicated activations when it has
+// just refuted a suspicion of itself (its incarnation rose to inc): while
+// the others suspected it — it was paused, or cut off one way — they
+// routed its keys to the next replica, which may have acknowledged writes
+// this member's activations never saw. Their state is stale, and a
+// Read(One) served from it would stay stale until the next write fenced
+// it; dropped, the next call activates from a read quorum
+// (replica/SPEC.md, "Reads").
+func (cl *cluster) forgetStale(inc uint64) {
+	prev := cl.selfInc.Swap(inc + 1)
+	if prev == 0 || inc+1 <= prev || cl.sys.host == nil {
+		return
+	}
+	n := cl.sys.host.Evict(func(k *actor.Kind, _ string) bool { return !k.Service && replicasOf(k) > 1 }, actor.ReasonMoved)
+	cl.logger.Info("casty: refuted a suspicion of this member: its replicated actors restart from their replicas", "node", cl.self.String(), "incarnation", inc, "activations", n)
 }
 
 // tick re-evaluates the placement every second while a placed member is
