@@ -45,7 +45,7 @@ const (
 	cqueueDrain = 64
 	// clockTTL is the lock's lease TTL; Do renews every clockTTL/3. Short,
 	// so a fault on the lock's owner outlasts a lease.
-	clockTTL = 3 * time.Second
+	clockTTL = time.Second
 	// clockWait bounds the wait for the lock in one Do.
 	clockWait = 10 * time.Second
 )

@@ -51,7 +51,7 @@
 //     no value may be seen more often than Offers of it may have
 //     succeeded (values seen twice because an Offer was repeated are
 //     counted apart), and none that nobody offered.
-//   - clock: Lock.Do on a collections.Lock (lease TTL 3 s), the work
+//   - clock: Lock.Do on a collections.Lock (lease TTL 1 s), the work
 //     writing its fencing token to a resource in the controller at its
 //     start and end, one in ten holding the lock past the TTL without
 //     watching its ctx. The resource refuses a token lower than the
