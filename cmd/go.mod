@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/casty-go/casty/casty v0.1.0
+	github.com/casty-go/casty/collections v0.1.0
 	github.com/casty-go/casty/internal v0.1.0
 	go.uber.org/goleak v1.3.0
 )
@@ -33,6 +34,8 @@ require (
 replace github.com/casty-go/casty/actor => ../actor
 
 replace github.com/casty-go/casty/casty => ../casty
+
+replace github.com/casty-go/casty/collections => ../collections
 
 replace github.com/casty-go/casty/gossip => ../gossip
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/casty-go/casty/casty"
 	"github.com/casty-go/casty/casty/castytest"
+	"github.com/casty-go/casty/collections"
 )
 
 // Register is the register workload's actor: one int64 value, read,
@@ -217,6 +218,8 @@ type kinds struct {
 	sets      *casty.Kind[Set]
 	counters  *casty.Kind[Counter]
 	ledgers   *casty.Kind[Ledger]
+	// coll are the collection workloads' options and shard kinds.
+	coll collKinds
 	// acks, set in the controller, hears of every acknowledged write
 	// (the close fault waits for one); nil in member processes.
 	acks *ackFeed
@@ -241,6 +244,18 @@ func (k kinds) keys(workloads []string, regs int) []kindKey {
 			}
 		case "ledger":
 			out = append(out, kindKey{k.ledgers.Name(), ledgerKey})
+		case "cset":
+			out = append(out, k.coll.shardKeys(k.coll.kind, "set/"+csetName, collections.DefaultShards)...)
+		case "ccounter":
+			out = append(out, k.coll.shardKeys(k.coll.kind, "counter/"+ccounterName, collections.DefaultShards)...)
+		case "cqueue":
+			out = append(out, kindKey{k.coll.kind, "queue/" + cqueueName})
+		case "clock":
+			out = append(out, kindKey{k.coll.kind, "lock/" + clockName})
+		case "cregister":
+			for i := range regs {
+				out = append(out, kindKey{k.coll.regKind, "register/" + cregName(i)})
+			}
 		}
 	}
 	return out
@@ -263,5 +278,41 @@ func declare(replicas int) kinds {
 		sets:      casty.Actor[Set](opts("castychaos.Set")...),
 		counters:  casty.Actor[Counter](opts("castychaos.Counter")...),
 		ledgers:   casty.Actor[Ledger](opts("castychaos.Ledger")...),
+		coll:      declareCollections(replicas),
 	}
+}
+
+// collKinds are the collection workloads' options, as every process
+// declares them: replicas copies, majority writes (one copy with one
+// replica), reads from the owner — and majority reads for the register
+// workload — and the shard kinds those triples name.
+type collKinds struct {
+	opts, regOpts []collections.Option
+	// kind and regKind are the shard kinds' names, as the collections
+	// package doc names them: "casty.collections.Shard[<triple>]".
+	kind, regKind string
+}
+
+// declareCollections declares the collection workloads' replication
+// triples (collections.Declare: in every process, before it starts, like
+// a kind; the default r3,wmajority,rone and the r3,wmajority,rmajority
+// the register workload reads with are declared by the package already).
+func declareCollections(replicas int) collKinds {
+	opts := []collections.Option{collections.Replicas(replicas), collections.Write(casty.Majority)}
+	regOpts := append(slices.Clone(opts), collections.Read(casty.Majority))
+	return collKinds{
+		opts: opts, regOpts: regOpts,
+		kind:    "casty.collections.Shard[" + collections.Declare(opts...).String() + "]",
+		regKind: "casty.collections.Shard[" + collections.Declare(regOpts...).String() + "]",
+	}
+}
+
+// shardKeys are the keys of a sharded collection's shard actors: its
+// type and name, then "/" and the shard's number (collections/base.go).
+func (collKinds) shardKeys(kind, prefix string, shards int) []kindKey {
+	out := make([]kindKey, shards)
+	for i := range out {
+		out[i] = kindKey{kind, prefix + "/" + strconv.Itoa(i)}
+	}
+	return out
 }

@@ -105,7 +105,7 @@ var logsRE = regexp.MustCompile(`logs in (/\S+)`)
 
 // rowRE matches a summary row: workload, operations, ok, failed,
 // indeterminate, lost, linearizable, result.
-var rowRE = regexp.MustCompile(`(?m)^(register|set|counter|ledger)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(PASS|FAIL)`)
+var rowRE = regexp.MustCompile(`(?m)^(register|set|counter|ledger|cset|ccounter|cqueue|clock|cregister)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(PASS|FAIL)`)
 
 type summaryRow struct {
 	workload     string
@@ -226,6 +226,52 @@ func TestChaosSkewLosesNothing(t *testing.T) {
 		}
 		if r.workload == "register" && r.linearizable != "yes" {
 			t.Errorf("register: linearizable %q, want yes", r.linearizable)
+		}
+	}
+}
+
+// The collection workloads (Set, Counter, Queue, Lock and Register of
+// package collections, whose shards are replicated actors on the member
+// processes) through kills and pauses of their owners: nothing
+// acknowledged lost, queue values seen no more often than offered, lock
+// tokens increasing with no two holders overlapping, and a linearizable
+// register history.
+func TestChaosCollectionsLoseNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs member processes for ~25 s")
+	}
+	code, out := chaosRun(t, 15*time.Second, "-seed", "5", "-members", "5", "-replicas", "3", "-interval", "2s",
+		"-nemesis", "kill,pause", "-workload", "collections")
+	t.Logf("castychaos -workload collections -nemesis kill,pause:\n%s", out)
+	if !strings.Contains(out, "workloads cset,ccounter,cqueue,clock,cregister,") {
+		t.Fatalf("-workload collections did not select the five collection workloads:\n%s", out)
+	}
+	if !regexp.MustCompile(`(kill -9|SIGSTOP) member`).MatchString(out) {
+		t.Fatalf("no kill or pause injected:\n%s", out)
+	}
+	rows := parseSummary(t, out)
+	if code != 0 {
+		t.Fatalf("castychaos -workload collections failed a check (exit %d):\n%s", code, summaryOf(out))
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d workloads in the summary, want 5:\n%s", len(rows), summaryOf(out))
+	}
+	for _, r := range rows {
+		if r.lost != 0 || !r.pass || r.ops == 0 {
+			t.Errorf("%s: %d operations, %d lost, pass=%v", r.workload, r.ops, r.lost, r.pass)
+		}
+		if r.workload == "cregister" && r.linearizable != "yes" {
+			t.Errorf("cregister: linearizable %q, want yes", r.linearizable)
+		}
+	}
+	for _, want := range []string{
+		"cset: ", "0 not contained at the end", "0 never added",
+		"cqueue: ", "0 copies seen beyond the Offers that may have succeeded; 0 values never offered",
+		"clock: ", "0 times a token did not exceed the previous holder's, 0 critical sections interleaved",
+		"0 holders refused although their Do reported nothing lost",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the summary does not say %q:\n%s", want, summaryOf(out))
 		}
 	}
 }
@@ -359,6 +405,7 @@ func summaryOf(out string) string {
 func TestChaosRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-workload", "queue"},
+		{"-workload", "collections,lock"},
 		{"-nemesis", "meteor"},
 		{"-members", "0"},
 		{"-registers", "0"},

@@ -7,8 +7,10 @@
 //	castychaos -workload register,counter -nemesis kill
 //	castychaos -nemesis skew,kill,partition -max-drift 2s
 //	castychaos -duration 40s -nemesis minority -hold 6s..9s -seed 1
+//	castychaos -duration 40s -workload cset,ccounter,cqueue,clock,cregister -seed 1
 //
-// Workloads (-workload, comma-separated, default all):
+// Workloads (-workload, comma-separated; "all", the default, selects the
+// first four, "collections" the five collection workloads):
 //
 //   - register: reads, writes and compare-and-sets on -registers
 //     registers (default 4), every call recorded and the history checked
@@ -26,6 +28,41 @@
 //   - ledger: transfers between the accounts of one actor; the total
 //     never changes, and the transfers the ledger counts match the
 //     acknowledged ones.
+//
+// The collection workloads drive the collections package (Set, Counter,
+// Queue, Lock, Register) from the lite member; their shards are ordinary
+// replicated actors on the members, with -replicas copies and majority
+// writes. A member serves collections because its program imports the
+// package (member.go).
+//
+//   - cset: adds of unique elements to a collections.Set[int64] (32
+//     shards); every acknowledged add must be Contained at the end, and
+//     Items must list nothing no client tried to add.
+//   - ccounter: Add(1) on a collections.Counter (32 stripes); the final
+//     Get must lie within [acknowledged, acknowledged + indeterminate].
+//   - cqueue: Offers of unique values to a collections.Queue[int64] (TTL
+//     5 s), an Offer repeated (up to twice) while its outcome is
+//     indeterminate, and Takes with a 1 s ctx and Polls; at the end the
+//     rest is drained (again after the TTL if an acknowledged value is
+//     still unseen). Every acknowledged value must have been taken,
+//     polled or drained, except at most as many as the removals of
+//     unknown outcome may have taken unseen (indeterminate polls and
+//     drains, failed takes: queue.go and the package doc, "Delivery");
+//     no value may be seen more often than Offers of it may have
+//     succeeded (values seen twice because an Offer was repeated are
+//     counted apart), and none that nobody offered.
+//   - clock: Lock.Do on a collections.Lock (lease TTL 1 s), the work
+//     writing its fencing token to a resource in the controller at its
+//     start and end, one in ten holding the lock past the TTL without
+//     watching its ctx. The resource refuses a token lower than the
+//     highest it saw. Tokens accepted must strictly increase from holder
+//     to holder, no two holders' accepted writes may interleave, a holder
+//     whose Do reported nothing lost must never be refused (one told
+//     ErrLeaseLost may be: fencing at work, counted), and a last Lock
+//     after the run must get the greatest token.
+//   - cregister: reads, Sets and CompareAndSwaps on -registers
+//     collections.Register[int64]s read with Read(casty.Majority), the
+//     history checked with porcupine as the register workload's is.
 //
 // Nemeses (-nemesis, comma-separated, default all; "none" for none):
 //

@@ -14,6 +14,10 @@ import (
 
 	"github.com/casty-go/casty/casty"
 	"github.com/casty-go/casty/casty/castytest"
+	// A member serves collections only if its program imports the
+	// package: its shard kinds and waiting room are declared when it is
+	// initialised (the collection workloads need them on every member).
+	_ "github.com/casty-go/casty/collections"
 )
 
 // clusterConfig makes membership react in seconds, so a short run sees

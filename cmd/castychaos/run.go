@@ -57,8 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
 	o.hold = defaultHold
 	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a `range` min..max drawn from uniformly, or one duration; up to %d × the members' RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
-	fs.IntVar(&o.regs, "registers", 4, "register workload: registers (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
-	fs.StringVar(&o.workload, "workload", "all", "workloads: register,set,counter,ledger or all")
+	fs.IntVar(&o.regs, "registers", 4, "register and cregister workloads: registers each (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
+	fs.StringVar(&o.workload, "workload", "all", "workloads: "+strings.Join(allWorkloads, ",")+", all (the first four) or collections (the last five)")
 	fs.Float64Var(&o.relay, "relay", 0.5, "register workload: share of operations sent through a member (the Relay service), whose calls replicas may answer early; the rest go from the lite member")
 	fs.DurationVar(&o.maxDrift, "max-drift", time.Second, "skew nemesis: bound on the skew between two members' clocks (each within ±max-drift/2)")
 	fs.StringVar(&o.nemesis, "nemesis", "all", "faults: "+strings.Join(allFaults, ",")+", all or none")
@@ -85,6 +85,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// Workloads: the actor workloads "all" selects, then the collection
+// workloads "collections" selects.
+var (
+	actorWorkloads      = []string{"register", "set", "counter", "ledger"}
+	collectionWorkloads = []string{"cset", "ccounter", "cqueue", "clock", "cregister"}
+	allWorkloads        = append(slices.Clone(actorWorkloads), collectionWorkloads...)
+)
+
+// parseWorkloads parses -workload: names from allWorkloads, "all" for
+// the actor workloads, "collections" for the collection workloads.
+func parseWorkloads(s string) ([]string, error) {
+	if s == "all" {
+		return slices.Clone(actorWorkloads), nil
+	}
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		names := []string{w}
+		if w == "collections" {
+			names = collectionWorkloads
+		}
+		for _, n := range names {
+			if !slices.Contains(allWorkloads, n) {
+				return nil, fmt.Errorf("unknown %q (want one of %s, all or collections)", n, strings.Join(allWorkloads, ", "))
+			}
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
 func parseList(s string, all []string) ([]string, error) {
 	switch s {
 	case "all":
@@ -105,7 +137,7 @@ func parseList(s string, all []string) ([]string, error) {
 // chaos runs one experiment; every exit path stops the member processes
 // and removes the partition rules.
 func chaos(o options, stdout io.Writer) (int, error) {
-	workloads, err := parseList(o.workload, []string{"register", "set", "counter", "ledger"})
+	workloads, err := parseWorkloads(o.workload)
 	if err != nil {
 		return 2, fmt.Errorf("-workload: %w", err)
 	}
@@ -211,6 +243,12 @@ func chaos(o options, stdout io.Writer) (int, error) {
 			ws = append(ws, &counterWorkload{kinds: k, sys: client})
 		case "ledger":
 			ws = append(ws, &ledgerWorkload{kinds: k, sys: client})
+		default:
+			w, err := newCollectionWorkload(name, k, client, o, logDir)
+			if err != nil {
+				return 2, fmt.Errorf("opening the %s workload: %w", name, err)
+			}
+			ws = append(ws, w)
 		}
 	}
 

@@ -155,8 +155,16 @@ func call[R any](ctx context.Context, f func(ctx context.Context) (R, error)) (R
 // retryFinal runs f until it succeeds or ctx ends: the end-of-run reads
 // happen after healing, while keys may still be moving.
 func retryFinal[R any](ctx context.Context, f func(ctx context.Context) (R, error)) (R, error) {
+	return retryWithin(ctx, callTimeout, f)
+}
+
+// retryWithin is retryFinal with each attempt bounded by per instead of
+// callTimeout.
+func retryWithin[R any](ctx context.Context, per time.Duration, f func(ctx context.Context) (R, error)) (R, error) {
 	for {
-		r, err := call(ctx, f)
+		actx, cancel := context.WithTimeout(ctx, per)
+		r, err := f(actx)
+		cancel()
 		if err == nil || ctx.Err() != nil {
 			return r, err
 		}
@@ -186,8 +194,7 @@ type registerWorkload struct {
 	history *castytest.History[registerOp, registerResult]
 	t       tally
 	seq     []atomic.Int64 // per client
-	lastMu  sync.Mutex
-	last    map[lastKey]int64 // the last value a client saw or wrote in a register (for CAS)
+	lastSeen
 	// relay is the share of operations sent through a member (Relay)
 	// rather than called from the lite member; relayed and early count
 	// them, and those during which the member answered a call early.
@@ -197,7 +204,7 @@ type registerWorkload struct {
 
 func newRegisterWorkload(k kinds, sys *casty.System, keys, clients int, relay float64, logDir string) *registerWorkload {
 	return &registerWorkload{kinds: k, sys: sys, keys: keys, logDir: logDir, seq: make([]atomic.Int64, clients),
-		history: castytest.NewHistory[registerOp, registerResult](), last: map[lastKey]int64{}, relay: relay}
+		history: castytest.NewHistory[registerOp, registerResult](), relay: relay}
 }
 
 // viaRelay runs op through a member's Relay and returns the register's
@@ -281,7 +288,13 @@ func (w *registerWorkload) op(ctx context.Context, client int, rng *rand.Rand) {
 }
 
 func (w *registerWorkload) end(p castytest.Pending[registerOp, registerResult], out registerResult, err error) {
-	switch w.t.outcome(err) {
+	endRegisterOp(&w.t, p, out, err)
+}
+
+// endRegisterOp counts a register operation's outcome in t and ends its
+// pending record as the outcome says: returned, unknown or failed.
+func endRegisterOp(t *tally, p castytest.Pending[registerOp, registerResult], out registerResult, err error) {
+	switch t.outcome(err) {
 	case done:
 		p.Return(out, nil)
 	case unknown:
@@ -291,16 +304,26 @@ func (w *registerWorkload) end(p castytest.Pending[registerOp, registerResult], 
 	}
 }
 
-func (w *registerWorkload) remember(client int, key string, v int64) {
-	w.lastMu.Lock()
-	w.last[lastKey{client, key}] = v
-	w.lastMu.Unlock()
+// lastSeen is the last value each client saw or wrote in each register,
+// which its next compare-and-set expects.
+type lastSeen struct {
+	mu   sync.Mutex
+	last map[lastKey]int64
 }
 
-func (w *registerWorkload) recall(client int, key string) int64 {
-	w.lastMu.Lock()
-	defer w.lastMu.Unlock()
-	return w.last[lastKey{client, key}]
+func (l *lastSeen) remember(client int, key string, v int64) {
+	l.mu.Lock()
+	if l.last == nil {
+		l.last = map[lastKey]int64{}
+	}
+	l.last[lastKey{client, key}] = v
+	l.mu.Unlock()
+}
+
+func (l *lastSeen) recall(client int, key string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last[lastKey{client, key}]
 }
 
 // final reads every register once more, then checks the history. Lost
@@ -317,6 +340,19 @@ func (w *registerWorkload) final(ctx context.Context) row {
 	}
 	r := w.t.row(w.name())
 	ops := w.history.Ops()
+	res := judgeRegisters(&r, ops)
+	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate, %d of them reads, which constrain nothing); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
+		res.Ops, w.keys, res.Indeterminate, res.LeftOut, r.lost, w.relayed.Load(), w.early.Load())
+	r.detail += undecided(res, ops, w.logDir+"/register.html")
+	return r
+}
+
+// judgeRegisters judges a history of registers whose initial value is 0
+// and that are never written 0: it sets r's lost (reads that returned 0
+// although a write or a successful CAS to that register had been
+// acknowledged before the read was called), linearizable (porcupine's
+// verdict, within 60 s) and pass, and returns porcupine's result.
+func judgeRegisters(r *row, ops []castytest.Op[registerOp, registerResult]) castytest.Result {
 	firstAck := map[string]time.Duration{}
 	for _, op := range ops {
 		acked := !op.Indeterminate && (op.Input.Kind == castytest.RegisterWrite || op.Input.Kind == castytest.RegisterCAS && op.Output.OK)
@@ -340,16 +376,21 @@ func (w *registerWorkload) final(ctx context.Context) row {
 		r.linearizable = "unknown"
 	}
 	r.pass = res.Ok() && r.lost == 0
-	r.detail = fmt.Sprintf("%d operations on %d registers checked (%d indeterminate, %d of them reads, which constrain nothing); %d reads saw the initial value after an acknowledged write; %d ran through a member (Relay), %d of them while it answered a call early",
-		res.Ops, w.keys, res.Indeterminate, res.LeftOut, r.lost, w.relayed.Load(), w.early.Load())
-	if !res.Ok() {
-		r.detail += "; each register on its own: " + verifyEach(ops)
-		path := w.logDir + "/register.html"
-		if err := res.WriteHTML(path); err == nil {
-			r.detail += "; visualisation: " + path
-		}
+	return res
+}
+
+// undecided says, for a history not found linearizable, which registers
+// were and which were not (or could not be decided), and writes
+// porcupine's visualisation to html; "" for a linearizable history.
+func undecided(res castytest.Result, ops []castytest.Op[registerOp, registerResult], html string) string {
+	if res.Ok() {
+		return ""
 	}
-	return r
+	out := "; each register on its own: " + verifyEach(ops)
+	if err := res.WriteHTML(html); err == nil {
+		out += "; visualisation: " + html
+	}
+	return out
 }
 
 // verifyEach checks each register's history on its own, all at once and
