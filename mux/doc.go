@@ -111,11 +111,17 @@
 //   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
 //     15 s with ±25 % jitter from an injected *rand.Rand.
 //   - What a peer can make a node hold is bounded by Config: inbound
-//     connections in total, per remote host and in handshake (beyond: closed
-//     at accept); requests handled at once per connection (beyond: refused
-//     with CodeOverloaded, handler not run); how long a message may stay
-//     partly received (beyond: a violation). Serve outlives temporary Accept
-//     errors such as running out of file descriptors.
+//     connections in total and per remote host (beyond: closed at
+//     accept); handshakes in progress in total and per remote host
+//     (beyond: the new connection takes the place of the oldest one that
+//     has not sent a byte yet, so idle connections cannot keep a peer out;
+//     refused only when there is none to take), each silent for at most
+//     FirstByteTimeout; requests handled at once per connection (beyond:
+//     refused with CodeOverloaded, handler not run); how long a message
+//     may stay partly received (beyond: a violation). Node.Admission
+//     counts what was refused, evicted and silent, and one WARN line per
+//     10 s at most logs it. Serve outlives temporary Accept errors such
+//     as running out of file descriptors.
 //   - Node.Traffic counts the bytes every session read and wrote (records
 //     with their headers, above TLS), for metrics: two atomic adds per
 //     socket read or write.

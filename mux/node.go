@@ -213,21 +213,19 @@ func (n *Node) Serve(ln net.Listener) error {
 		}
 		delay = 0
 		host := remoteHost(conn)
-		if limit := n.admit(host); limit != "" {
+		in := &inboundConn{Conn: conn, release: func() { n.release(host) }}
+		slot, evicted, limit := n.admit(host, in)
+		if evicted != nil {
+			evicted.Close()
+		}
+		if limit != "" {
 			conn.Close()
-			n.log.Warn("mux: inbound connection refused", "remote", conn.RemoteAddr().String(), "limit", limit)
+			n.shed(shedRefused, limit, conn)
 			continue
 		}
-		conn = &inboundConn{Conn: conn, release: func() { n.release(host) }}
-		if !n.goTracked(func() {
-			_, err := n.Accept(context.Background(), conn)
-			n.handshakeDone()
-			if err != nil {
-				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
-			}
-		}) {
-			n.handshakeDone()
-			conn.Close()
+		if !n.goTracked(func() { n.serveConn(in, slot) }) {
+			n.handshakeDone(slot)
+			in.Close()
 			return ErrClosed
 		}
 	}
