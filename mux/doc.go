@@ -31,9 +31,13 @@
 // make them proven (SPEC.md §3, "Authentication"):
 //
 //   - Config.ClusterSecret (and optionally OperatorSecret, ClientSecret):
-//     both sides prove the shared secret by HMAC challenge and response;
-//     the secret never crosses the wire. It authenticates, it does not
-//     encrypt: add TLS where the network is not trusted.
+//     both sides prove the shared secret by HMAC challenge and response,
+//     the dialler first, so a listener shows a peer that has not proven it
+//     nothing derived from the secret, nor whether its cluster name was
+//     right; the secret never crosses the wire. The dialler's proof can be
+//     checked offline by whoever it dials: use a random secret. It
+//     authenticates, it does not encrypt: add TLS where the network is not
+//     trusted.
 //   - Config.CertIdentity with mutual TLS: each certificate carries
 //     casty://member/<name>, casty://role/operator or casty://role/client
 //     (and optionally casty://node/<id>); the member name is bound to the

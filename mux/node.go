@@ -7,10 +7,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +87,16 @@ type Node struct {
 	names         map[NodeID]string // CertIdentity: node id → certificate member name
 	adm           admission         // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
+	authRand      io.Reader       // the handshake's challenges; nil: crypto/rand (tests set it)
 	traffic       trafficCounters // bytes through sessions' connections (stats.go)
+}
+
+// authRandom is where the handshake's challenges come from.
+func (n *Node) authRandom() io.Reader {
+	if n.authRand != nil {
+		return n.authRand
+	}
+	return crand.Reader
 }
 
 // New builds a Node from cfg (validated).
@@ -423,15 +434,19 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	n.mu.Unlock()
 	h.creds = n.cfg.credentials()
 	if h.creds != 0 {
-		if _, err := crand.Read(h.challenge[:]); err != nil {
+		// The authenticated exchange is version 4's: offer only it, so a
+		// listener that cannot run it says so (no common version).
+		h.versions = []uint16{ProtocolVersion}
+		if _, err := io.ReadFull(n.authRandom(), h.challenge[:]); err != nil {
 			return fail("no randomness for the challenge", err)
 		}
 	}
+	hb := h.encode()
 	// A listener that rejects us closes the connection right after its
 	// answer, which can make our hello's write fail although it went out;
 	// so read the answer even then, and report the write error only if
 	// there is no answer.
-	_, werr := conn.Write(h.encode())
+	_, werr := conn.Write(hb)
 	typ, body, err := readHandshake(sniff)
 	if err != nil {
 		if werr != nil {
@@ -441,6 +456,8 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	}
 	var ch *challenge
 	if typ == hsChallenge {
+		// We prove our secret first (the listener has shown nothing yet),
+		// then the listener proves it over everything, its welcome too.
 		if h.creds == 0 {
 			return fail("", malformed("unexpected challenge"))
 		}
@@ -451,20 +468,36 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if !h.creds.has(c.cred) {
 			return fail("", malformed("the listener chose a credential we did not offer"))
 		}
-		tr := transcript{cred: c.cred, cluster: n.cfg.ClusterName, dialler: n.cfg.NodeID, listener: c.nodeID,
-			dRole: n.cfg.Role, lRole: c.role, dNonce: h.challenge, lNonce: c.nonce}
 		secret := n.cfg.secretFor(c.cred)
-		if !tr.verify(secret, labelListener, c.proof) {
-			rej := &reject{code: CodeUnauthenticated, msg: "the listener's proof did not verify"}
-			_, _ = conn.Write(rej.encode())
-			return fail("", &HandshakeError{Code: rej.code, Message: rej.msg})
-		}
-		if _, err := conn.Write((&proofMsg{proof: tr.proof(secret, labelDialler)}).encode()); err != nil {
+		var tr transcript
+		tr.add(hb[hsHeaderSize:])
+		tr.add(body)
+		mine := tr.proof(secret, labelDialler)
+		if _, err := conn.Write((&proofMsg{proof: mine}).encode()); err != nil {
 			return fail("sending the proof failed", err)
 		}
 		ch = &c
 		if typ, body, err = readHandshake(sniff); err != nil {
 			return fail("no answer to the proof", err)
+		}
+		if typ == hsProof {
+			theirs, err := decodeProof(body)
+			if err != nil {
+				return fail("", err)
+			}
+			if typ, body, err = readHandshake(sniff); err != nil {
+				return fail("no welcome after the listener's proof", err)
+			}
+			if typ != hsWelcome {
+				return fail("", malformed("expected a welcome after the listener's proof"))
+			}
+			tr.add(mine[:])
+			tr.add(body)
+			if !tr.verify(secret, labelListener, theirs.proof) {
+				return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener's proof did not verify"})
+			}
+		} else if typ == hsWelcome {
+			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener sent no proof"})
 		}
 	}
 	var w welcome
@@ -479,8 +512,8 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if h.creds != 0 && ch == nil {
 			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener did not prove a credential (it has no secret)"})
 		}
-		if ch != nil && (ch.nodeID != w.nodeID || ch.role != w.role) {
-			return fail("", malformed("the welcome is not from the node that answered the challenge"))
+		if h.creds != 0 && w.version != ProtocolVersion {
+			return fail("", malformed("listener chose a version we did not offer"))
 		}
 	case hsReject:
 		r, err := decodeReject(body)
@@ -571,44 +604,34 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 			return refuse(rej)
 		}
 	}
-	if n.cfg.requiresSecret() && h.creds == 0 {
-		// Before any other check: a peer without a credential learns
-		// nothing, not even whether its cluster name was right.
-		return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
-	}
-	w, rej := n.info.accept(h)
-	if rej != nil {
-		return refuse(rej)
-	}
 	cred := CredentialNone
+	var tr transcript
+	var secret []byte
 	if n.cfg.requiresSecret() {
-		chosen := n.cfg.choose(h.creds)
+		// The dialler proves a secret before anything else is checked or
+		// shown: a peer without one learns nothing, not even whether its
+		// cluster name was right, and gets nothing derived from a secret.
 		switch {
-		case chosen == CredentialNone:
-			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
-		case n.cfg.Role == RoleMember && !chosen.allows(h.role):
-			// A client listener hosts nothing: whoever proves a credential
-			// it holds may reach it in any role.
-			return refuse(&reject{code: CodeIdentity, msg: "the credential does not allow role " + h.role.String()})
+		case h.creds == 0:
+			return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
+		case !slices.Contains(h.versions, ProtocolVersion):
+			return refuse(&reject{code: CodeNoCommonVersion, msg: "no common protocol version"})
 		}
-		secret := n.cfg.secretFor(chosen)
-		tr := transcript{cred: chosen, cluster: n.cfg.ClusterName, dialler: h.nodeID, listener: n.cfg.NodeID,
-			dRole: h.role, lRole: n.cfg.Role, dNonce: h.challenge}
-		if _, err := crand.Read(tr.lNonce[:]); err != nil {
+		c := challenge{cred: n.cfg.choose(h.creds)}
+		if _, err := io.ReadFull(n.authRandom(), c.nonce[:]); err != nil {
 			return fail("no randomness for the challenge", err)
 		}
-		c := challenge{cred: chosen, nodeID: n.cfg.NodeID, role: n.cfg.Role, nonce: tr.lNonce, proof: tr.proof(secret, labelListener)}
 		if _, err := conn.Write(c.encode()); err != nil {
 			return fail("sending the challenge failed", err)
 		}
-		typ, body, err := readHandshake(sniff)
+		typ, pbody, err := readHandshake(sniff)
 		if err != nil {
 			return fail("reading the proof failed", err)
 		}
 		switch typ {
 		case hsProof:
 		case hsReject:
-			r, err := decodeReject(body)
+			r, err := decodeReject(pbody)
 			if err != nil {
 				return fail("", err)
 			}
@@ -616,20 +639,41 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		default:
 			return fail("", malformed("expected a proof"))
 		}
-		p, err := decodeProof(body)
+		p, err := decodeProof(pbody)
 		if err != nil {
 			return fail("", err)
 		}
+		secret = n.cfg.secretFor(c.cred)
+		tr.add(body)
+		tr.add(c.body())
 		if !tr.verify(secret, labelDialler, p.proof) {
 			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
 		}
-		cred = chosen
+		tr.add(p.proof[:])
+		cred = c.cred
+		if n.cfg.Role == RoleMember && !cred.allows(h.role) {
+			// A client listener hosts nothing: whoever proves a credential
+			// it holds may reach it in any role.
+			return refuse(&reject{code: CodeIdentity, msg: "the credential does not allow role " + h.role.String()})
+		}
+	}
+	w, rej := n.info.accept(h)
+	if rej != nil {
+		return refuse(rej)
 	}
 	if n.cfg.CertIdentity {
 		if rej := n.bind(h.nodeID, cert.name); rej != nil {
 			return refuse(rej)
 		}
 		cred = stronger(cred, cert.cred)
+	}
+	answer := w.encode()
+	if secret != nil {
+		// The listener's proof covers the welcome: the dialler learns the
+		// listener's identity from a message only the secret's holder
+		// could have sent.
+		tr.add(answer[hsHeaderSize:])
+		answer = append((&proofMsg{proof: tr.proof(secret, labelListener)}).encode(), answer...)
 	}
 	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
 	s.cred, s.peerName = cred, cert.name
@@ -641,7 +685,7 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		disarm()
 		return nil, err
 	}
-	if _, err := conn.Write(w.encode()); err != nil {
+	if _, err := conn.Write(answer); err != nil {
 		disarm()
 		s.fail(connectionLost(err))
 		return nil, handshakeFailed("sending welcome failed", err)
