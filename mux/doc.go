@@ -18,11 +18,14 @@
 // each other at once, both keep the session whose initiator has the
 // smaller node id (between two dials by the same node, the smaller random
 // dial nonce); the other drains what is in flight on it and closes, and
-// new work given to it is forwarded to the winner. A newcomer never
-// displaces a live session that is past the simultaneous-dial window and
-// answering keepalives, nor one whose peer proved a stronger credential,
-// unless it proved the same certificate identity (SPEC.md §6): claiming a
-// live peer's node id takes none of its traffic.
+// new work given to it is forwarded to the winner. A newcomer displaces a
+// live session only if the live session's peer, asked over it, confirms
+// that it made the newcomer too (a simultaneous dial), or does not answer
+// within min(KeepAliveTimeout, HandshakeTimeout/2) (it is gone); never one
+// whose peer proved a stronger credential, unless it proved the same
+// certificate identity (SPEC.md §6, "The claim check"). So claiming a live
+// peer's node id takes none of its traffic, at any age of its session, in
+// an open cluster too.
 //
 // # Who the peer is
 //

@@ -84,8 +84,10 @@ type Node struct {
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
-	names         map[NodeID]string // CertIdentity: node id → certificate member name
-	adm           admission         // connections accepted by Serve (limits.go)
+	names         map[NodeID]string        // CertIdentity: node id → certificate member name
+	dialing       map[uint64]int           // dial nonces of this node's handshakes in progress (claim.go)
+	contests      map[NodeID]chan struct{} // peers whose newcomer awaits a claim check; closed when decided
+	adm           admission                // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
 	authRand      io.Reader       // the handshake's challenges; nil: crypto/rand (tests set it)
 	traffic       trafficCounters // bytes through sessions' connections (stats.go)
@@ -115,6 +117,8 @@ func New(cfg Config) (*Node, error) {
 		rand:        cfg.Rand,
 		handshaking: make(map[net.Conn]struct{}),
 		names:       make(map[NodeID]string),
+		dialing:     make(map[uint64]int),
+		contests:    make(map[NodeID]chan struct{}),
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -431,7 +435,15 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	h := n.info.hello()
 	n.mu.Lock()
 	h.nonce = n.rand.Uint64()
+	n.dialing[h.nonce]++ // the listener may ask (claim.go) until our session is registered
 	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.dialing[h.nonce]--; n.dialing[h.nonce] <= 0 {
+			delete(n.dialing, h.nonce)
+		}
+		n.mu.Unlock()
+	}()
 	h.creds = n.cfg.credentials()
 	if h.creds != 0 {
 		// The authenticated exchange is version 4's: offer only it, so a
@@ -542,7 +554,12 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	disarm()
 	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
 	s.cred, s.peerName = cred, cert.name
-	return n.register(s)
+	live, err := n.register(s)
+	if errors.Is(err, errClaimRefused) {
+		s.fail(errClaimRefused)
+		return nil, &HandshakeError{Code: CodeIdentity, Message: "the node id at this address belongs to a live session that did not make this connection"}
+	}
+	return live, err
 }
 
 // Accept runs the listening side of the handshake over an established
@@ -681,6 +698,12 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 	// welcome, which goes out on the raw connection.
 	s.w.hold()
 	live, err := n.register(s)
+	if errors.Is(err, errClaimRefused) {
+		_, _ = conn.Write((&reject{code: CodeIdentity, msg: "the node id belongs to a live session"}).encode())
+		disarm()
+		s.fail(errClaimRefused)
+		return nil, &HandshakeError{Code: CodeIdentity, Message: "the node id belongs to a live session that did not make this connection"}
+	}
 	if err != nil {
 		disarm()
 		return nil, err
@@ -755,7 +778,9 @@ func tieBreak(a, b *Session) bool {
 // stands), and its last keepalive was answered within KeepAliveInterval +
 // KeepAliveTimeout (or keepalive is off). So a stranger claiming a live
 // peer's node id never takes its traffic, while a peer that redials after
-// its old connection died does, once that connection is seen dead.
+// its old connection died does, once that connection is seen dead. Since
+// version 4 a live session's peer is asked instead (decide, claim.go):
+// this rule remains for peers of version 3 or 2, which cannot answer.
 func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
 	if cur.peerName != "" && cur.peerName == s.peerName {
 		return false
@@ -774,33 +799,66 @@ func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
 	return last != 0 && now.Sub(time.Unix(0, last)) <= iv+n.cfg.KeepAliveTimeout
 }
 
-// register makes s known and decides which session to keep for its peer.
-// It returns the live session (s or the one that beat it) and starts s.
+// register makes s known and decides which session to keep for its peer
+// (decide, claim.go): it returns the live session (s or the one that beat
+// it) and starts s; or, when the live session's peer said it did not make
+// s, fails with errClaimRefused, s not started (the caller closes it). A
+// claim check is asked without the lock, one per peer at a time.
 func (n *Node) register(s *Session) (*Session, error) {
 	n.mu.Lock()
-	if n.closed {
+	for {
+		if n.closed {
+			n.mu.Unlock()
+			s.fail(ErrClosed)
+			return nil, ErrClosed
+		}
+		if err := s.Err(); err != nil {
+			// It died (a violation on a lane, say) before it was registered.
+			n.mu.Unlock()
+			return nil, connectionLost(err)
+		}
+		busy, ok := n.contests[s.peer]
+		if !ok {
+			break
+		}
 		n.mu.Unlock()
-		s.fail(ErrClosed)
-		return nil, ErrClosed
+		select { // ends within claimTimeout
+		case <-busy:
+		case <-n.done:
+		}
+		n.mu.Lock()
 	}
-	if err := s.Err(); err != nil {
-		// It died (a violation on a lane, say) before it was registered.
+	cur := n.live[s.peer]
+	v := n.decide(cur, s)
+	if v == askTheLiveOne {
+		decided := make(chan struct{})
+		n.contests[s.peer] = decided
 		n.mu.Unlock()
-		return nil, connectionLost(err)
+		yes, answered := cur.askClaim(s.initiator, s.nonce)
+		n.mu.Lock()
+		delete(n.contests, s.peer)
+		close(decided)
+		switch {
+		case n.closed:
+			n.mu.Unlock()
+			s.fail(ErrClosed)
+			return nil, ErrClosed
+		case answered && !yes:
+			n.mu.Unlock()
+			return nil, errClaimRefused // the caller closes s, after telling its peer
+		}
+		// Confirmed (the tie-break stands), or the live session did not
+		// answer (taken for dead), or it closed meanwhile.
+		cur = n.live[s.peer]
+		v = newcomerWins
 	}
 	n.all[s] = struct{}{}
 	n.wg.Add(3)
 	go func() { defer n.wg.Done(); s.readLoop() }()
 	go func() { defer n.wg.Done(); s.acceptLoop() }()
 	go func() { defer n.wg.Done(); s.monitor() }()
-	cur := n.live[s.peer]
-	var winner, loser *Session
-	switch {
-	case cur == nil:
-		winner = s
-	case tieBreak(s, cur) && !n.entrenched(cur, s, time.Now()):
-		winner, loser = s, cur
-	default:
+	winner, loser := s, cur
+	if v == newcomerLoses {
 		winner, loser = cur, s
 	}
 	n.live[s.peer] = winner
