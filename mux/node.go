@@ -846,6 +846,9 @@ func (n *Node) register(s *Session) (*Session, error) {
 		case answered && !yes:
 			n.mu.Unlock()
 			return nil, errClaimRefused // the caller closes s, after telling its peer
+		case s.Err() != nil:
+			n.mu.Unlock()
+			return nil, connectionLost(s.Err())
 		}
 		// Confirmed (the tie-break stands), or the live session did not
 		// answer (taken for dead), or it closed meanwhile.
