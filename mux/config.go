@@ -158,14 +158,16 @@ type Config struct {
 	// MaxHandshakes caps the inbound handshakes in progress at once (TLS
 	// plus mux handshake, each bounded by HandshakeTimeout). When it is
 	// reached a new connection takes the place of one in progress rather
-	// than being refused: the oldest that has not sent a byte yet, from
-	// the hosts holding the most handshakes; when every one has sent
-	// something, the oldest of the host holding the most, if it holds
-	// more than the newcomer's host. Only when neither exists is the new
-	// connection closed at once. So idle connections, from one host or
-	// many, cannot keep a peer that speaks at once out. Evictions and
-	// refusals are counted (Node.Admission) and logged, one WARN line per
-	// 10 s at most. Default 128. Must be > 0.
+	// than being refused: one that has not sent a byte yet, of the host
+	// whose connections were shed the most in the last 10 to 20 s, then
+	// of the host holding the most such handshakes, the oldest; when every
+	// one has sent something, the first in the same order counting all of
+	// a host's handshakes, if its host holds more than the newcomer's.
+	// Only when there is none is the new connection closed at once. So
+	// idle connections, from one host or many, cannot keep a peer that
+	// speaks at once out. Evictions and refusals are counted
+	// (Node.Admission) and logged, one WARN line per 10 s at most.
+	// Default 128. Must be > 0.
 	MaxHandshakes int
 
 	// MaxHandshakesPerHost caps the inbound handshakes in progress at once
