@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/mux"
 )
 
 // TestAttackFigures measures a member under the two attacks of issue 18
@@ -184,4 +186,63 @@ func attackFigures(t *testing.T, limit int, attack string, senders int) {
 	t.Logf("victim: peak %d activations; process: peak heap %+d MB, %+d MB held after (GC), peak %d goroutines (%d before)",
 		peaks.active.Load(), peaks.heap.Load()>>20, (int64(after.HeapAlloc)-int64(base.HeapAlloc))>>20, peaks.goroutines.Load(), baseG)
 	t.Logf("legitimate caller: %d calls ok, %d failed (first: %v)", legitOK.Load(), legitErr.Load(), firstLegitErr.Load())
+}
+
+// TestHandshakeStarvationFigures measures how long a new member takes to
+// join a two-member cluster while 128 idle connections are held open
+// against each member (reopened as soon as a member closes one), from one
+// host or from 128 (127.0.0.2 on), in each mode, against the same
+// cluster without the attack (issue 40, item 3). Per trial: the time
+// casty.Start takes to return (joined), and until all three members list
+// three. Run with CASTY_FIGURES=1:
+//
+//	CASTY_FIGURES=1 go test -count=1 -run TestHandshakeStarvationFigures -v ./casty/
+func TestHandshakeStarvationFigures(t *testing.T) {
+	if os.Getenv("CASTY_FIGURES") == "" {
+		t.Skip("CASTY_FIGURES=1 to measure")
+	}
+	const trials = 10
+	for _, mode := range securityModes(t) {
+		for _, hosts := range []int{0, 1, 128} {
+			t.Run(fmt.Sprintf("%s/%d hosts", mode.name, hosts), func(t *testing.T) {
+				nodes := startCluster(t, 2, mode.opts...)
+				if hosts > 0 {
+					h := holdIdle(t, []string{nodes[0].Addr(), nodes[1].Addr()}, loopbackHosts(2, hosts), 128)
+					waitFor(t, 10*time.Second, "the attacker's connections open", func() bool {
+						return h.dialled.Load() >= 2*128
+					})
+				}
+				var joined, seen []time.Duration
+				before := [2]mux.Admission{casty.Admission(nodes[0]), casty.Admission(nodes[1])}
+				began := time.Now()
+				for range trials {
+					cfg := fastCluster()
+					ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.JoinTimeout)
+					start := time.Now()
+					joiner, err := casty.Start(ctx, "127.0.0.1:0", append([]casty.Option{casty.WithConfig(cfg),
+						casty.Seeds(nodes[0].Addr()), quiet()}, mode.opts...)...)
+					cancel()
+					if err != nil {
+						t.Fatalf("join: %v", err)
+					}
+					joined = append(joined, time.Since(start))
+					waitConverged(t, append(nodes[:2:2], joiner), 3)
+					seen = append(seen, time.Since(start))
+					closeSys(t, joiner)
+					waitConverged(t, nodes[:2], 2)
+				}
+				took := time.Since(began)
+				for i, n := range nodes[:2] {
+					a, b := casty.Admission(n), before[i]
+					t.Logf("member %d over the %d trials (%v): %d handshakes evicted, %d connections refused, %d silent",
+						i, trials, took.Round(time.Millisecond), a.Evicted-b.Evicted, a.Refused-b.Refused, a.Silent-b.Silent)
+				}
+				slices.Sort(joined)
+				slices.Sort(seen)
+				t.Logf("%d trials: Start returned p50 %v, max %v; all three list three p50 %v, max %v",
+					trials, joined[trials/2].Round(time.Millisecond), joined[trials-1].Round(time.Millisecond),
+					seen[trials/2].Round(time.Millisecond), seen[trials-1].Round(time.Millisecond))
+			})
+		}
+	}
 }

@@ -124,7 +124,10 @@
 //     ErrReplicaFull.
 //   - The transport's own bounds, at mux's defaults (mux.Config): inbound
 //     connections (4096 in all, 256 per remote address), handshakes in
-//     progress (128, each bounded by Config.HandshakeTimeout), requests
+//     progress (128 in all, 8 per remote address, each silent for at most
+//     2 s and bounded by Config.HandshakeTimeout; a new connection takes
+//     the place of an idle one rather than being refused, so idle
+//     connections cannot keep a new member out), requests
 //     handled at once per connection (1024; beyond, refused unrun, which a
 //     caller sees as ErrOverloaded), and 30 s for a partly received message.
 //

@@ -148,6 +148,10 @@ func Untyped(kind, method string) {
 	typedInvokers.set(kinds.get(kind).MethodByName(method), nil, true)
 }
 
+// Admission reports what a member's transport refused, evicted or closed
+// as silent (mux.Node.Admission).
+func Admission(s *System) mux.Admission { return s.cl.node.Admission() }
+
 // WithMuxConfig edits the node's transport configuration last: a hostile
 // node whose transport says something else than its membership.
 func WithMuxConfig(f func(*mux.Config)) Option { return func(o *systemOptions) { o.editMux = f } }

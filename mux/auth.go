@@ -14,11 +14,16 @@ import (
 // Proving who a peer is (SPEC.md §3, "Authentication"). Two mechanisms,
 // either or both:
 //
-//   - Shared secrets: the dialler names the credential it holds (member,
-//     operator or client) and both sides answer the other's random
-//     challenge with an HMAC-SHA256 over the whole exchange, keyed by that
-//     credential's secret, with a different label per direction. The
-//     secret never crosses the wire; a proof is good for one exchange only.
+//   - Shared secrets: the dialler names the credentials it holds (member,
+//     operator, client), the listener answers with the one to prove and a
+//     random challenge and nothing else, the dialler proves it first with
+//     an HMAC-SHA256 over the exchange so far keyed by that credential's
+//     secret, and only then does the listener check anything else (the
+//     cluster name among it) and prove the same secret over the whole
+//     exchange, welcome included. So a peer that does not hold the secret
+//     gets nothing derived from it, and the same answer whatever cluster
+//     name it tried. The secret never crosses the wire; a proof is good for
+//     one exchange only.
 //   - Certificate identity (Config.CertIdentity): the peer's verified
 //     certificate carries casty URIs in its subject alternative names
 //     saying what it may be; the member name it carries is bound to the
@@ -156,69 +161,67 @@ const authNonceSize = 32
 
 // Labels make a listener's proof useless as a dialler's and vice versa.
 const (
-	labelListener = "casty-mux/3 listener proof"
-	labelDialler  = "casty-mux/3 dialler proof"
+	labelListener = "casty-mux/4 listener proof"
+	labelDialler  = "casty-mux/4 dialler proof"
 )
 
-// transcript is everything both proofs of one exchange cover.
+// transcript accumulates the handshake messages both proofs cover: the
+// bodies of the hello, the challenge, and (for the listener's proof) the
+// dialler's proof and the welcome, each prefixed with its length, hashed
+// with SHA-256.
 type transcript struct {
-	cred              Credential
-	cluster           string
-	dialler, listener NodeID
-	dRole, lRole      Role
-	dNonce, lNonce    [authNonceSize]byte
+	b []byte
 }
 
-// proof computes HMAC-SHA256(secret, label ‖ transcript), every variable
-// field length-prefixed so no two transcripts share an encoding.
+// add appends one message body.
+func (t *transcript) add(body []byte) {
+	t.b = binary.BigEndian.AppendUint16(t.b, uint16(len(body)))
+	t.b = append(t.b, body...)
+}
+
+// proof computes HMAC-SHA256(secret, str8(label) ‖ SHA-256(transcript so
+// far)).
 func (t *transcript) proof(secret []byte, label string) [sha256.Size]byte {
+	sum := sha256.Sum256(t.b)
 	m := hmac.New(sha256.New, secret)
-	var b []byte
-	b = appendString8(b, label)
-	b = append(b, byte(t.cred), byte(t.dRole), byte(t.lRole))
-	b = append(b, t.dialler[:]...)
-	b = append(b, t.listener[:]...)
-	b = append(b, t.dNonce[:]...)
-	b = append(b, t.lNonce[:]...)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(t.cluster)))
-	b = append(b, t.cluster...)
-	m.Write(b)
+	m.Write(appendString8(nil, label))
+	m.Write(sum[:])
 	var out [sha256.Size]byte
 	m.Sum(out[:0])
 	return out
 }
 
-// verify compares a received proof with the expected one in constant time.
+// verify compares a received proof with the expected one in constant
+// time. With no secret nothing verifies.
 func (t *transcript) verify(secret []byte, label string, got [sha256.Size]byte) bool {
+	if len(secret) == 0 {
+		return false
+	}
 	want := t.proof(secret, label)
 	return hmac.Equal(want[:], got[:])
 }
 
 // challenge is the listener's answer to a hello that named credentials
-// (type 4): the credential it chose, its identity, its own challenge, and
-// its proof.
+// (type 4): the credential the dialler is to prove, and the listener's own
+// random challenge. Nothing in it depends on a secret, the listener's
+// identity or the cluster name: the dialler proves first.
 type challenge struct {
-	cred   Credential
-	nodeID NodeID
-	role   Role
-	nonce  [authNonceSize]byte
-	proof  [sha256.Size]byte
+	cred  Credential
+	nonce [authNonceSize]byte
 }
 
-// proofMsg is the dialler's proof (type 5).
+// proofMsg is a proof (type 5): the dialler's, then the listener's.
 type proofMsg struct {
 	proof [sha256.Size]byte
 }
 
-func (c *challenge) encode() []byte {
-	b := make([]byte, 0, 1+16+1+authNonceSize+sha256.Size)
+func (c *challenge) body() []byte {
+	b := make([]byte, 0, 1+authNonceSize)
 	b = append(b, byte(c.cred))
-	b = append(b, c.nodeID[:]...)
-	b = append(b, byte(c.role))
-	b = append(b, c.nonce[:]...)
-	b = append(b, c.proof[:]...)
-	return frameHandshake(hsChallenge, b)
+	return append(b, c.nonce[:]...)
 }
+
+func (c *challenge) encode() []byte { return frameHandshake(hsChallenge, c.body()) }
 
 func (p *proofMsg) encode() []byte { return frameHandshake(hsProof, p.proof[:]) }
 
@@ -227,21 +230,12 @@ func decodeChallenge(body []byte) (challenge, error) {
 	d := hsDecoder{b: body}
 	var c challenge
 	c.cred = Credential(d.u8())
-	copy(c.nodeID[:], d.take(16))
-	c.role = Role(d.u8())
 	copy(c.nonce[:], d.take(authNonceSize))
-	copy(c.proof[:], d.take(sha256.Size))
 	if d.bad || len(d.b) != 0 {
 		return challenge{}, malformed("truncated or oversized challenge")
 	}
-	if c.role != RoleMember && c.role != RoleClient {
-		return challenge{}, malformed("unknown role")
-	}
 	if !credAll.has(c.cred) {
 		return challenge{}, malformed("unknown credential")
-	}
-	if c.nodeID == (NodeID{}) {
-		return challenge{}, malformed("zero node id")
 	}
 	return c, nil
 }
@@ -281,10 +275,17 @@ func (c *Config) credentials() credSet {
 }
 
 // choose is the listener's pick among the dialler's credentials: the
-// strongest one it holds a secret for, CredentialNone if none.
+// strongest one it holds a secret for; if it holds none of them, the
+// strongest offered, whose proof then cannot verify. So a challenge is
+// sent whatever was offered, and the refusal comes after the proof.
 func (c *Config) choose(offered credSet) Credential {
 	for _, cr := range []Credential{CredentialMember, CredentialOperator, CredentialClient} {
 		if offered.has(cr) && len(c.secretFor(cr)) > 0 {
+			return cr
+		}
+	}
+	for _, cr := range []Credential{CredentialMember, CredentialOperator, CredentialClient} {
+		if offered.has(cr) {
 			return cr
 		}
 	}

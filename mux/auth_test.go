@@ -62,7 +62,7 @@ func TestSecretHandshakeProvesBothSides(t *testing.T) {
 			if sa.Credential() != CredentialMember || sb.Credential() != CredentialMember {
 				t.Fatalf("credentials %v / %v, want member both ways", sa.Credential(), sb.Credential())
 			}
-			if sa.Version() != 3 || !sa.Operator() || !sb.Operator() {
+			if sa.Version() != ProtocolVersion || !sa.Operator() || !sb.Operator() {
 				t.Fatalf("version %d, operator %v/%v", sa.Version(), sa.Operator(), sb.Operator())
 			}
 			if _, err := sa.Ping(context.Background()); err != nil {
@@ -86,7 +86,7 @@ func TestWrongSecretRefusedBothDirections(t *testing.T) {
 	})
 	t.Run("dialler with the wrong proof is refused by the listener", func(t *testing.T) {
 		b := newNode(t, withSecret(testConfig(2), memberSecret))
-		typ, body, aErr := rawDial(t, b, func(h *hello) { h.creds = 1 << CredentialMember }, func(c challenge) []byte {
+		typ, body, aErr := rawDial(t, b, func(h *hello) { h.creds = 1 << CredentialMember }, func(_, _ []byte) []byte {
 			return (&proofMsg{}).encode() // cannot compute the proof without the secret
 		})
 		if r, err := decodeReject(body); typ != hsReject || err != nil || r.code != CodeUnauthenticated {
@@ -113,7 +113,7 @@ func TestWrongSecretRefusedBothDirections(t *testing.T) {
 	t.Run("a client credential cannot announce member", func(t *testing.T) {
 		lc := withSecret(testConfig(2), memberSecret)
 		lc.ClientSecret = clientSecret
-		typ, body, aErr := rawDial(t, newNode(t, lc), func(h *hello) { h.creds = 1 << CredentialClient }, nil)
+		typ, body, aErr := rawDial(t, newNode(t, lc), func(h *hello) { h.creds = 1 << CredentialClient }, proveWith(clientSecret))
 		if r, err := decodeReject(body); typ != hsReject || err != nil || r.code != CodeIdentity {
 			t.Fatalf("answer %d %+v %v", typ, r, err)
 		}
@@ -132,9 +132,10 @@ func TestWrongSecretRefusedBothDirections(t *testing.T) {
 
 // rawDial plays a dialler by hand against b's Accept over a pipe: edit
 // changes the hello (node id 1, cluster "test"), answer (if the listener
-// challenges) returns the bytes to send back. It returns the listener's
-// last answer and Accept's error.
-func rawDial(t *testing.T, b *Node, edit func(*hello), answer func(challenge) []byte) (typ byte, body []byte, acceptErr error) {
+// challenges) returns the bytes to send back, given the hello's body and
+// the challenge's. It returns the listener's last answer and Accept's
+// error.
+func rawDial(t *testing.T, b *Node, edit func(*hello), answer func(hello, challenge []byte) []byte) (typ byte, body []byte, acceptErr error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -145,14 +146,14 @@ func rawDial(t *testing.T, b *Node, edit func(*hello), answer func(challenge) []
 	h := hello{versions: supportedVersions, nodeID: testID(1), role: RoleMember, cluster: "test"}
 	edit(&h)
 	c1.SetDeadline(time.Now().Add(5 * time.Second))
-	go c1.Write(h.encode())
+	hb := h.encode()
+	go c1.Write(hb)
 	typ, body, err := readHandshake(c1)
 	if err == nil && typ == hsChallenge && answer != nil {
-		c, err := decodeChallenge(body)
-		if err != nil {
+		if _, err := decodeChallenge(body); err != nil {
 			t.Fatal(err)
 		}
-		go c1.Write(answer(c))
+		go c1.Write(answer(hb[hsHeaderSize:], body))
 		typ, body, err = readHandshake(c1)
 	}
 	if err != nil {
@@ -160,6 +161,16 @@ func rawDial(t *testing.T, b *Node, edit func(*hello), answer func(challenge) []
 	}
 	c1.Close()
 	return typ, body, <-done
+}
+
+// proveWith answers a challenge with the dialler's proof of secret.
+func proveWith(secret []byte) func(hello, challenge []byte) []byte {
+	return func(hello, challenge []byte) []byte {
+		var tr transcript
+		tr.add(hello)
+		tr.add(challenge)
+		return (&proofMsg{proof: tr.proof(secret, labelDialler)}).encode()
+	}
 }
 
 // recordConn keeps a copy of every byte read from and written to a conn.

@@ -156,10 +156,38 @@ type Config struct {
 	MaxInboundConnsPerHost int
 
 	// MaxHandshakes caps the inbound handshakes in progress at once (TLS
-	// plus mux handshake, each bounded by HandshakeTimeout); beyond it
-	// Serve closes a new connection at once and logs it. Default 128.
-	// Must be > 0.
+	// plus mux handshake, each bounded by HandshakeTimeout). When it is
+	// reached a new connection takes the place of one in progress rather
+	// than being refused: one that has not sent a byte yet, of the host
+	// whose connections were shed the most in the last 10 to 20 s, then
+	// of the host holding the most such handshakes, the oldest; when every
+	// one has sent something, the first in the same order counting all of
+	// a host's handshakes, if its host holds more than the newcomer's.
+	// Only when there is none is the new connection closed at once. So
+	// idle connections, from one host or many, cannot keep a peer that
+	// speaks at once out. Evictions and refusals are counted
+	// (Node.Admission) and logged, one WARN line per 10 s at most.
+	// Default 128. Must be > 0.
 	MaxHandshakes int
+
+	// MaxHandshakesPerHost caps the inbound handshakes in progress at once
+	// from one remote IP address. A connection beyond it takes the place
+	// of its host's oldest handshake that has not sent a byte yet, and is
+	// closed at once when there is none (counted and logged as for
+	// MaxHandshakes). It keeps one host from filling MaxHandshakes: idle
+	// connections from one address take 8 of the 128 slots at most.
+	// Default 8. Must be in [1, MaxHandshakes].
+	MaxHandshakesPerHost int
+
+	// FirstByteTimeout bounds how long an inbound connection may stay
+	// silent: its first byte (the TLS ClientHello, or the mux hello) must
+	// arrive within it, or the connection is closed (counted in
+	// Node.Admission as Silent). A dialler sends its first bytes as soon
+	// as its TCP connect completes, so this can be much shorter than
+	// HandshakeTimeout, which still bounds the whole handshake, counted
+	// from the accept; the shorter of the two applies. Default 2 s. Must
+	// be > 0.
+	FirstByteTimeout time.Duration
 
 	// CompressThreshold is the smallest payload that is compressed;
 	// compression is kept only when it makes the payload smaller.
@@ -242,6 +270,8 @@ func DefaultConfig() Config {
 		MaxInboundConns:        4096,
 		MaxInboundConnsPerHost: 256,
 		MaxHandshakes:          128,
+		MaxHandshakesPerHost:   8,
+		FirstByteTimeout:       2 * time.Second,
 		CompressThreshold:      4096,
 		Codecs:                 []string{CodecZstd, CodecZlib},
 		ReconnectMin:           100 * time.Millisecond,
@@ -291,6 +321,10 @@ func (c *Config) Validate() error {
 		return bad("MaxInboundConnsPerHost must be in [1, MaxInboundConns]")
 	case c.MaxHandshakes <= 0:
 		return bad("MaxHandshakes must be > 0")
+	case c.MaxHandshakesPerHost <= 0 || c.MaxHandshakesPerHost > c.MaxHandshakes:
+		return bad("MaxHandshakesPerHost must be in [1, MaxHandshakes]")
+	case c.FirstByteTimeout <= 0:
+		return bad("FirstByteTimeout must be > 0")
 	case c.ReconnectMin <= 0:
 		return bad("ReconnectMin must be > 0")
 	case c.ReconnectMax < c.ReconnectMin:

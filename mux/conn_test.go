@@ -81,7 +81,10 @@ func TestProtocolViolationsCloseTheConnection(t *testing.T) {
 		"short error":       append(appendEnvelopeHeader(nil, frameError, 0, 1, 1), 0),
 		"garbage compressed": append(appendEnvelopeHeader(nil, frameMessage, flagCompressed, 0, 4),
 			1, 2, 3, 4),
-		"compression bomb": append(appendEnvelopeHeader(nil, frameMessage, flagCompressed, 0, len(zbomb)), zbomb...),
+		"compression bomb":  append(appendEnvelopeHeader(nil, frameMessage, flagCompressed, 0, len(zbomb)), zbomb...),
+		"claim off lane 0":  append(appendEnvelopeHeader(nil, frameClaim, 0, 1, claimPayloadSize), make([]byte, claimPayloadSize)...),
+		"short claim":       append(appendEnvelopeHeader(nil, frameClaim, 0, 1, 3), 1, 2, 3),
+		"compressed answer": append(appendEnvelopeHeader(nil, frameClaimAnswer, flagCompressed, 1, 1), 1),
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -18,11 +18,14 @@
 // each other at once, both keep the session whose initiator has the
 // smaller node id (between two dials by the same node, the smaller random
 // dial nonce); the other drains what is in flight on it and closes, and
-// new work given to it is forwarded to the winner. A newcomer never
-// displaces a live session that is past the simultaneous-dial window and
-// answering keepalives, nor one whose peer proved a stronger credential,
-// unless it proved the same certificate identity (SPEC.md §6): claiming a
-// live peer's node id takes none of its traffic.
+// new work given to it is forwarded to the winner. A newcomer displaces a
+// live session only if the live session's peer, asked over it, confirms
+// that it made the newcomer too (a simultaneous dial), or does not answer
+// within min(KeepAliveTimeout, HandshakeTimeout/2) (it is gone); never one
+// whose peer proved a stronger credential, unless it proved the same
+// certificate identity (SPEC.md §6, "The claim check"). So claiming a live
+// peer's node id takes none of its traffic, at any age of its session, in
+// an open cluster too.
 //
 // # Who the peer is
 //
@@ -31,9 +34,13 @@
 // make them proven (SPEC.md §3, "Authentication"):
 //
 //   - Config.ClusterSecret (and optionally OperatorSecret, ClientSecret):
-//     both sides prove the shared secret by HMAC challenge and response;
-//     the secret never crosses the wire. It authenticates, it does not
-//     encrypt: add TLS where the network is not trusted.
+//     both sides prove the shared secret by HMAC challenge and response,
+//     the dialler first, so a listener shows a peer that has not proven it
+//     nothing derived from the secret, nor whether its cluster name was
+//     right; the secret never crosses the wire. The dialler's proof can be
+//     checked offline by whoever it dials: use a random secret. It
+//     authenticates, it does not encrypt: add TLS where the network is not
+//     trusted.
 //   - Config.CertIdentity with mutual TLS: each certificate carries
 //     casty://member/<name>, casty://role/operator or casty://role/client
 //     (and optionally casty://node/<id>); the member name is bound to the
@@ -111,11 +118,17 @@
 //   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
 //     15 s with ±25 % jitter from an injected *rand.Rand.
 //   - What a peer can make a node hold is bounded by Config: inbound
-//     connections in total, per remote host and in handshake (beyond: closed
-//     at accept); requests handled at once per connection (beyond: refused
-//     with CodeOverloaded, handler not run); how long a message may stay
-//     partly received (beyond: a violation). Serve outlives temporary Accept
-//     errors such as running out of file descriptors.
+//     connections in total and per remote host (beyond: closed at
+//     accept); handshakes in progress in total and per remote host
+//     (beyond: the new connection takes the place of the oldest one that
+//     has not sent a byte yet, so idle connections cannot keep a peer out;
+//     refused only when there is none to take), each silent for at most
+//     FirstByteTimeout; requests handled at once per connection (beyond:
+//     refused with CodeOverloaded, handler not run); how long a message
+//     may stay partly received (beyond: a violation). Node.Admission
+//     counts what was refused, evicted and silent, and one WARN line per
+//     10 s at most logs it. Serve outlives temporary Accept errors such
+//     as running out of file descriptors.
 //   - Node.Traffic counts the bytes every session read and wrote (records
 //     with their headers, above TLS), for metrics: two atomic adds per
 //     socket read or write.

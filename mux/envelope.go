@@ -9,7 +9,7 @@ import (
 //
 //	offset size field
 //	0      4    length  payload bytes on the wire (after compression), big endian
-//	4      1    type    frameRequest..frameCancel
+//	4      1    type    frameRequest..frameClaimAnswer
 //	5      1    flags   bit 0: payload compressed with the session codec
 //	6      8    id      correlation id, big endian (0 for one-way messages)
 const envelopeHeaderSize = 14
@@ -24,6 +24,7 @@ const (
 	frameError    uint8 = 3 // a failed answer: u16 code, then the message
 	frameMessage  uint8 = 4 // a one-way message, id 0
 	frameCancel   uint8 = 5 // the requester gave up on id; empty payload
+	// 6 and 7 are the claim check's (claim.go).
 )
 
 // Envelope flags.
@@ -54,7 +55,7 @@ func parseEnvelopeHeader(h []byte, maxMessage int) (typ, flags uint8, id uint64,
 	n64 := binary.BigEndian.Uint32(h[0:4])
 	typ, flags = h[4], h[5]
 	id = binary.BigEndian.Uint64(h[6:14])
-	if typ < frameRequest || typ > frameCancel {
+	if typ < frameRequest || typ > frameClaimAnswer {
 		return 0, 0, 0, 0, protocolError("unknown envelope type %d", typ)
 	}
 	if flags&^knownFlags != 0 {
@@ -75,6 +76,14 @@ func parseEnvelopeHeader(h []byte, maxMessage int) (typ, flags uint8, id uint64,
 	case frameError:
 		if n64 < 2 {
 			return 0, 0, 0, 0, protocolError("error envelope shorter than its code")
+		}
+	case frameClaim, frameClaimAnswer:
+		want := uint32(claimPayloadSize)
+		if typ == frameClaimAnswer {
+			want = 1
+		}
+		if n64 != want || flags != 0 {
+			return 0, 0, 0, 0, protocolError("claim envelope of %d bytes, flags %#x", n64, flags)
 		}
 	}
 	if typ != frameMessage && id == 0 {

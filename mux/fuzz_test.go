@@ -128,9 +128,9 @@ func FuzzHandshake(f *testing.F) {
 		cluster: "casty", addr: "10.0.0.1:7001", codecs: []string{CodecZstd, CodecZlib}}
 	f.Add(h.encode())
 	ha := h
-	ha.versions, ha.creds, ha.challenge = []uint16{3, 2}, credAll, [authNonceSize]byte{1, 2, 3}
+	ha.versions, ha.creds, ha.challenge = []uint16{4}, credAll, [authNonceSize]byte{1, 2, 3}
 	f.Add(ha.encode())
-	f.Add((&challenge{cred: CredentialMember, nodeID: testID(2), role: RoleMember, nonce: [authNonceSize]byte{9}, proof: [32]byte{7}}).encode())
+	f.Add((&challenge{cred: CredentialMember, nonce: [authNonceSize]byte{9}}).encode())
 	f.Add((&proofMsg{proof: [32]byte{5}}).encode())
 	w := welcome{version: 1, nodeID: testID(2), role: RoleClient, addr: "x:1", codec: CodecZlib}
 	f.Add(w.encode())

@@ -7,13 +7,18 @@ import (
 )
 
 // ProtocolVersion is the mux protocol version this package speaks.
-// Version 3 is version 2 plus the authenticated handshake (a credential in
-// the hello, then a challenge and a proof); a node that requires no
-// credential speaks both, unchanged on the wire.
-const ProtocolVersion uint16 = 3
+// Version 3 was version 2 plus an authenticated handshake in which the
+// listener proved its secret first; version 4 has the dialler prove first
+// (the listener shows nothing derived from a secret, nor whether the
+// cluster name was right, to a peer that has not proven one), and adds
+// the claim check of SPEC.md §6. Without credentials versions 4, 3 and 2
+// are the same handshake on the wire, and a node offers all three; a node
+// that names a credential offers only 4, so version 3's authenticated
+// exchange is no longer spoken.
+const ProtocolVersion uint16 = 4
 
 // supportedVersions lists the versions this package accepts, highest first.
-var supportedVersions = []uint16{ProtocolVersion, 2}
+var supportedVersions = []uint16{ProtocolVersion, 3, 2}
 
 const (
 	handshakeMagic   = "CMUX"
@@ -38,8 +43,8 @@ type hello struct {
 	cluster  string
 	addr     string
 	codecs   []string
-	// Version 3: the credentials the dialler can prove (a credSet), and
-	// its challenge to the listener; both absent (0) in an open cluster.
+	// The credentials the dialler can prove (a credSet), and its
+	// challenge to the listener; both absent (0) in an open cluster.
 	creds     credSet
 	challenge [authNonceSize]byte
 }

@@ -41,6 +41,15 @@ func (l *lane) sendOpt(ctx context.Context, typ uint8, id uint64, payload []byte
 	}, held)
 }
 
+// sendPlain queues one envelope that is never compressed (mux's own claim
+// check messages).
+func (l *lane) sendPlain(ctx context.Context, typ uint8, id uint64, payload []byte) error {
+	return l.s.w.enqueue(ctx, byte(l.id), func(q []byte) []byte {
+		q = appendEnvelopeHeader(q, typ, 0, id, len(payload))
+		return append(q, payload...)
+	}, false)
+}
+
 // dispatch handles one envelope read from the lane; a request's job is
 // appended to *jobs for the reader to run. An error is a protocol
 // violation.
@@ -79,6 +88,15 @@ func (l *lane) dispatch(env envelope, jobs *[]task) error {
 		s.deliverMessage(l.id, payload)
 	case frameCancel:
 		s.cancelInflight(env.id)
+	case frameClaim, frameClaimAnswer:
+		if l.id != LaneControl || s.version < claimVersion {
+			return protocolError("claim envelope on lane %s of a version %d session", l.id, s.version)
+		}
+		if env.typ == frameClaim {
+			s.answerClaim(env.id, payload)
+		} else {
+			s.claimAnswered(env.id, payload[0] == 1)
+		}
 	}
 	return nil
 }

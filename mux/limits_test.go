@@ -3,8 +3,12 @@ package mux
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,39 +53,88 @@ func refused(t *testing.T, conns []net.Conn, wait time.Duration) int {
 	return n
 }
 
-// limitedNode serves a node whose handshakes wait 30 s for a hello, with
-// edit applied to its config.
+// limitedNode serves a node whose handshakes wait 30 s for their first
+// byte and their hello, with edit applied to its config.
 func limitedNode(t *testing.T, edit func(*Config)) (*Node, string) {
 	t.Helper()
 	c := testConfig(2)
-	c.HandshakeTimeout = 30 * time.Second
+	c.HandshakeTimeout, c.FirstByteTimeout = 30*time.Second, 30*time.Second
 	edit(&c)
 	n := newNode(t, c)
 	return n, listen(t, n)
+}
+
+// closedAt reports, for each connection, whether the server closed it:
+// a read returns EOF (or a reset) within wait instead of timing out.
+func closedAt(t *testing.T, conns []net.Conn, wait time.Duration) []bool {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	out := make([]bool, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			_ = c.SetReadDeadline(deadline)
+			n, err := c.Read(make([]byte, 1))
+			out[i] = n == 0 && !errors.Is(err, os.ErrDeadlineExceeded)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// silentFrom opens one silent connection from each of the given local IPs,
+// in order, each once srv's Serve has taken the one before (so their
+// handshakes start in that order).
+func silentFrom(t *testing.T, srv *Node, addr string, from []string) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for _, ip := range from {
+		before := accepts(srv)
+		conns = append(conns, silentConns(t, addr, ip, 1)...)
+		waitFor(t, 5*time.Second, "the connection taken by Serve", func() bool { return accepts(srv) > before })
+	}
+	return conns
+}
+
+// accepts counts the connections srv's Serve took so far.
+func accepts(srv *Node) int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.adm.accepts
 }
 
 func TestInboundLimits(t *testing.T) {
 	cases := []struct {
 		name string
 		edit func(*Config)
-		open int
-		want int // refused at once
+		from []string
+		want []bool // closed at once (refused, or evicted by a later one)
 	}{
-		{"handshakes in progress", func(c *Config) { c.MaxHandshakes = 3 }, 8, 5},
-		{"connections in total", func(c *Config) { c.MaxInboundConns, c.MaxInboundConnsPerHost = 4, 4 }, 8, 4},
-		{"connections per host", func(c *Config) { c.MaxInboundConnsPerHost = 2 }, 8, 6},
+		// The oldest silent handshakes of the host make room for the newest.
+		{"handshakes per host", func(c *Config) { c.MaxHandshakesPerHost = 3 }, hosts(1, 1),
+			[]bool{true, true, true, true, true, false, false, false}},
+		// The same across hosts, one connection each.
+		{"handshakes in total", func(c *Config) { c.MaxHandshakes, c.MaxHandshakesPerHost = 3, 3 }, hosts(2, 8),
+			[]bool{true, true, true, true, true, false, false, false}},
+		{"connections in total", func(c *Config) { c.MaxInboundConns, c.MaxInboundConnsPerHost = 4, 4 }, hosts(1, 1),
+			[]bool{false, false, false, false, true, true, true, true}},
+		{"connections per host", func(c *Config) { c.MaxInboundConnsPerHost = 2 }, hosts(1, 1),
+			[]bool{false, false, true, true, true, true, true, true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, addr := limitedNode(t, tc.edit)
-			conns := silentConns(t, addr, "127.0.0.1", tc.open)
-			if got := refused(t, conns, time.Second); got != tc.want {
-				t.Fatalf("%d of %d silent connections refused at once, want %d", got, tc.open, tc.want)
+			srv, addr := limitedNode(t, tc.edit)
+			var from []string
+			for i := range tc.want {
+				from = append(from, tc.from[i%len(tc.from)])
+			}
+			conns := silentFrom(t, srv, addr, from)
+			if got := closedAt(t, conns, time.Second); !slices.Equal(got, tc.want) {
+				t.Fatalf("closed at once: %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
-
 func TestPerHostLimitLeavesOtherHostsAlone(t *testing.T) {
 	_, addr := limitedNode(t, func(c *Config) { c.MaxInboundConnsPerHost = 2 })
 	silentConns(t, addr, "127.0.0.1", 2) // 127.0.0.1 is at its limit
@@ -92,38 +145,130 @@ func TestPerHostLimitLeavesOtherHostsAlone(t *testing.T) {
 }
 
 func TestInboundSlotsAreReleasedWhenConnectionsClose(t *testing.T) {
-	srv, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes = 2 })
+	srv, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes, c.MaxHandshakesPerHost = 2, 2 })
 	handshakes := func() int {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
-		return srv.adm.handshakes
+		return len(srv.adm.handshakes)
 	}
 	a := newNode(t, testConfig(1))
 	for round := range 3 {
-		// Every slot of the last round is back (a dial that succeeded
-		// shows one is, not both), and both silent connections hold one
-		// before the dial that must be refused.
 		waitFor(t, 5*time.Second, "every handshake slot free", func() bool { return handshakes() == 0 })
 		conns := silentConns(t, addr, "127.0.0.1", 2)
 		waitFor(t, 5*time.Second, "the silent connections to hold both slots", func() bool { return handshakes() == 2 })
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if _, err := a.Dial(ctx, addr); err == nil {
-			t.Fatalf("round %d: a dial got a handshake slot while both were taken", round)
-		}
+		// A dial takes the place of the oldest silent one.
+		evicted := srv.Admission().Evicted
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := a.Dial(ctx, addr)
 		cancel()
+		if err != nil {
+			t.Fatalf("round %d: a dial while silent connections held every slot: %v", round, err)
+		}
+		s.Close()
+		if got := srv.Admission().Evicted - evicted; got != 1 {
+			t.Fatalf("round %d: %d handshakes evicted for the dial, want 1", round, got)
+		}
 		for _, c := range conns {
 			c.Close()
 		}
-		// The slots come back once the server sees the closes.
-		waitFor(t, 5*time.Second, "a dial succeeds once the silent connections closed", func() bool {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			s, err := a.Dial(ctx, addr)
-			if err == nil {
-				s.Close()
+	}
+	// The slots come back once the server sees the closes, and so do the
+	// connection counts.
+	waitFor(t, 5*time.Second, "every slot back", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.adm.handshakes) == 0 && srv.adm.conns == 0 && len(srv.adm.hsPerHost) == 0 && len(srv.adm.perHost) == 0
+	})
+}
+
+// A handshake that has sent its first byte is not evicted for a newcomer
+// of its own host, and is evicted for one of another host only when its
+// host holds more handshakes.
+func TestHandshakesThatSpokeAreKept(t *testing.T) {
+	srv, addr := limitedNode(t, func(c *Config) { c.MaxHandshakes, c.MaxHandshakesPerHost = 3, 2 })
+	speak := func(conns []net.Conn) {
+		for _, c := range conns {
+			if _, err := c.Write([]byte(handshakeMagic[:1])); err != nil {
+				t.Fatal(err)
 			}
-			return err == nil
-		})
+		}
+	}
+	heard := func(n int) func() bool {
+		return func() bool {
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			k := 0
+			for s := range srv.adm.handshakes {
+				if s.heard.Load() {
+					k++
+				}
+			}
+			return k == n
+		}
+	}
+	a := silentFrom(t, srv, addr, []string{"127.0.0.2", "127.0.0.2"}) // 127.0.0.2 at its cap
+	speak(a)
+	waitFor(t, 5*time.Second, "both heard", heard(2))
+	third := silentFrom(t, srv, addr, hosts(2, 1)) // its host holds 2 that spoke: refused
+	if got := closedAt(t, append(a, third...), time.Second); !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("closed: %v, want only the third", got)
+	}
+	b := silentFrom(t, srv, addr, hosts(3, 1)) // 127.0.0.3: fills MaxHandshakes
+	speak(b)
+	waitFor(t, 5*time.Second, "three heard", heard(3))
+	// MaxHandshakes is reached and every handshake spoke: a newcomer from
+	// 127.0.0.4 (none) takes the place of 127.0.0.2's oldest (two), one
+	// from 127.0.0.3 (one) would not take 127.0.0.4's (one).
+	c := silentFrom(t, srv, addr, hosts(4, 1))
+	if got := closedAt(t, append(append(a, b...), c...), time.Second); !slices.Equal(got, []bool{true, false, false, false}) {
+		t.Fatalf("closed: %v, want only 127.0.0.2's oldest", got)
+	}
+	if ad := srv.Admission(); ad.Evicted != 1 || ad.Refused != 1 {
+		t.Fatalf("admission %+v, want 1 evicted, 1 refused", ad)
+	}
+}
+
+// A connection that sends nothing is closed after FirstByteTimeout; one
+// that sent a byte goes on, bounded by HandshakeTimeout.
+func TestSilentConnectionsAreClosedAfterFirstByteTimeout(t *testing.T) {
+	srv, addr := limitedNode(t, func(c *Config) { c.FirstByteTimeout = 100 * time.Millisecond })
+	conns := silentConns(t, addr, "127.0.0.1", 2)
+	if _, err := conns[1].Write([]byte(handshakeMagic[:2])); err != nil {
+		t.Fatal(err)
+	}
+	if got := closedAt(t, conns[:1], 5*time.Second); !got[0] {
+		t.Fatal("a silent connection outlived FirstByteTimeout by seconds")
+	}
+	waitFor(t, 5*time.Second, "the silent one counted", func() bool { return srv.Admission().Silent == 1 })
+	srv.mu.Lock()
+	left := len(srv.adm.handshakes)
+	srv.mu.Unlock()
+	if left != 1 {
+		t.Fatalf("%d handshakes in progress, want the one that spoke", left)
+	}
+}
+
+// Connections shed under a flood are counted one by one and logged on
+// one WARN line per 10 s at most.
+func TestShedConnectionsAreLoggedAtAPace(t *testing.T) {
+	rec := &logRecorder{}
+	srv, addr := limitedNode(t, func(c *Config) {
+		c.MaxHandshakesPerHost = 1
+		c.Logger = slog.New(rec)
+	})
+	silentFrom(t, srv, addr, slices.Repeat(hosts(1, 1), 20))
+	waitFor(t, 5*time.Second, "19 evictions counted", func() bool { return srv.Admission().Evicted == 19 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var lines []string
+	for _, r := range rec.recs {
+		if strings.Contains(r, "shed") {
+			lines = append(lines, r)
+		}
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "WARN ") || !strings.Contains(lines[0], "evicted=1") ||
+		!strings.Contains(lines[0], "last_limit=MaxHandshakesPerHost") {
+		t.Fatalf("shed log lines: %q, want one WARN naming the first eviction", lines)
 	}
 }
 

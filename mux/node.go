@@ -7,10 +7,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,10 +84,21 @@ type Node struct {
 	all           map[*Session]struct{}
 	listeners     map[net.Listener]struct{}
 	handshaking   map[net.Conn]struct{}
-	names         map[NodeID]string // CertIdentity: node id → certificate member name
-	adm           admission         // connections accepted by Serve (limits.go)
+	names         map[NodeID]string        // CertIdentity: node id → certificate member name
+	dialing       map[uint64]int           // dial nonces of this node's handshakes in progress (claim.go)
+	contests      map[NodeID]chan struct{} // peers whose newcomer awaits a claim check; closed when decided
+	adm           admission                // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
+	authRand      io.Reader       // the handshake's challenges; nil: crypto/rand (tests set it)
 	traffic       trafficCounters // bytes through sessions' connections (stats.go)
+}
+
+// authRandom is where the handshake's challenges come from.
+func (n *Node) authRandom() io.Reader {
+	if n.authRand != nil {
+		return n.authRand
+	}
+	return crand.Reader
 }
 
 // New builds a Node from cfg (validated).
@@ -104,6 +117,8 @@ func New(cfg Config) (*Node, error) {
 		rand:        cfg.Rand,
 		handshaking: make(map[net.Conn]struct{}),
 		names:       make(map[NodeID]string),
+		dialing:     make(map[uint64]int),
+		contests:    make(map[NodeID]chan struct{}),
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -213,21 +228,19 @@ func (n *Node) Serve(ln net.Listener) error {
 		}
 		delay = 0
 		host := remoteHost(conn)
-		if limit := n.admit(host); limit != "" {
+		in := &inboundConn{Conn: conn, release: func() { n.release(host) }}
+		slot, evicted, limit := n.admit(host, in)
+		if evicted != nil {
+			evicted.Close()
+		}
+		if limit != "" {
 			conn.Close()
-			n.log.Warn("mux: inbound connection refused", "remote", conn.RemoteAddr().String(), "limit", limit)
+			n.shed(shedRefused, limit, conn)
 			continue
 		}
-		conn = &inboundConn{Conn: conn, release: func() { n.release(host) }}
-		if !n.goTracked(func() {
-			_, err := n.Accept(context.Background(), conn)
-			n.handshakeDone()
-			if err != nil {
-				n.log.Warn("mux: inbound handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
-			}
-		}) {
-			n.handshakeDone()
-			conn.Close()
+		if !n.goTracked(func() { n.serveConn(in, slot) }) {
+			n.handshakeDone(slot)
+			in.Close()
 			return ErrClosed
 		}
 	}
@@ -422,18 +435,30 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	h := n.info.hello()
 	n.mu.Lock()
 	h.nonce = n.rand.Uint64()
+	n.dialing[h.nonce]++ // the listener may ask (claim.go) until our session is registered
 	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.dialing[h.nonce]--; n.dialing[h.nonce] <= 0 {
+			delete(n.dialing, h.nonce)
+		}
+		n.mu.Unlock()
+	}()
 	h.creds = n.cfg.credentials()
 	if h.creds != 0 {
-		if _, err := crand.Read(h.challenge[:]); err != nil {
+		// The authenticated exchange is version 4's: offer only it, so a
+		// listener that cannot run it says so (no common version).
+		h.versions = []uint16{ProtocolVersion}
+		if _, err := io.ReadFull(n.authRandom(), h.challenge[:]); err != nil {
 			return fail("no randomness for the challenge", err)
 		}
 	}
+	hb := h.encode()
 	// A listener that rejects us closes the connection right after its
 	// answer, which can make our hello's write fail although it went out;
 	// so read the answer even then, and report the write error only if
 	// there is no answer.
-	_, werr := conn.Write(h.encode())
+	_, werr := conn.Write(hb)
 	typ, body, err := readHandshake(sniff)
 	if err != nil {
 		if werr != nil {
@@ -443,6 +468,8 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	}
 	var ch *challenge
 	if typ == hsChallenge {
+		// We prove our secret first (the listener has shown nothing yet),
+		// then the listener proves it over everything, its welcome too.
 		if h.creds == 0 {
 			return fail("", malformed("unexpected challenge"))
 		}
@@ -453,20 +480,36 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if !h.creds.has(c.cred) {
 			return fail("", malformed("the listener chose a credential we did not offer"))
 		}
-		tr := transcript{cred: c.cred, cluster: n.cfg.ClusterName, dialler: n.cfg.NodeID, listener: c.nodeID,
-			dRole: n.cfg.Role, lRole: c.role, dNonce: h.challenge, lNonce: c.nonce}
 		secret := n.cfg.secretFor(c.cred)
-		if !tr.verify(secret, labelListener, c.proof) {
-			rej := &reject{code: CodeUnauthenticated, msg: "the listener's proof did not verify"}
-			_, _ = conn.Write(rej.encode())
-			return fail("", &HandshakeError{Code: rej.code, Message: rej.msg})
-		}
-		if _, err := conn.Write((&proofMsg{proof: tr.proof(secret, labelDialler)}).encode()); err != nil {
+		var tr transcript
+		tr.add(hb[hsHeaderSize:])
+		tr.add(body)
+		mine := tr.proof(secret, labelDialler)
+		if _, err := conn.Write((&proofMsg{proof: mine}).encode()); err != nil {
 			return fail("sending the proof failed", err)
 		}
 		ch = &c
 		if typ, body, err = readHandshake(sniff); err != nil {
 			return fail("no answer to the proof", err)
+		}
+		if typ == hsProof {
+			theirs, err := decodeProof(body)
+			if err != nil {
+				return fail("", err)
+			}
+			if typ, body, err = readHandshake(sniff); err != nil {
+				return fail("no welcome after the listener's proof", err)
+			}
+			if typ != hsWelcome {
+				return fail("", malformed("expected a welcome after the listener's proof"))
+			}
+			tr.add(mine[:])
+			tr.add(body)
+			if !tr.verify(secret, labelListener, theirs.proof) {
+				return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener's proof did not verify"})
+			}
+		} else if typ == hsWelcome {
+			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener sent no proof"})
 		}
 	}
 	var w welcome
@@ -481,8 +524,8 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if h.creds != 0 && ch == nil {
 			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener did not prove a credential (it has no secret)"})
 		}
-		if ch != nil && (ch.nodeID != w.nodeID || ch.role != w.role) {
-			return fail("", malformed("the welcome is not from the node that answered the challenge"))
+		if h.creds != 0 && w.version != ProtocolVersion {
+			return fail("", malformed("listener chose a version we did not offer"))
 		}
 	case hsReject:
 		r, err := decodeReject(body)
@@ -511,7 +554,12 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	disarm()
 	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
 	s.cred, s.peerName = cred, cert.name
-	return n.register(s)
+	live, err := n.register(s)
+	if errors.Is(err, errClaimRefused) {
+		s.fail(errClaimRefused)
+		return nil, &HandshakeError{Code: CodeIdentity, Message: "the node id at this address belongs to a live session that did not make this connection"}
+	}
+	return live, err
 }
 
 // Accept runs the listening side of the handshake over an established
@@ -573,44 +621,34 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 			return refuse(rej)
 		}
 	}
-	if n.cfg.requiresSecret() && h.creds == 0 {
-		// Before any other check: a peer without a credential learns
-		// nothing, not even whether its cluster name was right.
-		return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
-	}
-	w, rej := n.info.accept(h)
-	if rej != nil {
-		return refuse(rej)
-	}
 	cred := CredentialNone
+	var tr transcript
+	var secret []byte
 	if n.cfg.requiresSecret() {
-		chosen := n.cfg.choose(h.creds)
+		// The dialler proves a secret before anything else is checked or
+		// shown: a peer without one learns nothing, not even whether its
+		// cluster name was right, and gets nothing derived from a secret.
 		switch {
-		case chosen == CredentialNone:
-			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
-		case n.cfg.Role == RoleMember && !chosen.allows(h.role):
-			// A client listener hosts nothing: whoever proves a credential
-			// it holds may reach it in any role.
-			return refuse(&reject{code: CodeIdentity, msg: "the credential does not allow role " + h.role.String()})
+		case h.creds == 0:
+			return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
+		case !slices.Contains(h.versions, ProtocolVersion):
+			return refuse(&reject{code: CodeNoCommonVersion, msg: "no common protocol version"})
 		}
-		secret := n.cfg.secretFor(chosen)
-		tr := transcript{cred: chosen, cluster: n.cfg.ClusterName, dialler: h.nodeID, listener: n.cfg.NodeID,
-			dRole: h.role, lRole: n.cfg.Role, dNonce: h.challenge}
-		if _, err := crand.Read(tr.lNonce[:]); err != nil {
+		c := challenge{cred: n.cfg.choose(h.creds)}
+		if _, err := io.ReadFull(n.authRandom(), c.nonce[:]); err != nil {
 			return fail("no randomness for the challenge", err)
 		}
-		c := challenge{cred: chosen, nodeID: n.cfg.NodeID, role: n.cfg.Role, nonce: tr.lNonce, proof: tr.proof(secret, labelListener)}
 		if _, err := conn.Write(c.encode()); err != nil {
 			return fail("sending the challenge failed", err)
 		}
-		typ, body, err := readHandshake(sniff)
+		typ, pbody, err := readHandshake(sniff)
 		if err != nil {
 			return fail("reading the proof failed", err)
 		}
 		switch typ {
 		case hsProof:
 		case hsReject:
-			r, err := decodeReject(body)
+			r, err := decodeReject(pbody)
 			if err != nil {
 				return fail("", err)
 			}
@@ -618,14 +656,27 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		default:
 			return fail("", malformed("expected a proof"))
 		}
-		p, err := decodeProof(body)
+		p, err := decodeProof(pbody)
 		if err != nil {
 			return fail("", err)
 		}
+		secret = n.cfg.secretFor(c.cred)
+		tr.add(body)
+		tr.add(c.body())
 		if !tr.verify(secret, labelDialler, p.proof) {
 			return refuse(&reject{code: CodeUnauthenticated, msg: "credential refused"})
 		}
-		cred = chosen
+		tr.add(p.proof[:])
+		cred = c.cred
+		if n.cfg.Role == RoleMember && !cred.allows(h.role) {
+			// A client listener hosts nothing: whoever proves a credential
+			// it holds may reach it in any role.
+			return refuse(&reject{code: CodeIdentity, msg: "the credential does not allow role " + h.role.String()})
+		}
+	}
+	w, rej := n.info.accept(h)
+	if rej != nil {
+		return refuse(rej)
 	}
 	if n.cfg.CertIdentity {
 		if rej := n.bind(h.nodeID, cert.name); rej != nil {
@@ -633,17 +684,31 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		}
 		cred = stronger(cred, cert.cred)
 	}
+	answer := w.encode()
+	if secret != nil {
+		// The listener's proof covers the welcome: the dialler learns the
+		// listener's identity from a message only the secret's holder
+		// could have sent.
+		tr.add(answer[hsHeaderSize:])
+		answer = append((&proofMsg{proof: tr.proof(secret, labelListener)}).encode(), answer...)
+	}
 	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
 	s.cred, s.peerName = cred, cert.name
 	// Records queued once the session is registered wait behind the
 	// welcome, which goes out on the raw connection.
 	s.w.hold()
 	live, err := n.register(s)
+	if errors.Is(err, errClaimRefused) {
+		_, _ = conn.Write((&reject{code: CodeIdentity, msg: "the node id belongs to a live session"}).encode())
+		disarm()
+		s.fail(errClaimRefused)
+		return nil, &HandshakeError{Code: CodeIdentity, Message: "the node id belongs to a live session that did not make this connection"}
+	}
 	if err != nil {
 		disarm()
 		return nil, err
 	}
-	if _, err := conn.Write(w.encode()); err != nil {
+	if _, err := conn.Write(answer); err != nil {
 		disarm()
 		s.fail(connectionLost(err))
 		return nil, handshakeFailed("sending welcome failed", err)
@@ -713,7 +778,9 @@ func tieBreak(a, b *Session) bool {
 // stands), and its last keepalive was answered within KeepAliveInterval +
 // KeepAliveTimeout (or keepalive is off). So a stranger claiming a live
 // peer's node id never takes its traffic, while a peer that redials after
-// its old connection died does, once that connection is seen dead.
+// its old connection died does, once that connection is seen dead. Since
+// version 4 a live session's peer is asked instead (decide, claim.go):
+// this rule remains for peers of version 3 or 2, which cannot answer.
 func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
 	if cur.peerName != "" && cur.peerName == s.peerName {
 		return false
@@ -732,33 +799,69 @@ func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
 	return last != 0 && now.Sub(time.Unix(0, last)) <= iv+n.cfg.KeepAliveTimeout
 }
 
-// register makes s known and decides which session to keep for its peer.
-// It returns the live session (s or the one that beat it) and starts s.
+// register makes s known and decides which session to keep for its peer
+// (decide, claim.go): it returns the live session (s or the one that beat
+// it) and starts s; or, when the live session's peer said it did not make
+// s, fails with errClaimRefused, s not started (the caller closes it). A
+// claim check is asked without the lock, one per peer at a time.
 func (n *Node) register(s *Session) (*Session, error) {
 	n.mu.Lock()
-	if n.closed {
+	for {
+		if n.closed {
+			n.mu.Unlock()
+			s.fail(ErrClosed)
+			return nil, ErrClosed
+		}
+		if err := s.Err(); err != nil {
+			// It died (a violation on a lane, say) before it was registered.
+			n.mu.Unlock()
+			return nil, connectionLost(err)
+		}
+		busy, ok := n.contests[s.peer]
+		if !ok {
+			break
+		}
 		n.mu.Unlock()
-		s.fail(ErrClosed)
-		return nil, ErrClosed
+		select { // ends within claimTimeout
+		case <-busy:
+		case <-n.done:
+		}
+		n.mu.Lock()
 	}
-	if err := s.Err(); err != nil {
-		// It died (a violation on a lane, say) before it was registered.
+	cur := n.live[s.peer]
+	v := n.decide(cur, s)
+	if v == askTheLiveOne {
+		decided := make(chan struct{})
+		n.contests[s.peer] = decided
 		n.mu.Unlock()
-		return nil, connectionLost(err)
+		yes, answered := cur.askClaim(s.initiator, s.nonce)
+		n.mu.Lock()
+		delete(n.contests, s.peer)
+		close(decided)
+		switch {
+		case n.closed:
+			n.mu.Unlock()
+			s.fail(ErrClosed)
+			return nil, ErrClosed
+		case answered && !yes:
+			n.mu.Unlock()
+			return nil, errClaimRefused // the caller closes s, after telling its peer
+		case s.Err() != nil:
+			n.mu.Unlock()
+			return nil, connectionLost(s.Err())
+		}
+		// Confirmed (the tie-break stands), or the live session did not
+		// answer (taken for dead), or it closed meanwhile.
+		cur = n.live[s.peer]
+		v = newcomerWins
 	}
 	n.all[s] = struct{}{}
 	n.wg.Add(3)
 	go func() { defer n.wg.Done(); s.readLoop() }()
 	go func() { defer n.wg.Done(); s.acceptLoop() }()
 	go func() { defer n.wg.Done(); s.monitor() }()
-	cur := n.live[s.peer]
-	var winner, loser *Session
-	switch {
-	case cur == nil:
-		winner = s
-	case tieBreak(s, cur) && !n.entrenched(cur, s, time.Now()):
-		winner, loser = s, cur
-	default:
+	winner, loser := s, cur
+	if v == newcomerLoses {
 		winner, loser = cur, s
 	}
 	n.live[s.peer] = winner

@@ -57,6 +57,7 @@ type Session struct {
 	mu         sync.Mutex
 	pending    map[uint64]pendingReq
 	inflight   map[uint64]*reqCtx
+	claims     map[uint64]chan bool // claim checks asked, by id (claim.go)
 	streamsOut int
 	streamsIn  int
 	successor  atomic.Pointer[Session] // set once, when superseded
@@ -507,7 +508,7 @@ func (s *Session) fail(err error) {
 	for _, p := range pending {
 		p.deliver(result{err: lost})
 	}
-	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) {
+	if !errors.Is(err, errSuperseded) && !errors.Is(err, ErrClosed) && !errors.Is(err, errClaimRefused) {
 		// The peer ending the connection in order (EOF: it closed the
 		// session or its node, or its process exited) is routine — a
 		// client going away, a member leaving — and membership reports a
