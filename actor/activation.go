@@ -33,6 +33,7 @@ const (
 	ReasonDrain             // the system closed
 	ReasonMoved             // the key's owner moved to another node
 	ReasonLost              // its Session's Commit failed (no hook)
+	ReasonDeposed           // its Session learnt of a newer owner of its key (Depose; no hook)
 )
 
 func (r Reason) String() string {
@@ -42,7 +43,7 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
 
-var reasonNames = [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved", "lost"}
+var reasonNames = [...]string{"none", "idle", "deactivate", "stop", "reset", "drain", "moved", "lost", "deposed"}
 
 // Activation is one live instance of an actor: its state, its mailbox and
 // the goroutine that drains it (present only while there is work).
@@ -518,10 +519,10 @@ func (a *Activation) requestStop(r Reason) {
 	a.mu.Unlock()
 }
 
-// deactivate ends the activation: the Deactivate hook (except on Reset and
-// Lost), the session's Release, then finalize.
+// deactivate ends the activation: the Deactivate hook (except on Reset,
+// Lost and Deposed), the session's Release, then finalize.
 func (a *Activation) deactivate(reason Reason) {
-	if reason != ReasonReset && reason != ReasonLost && a.started && a.kind.HasDeactivate {
+	if reason != ReasonReset && reason != ReasonLost && reason != ReasonDeposed && a.started && a.kind.HasDeactivate {
 		ctx, cancel := context.WithTimeout(context.Background(), a.host.cfg.DrainTimeout)
 		hctx := &handlerCtx{Context: ctx, act: a}
 		if err := a.host.guard(func() error { return a.state.(deactivator).Deactivate(hctx) }); err != nil {

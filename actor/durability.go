@@ -28,6 +28,10 @@ import (
 //     state.
 //   - Release runs exactly once for every activation that got a non-nil
 //     Session, whatever ends it, before its successor on the host starts.
+//   - An activation its Durability deposes (Activation.Depose: its copies
+//     have a newer owner) ends after the message it is running, if any,
+//     as after a failed Commit but with ReasonDeposed: no Deactivate hook,
+//     and the messages queued behind it run on a fresh activation.
 //   - Services never restore nor commit; neither do Peek, the Activate and
 //     Deactivate hooks, nor what they change.
 type Durability interface {
@@ -176,6 +180,31 @@ func (a *Activation) commit(e *Envelope, failed bool) bool {
 	a.host.cfg.Logger.Warn("casty: commit failed; the activation is discarded", "kind", a.kind.Name, "key", a.key, "method", e.method.Name, "err", err)
 	e.finish(err)
 	return false
+}
+
+// Depose ends the activation after the message it is running, if any, as
+// a failed Commit does but with ReasonDeposed: without its Deactivate
+// hook, the messages queued behind it moving to a fresh activation, whose
+// Restore runs again. It is for a Durability that learns between two
+// Commits that the activation's copies have a newer owner (casty: a copy
+// of the key promised another node's higher ballot), so that an idle
+// activation does not go on answering from state that owner has since
+// written over. It does nothing to an activation already ending, and
+// reports whether it asked this one to end. Safe from any goroutine; it
+// never waits.
+func (a *Activation) Depose() bool {
+	a.mu.Lock()
+	if a.status != statusActive || a.stopReq != ReasonNone {
+		a.mu.Unlock()
+		return false
+	}
+	a.stopReq = ReasonDeposed
+	start := a.claim()
+	a.mu.Unlock()
+	if start {
+		a.host.start(a)
+	}
+	return true
 }
 
 // release ends the activation's session, once.

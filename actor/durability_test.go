@@ -583,3 +583,70 @@ func TestADurableMailboxDoesNotLingerAfterAskHere(t *testing.T) {
 		t.Fatalf("the mailbox lingered %d times after a message that came by AskHere", n)
 	}
 }
+
+// Depose ends an idle activation at once, and a busy one after the
+// message it runs, without its Deactivate hook (ReasonDeposed); what is
+// queued behind it, and the next call, run on a fresh activation that
+// restores again (for the idle one, the state a newer owner committed
+// meanwhile).
+func TestDeposeRestoresTheNextCall(t *testing.T) {
+	d := &fakeDurability{}
+	dh := newDurableHost(t, d, nil, KindOptions{})
+	if err := dh.call(false, "idle", add(5)); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	a := d.sessions[0].a
+	d.committed["idle"] = 42 // another owner's write
+	d.mu.Unlock()
+	if !a.Depose() {
+		t.Fatal("Depose of an idle activation reported false")
+	}
+	for deadline := time.Now().Add(5 * time.Second); dh.rec.lastReason() != ReasonDeposed; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deposed activation did not end: last reason %v", dh.rec.lastReason())
+		}
+	}
+	if a.Depose() {
+		t.Fatal("Depose of an ended activation reported true")
+	}
+	if n := dh.read("idle"); n != 42 || d.restoreCount() != 2 {
+		t.Fatalf("after the deposition N=%d with %d restores; want 42, 2", n, d.restoreCount())
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		errs <- dh.call(false, "busy", func(ctx context.Context, s *durable) error {
+			close(started)
+			<-release
+			s.N = 1
+			return nil
+		})
+	}()
+	<-started
+	queued := make(chan error, 1)
+	var queuedSaw int
+	go func() {
+		queued <- dh.call(false, "busy", func(_ context.Context, s *durable) error { queuedSaw = s.N; return nil })
+	}()
+	waitQueued(t, dh.h, dh.k, "busy", 1)
+	d.mu.Lock()
+	b := d.sessions[len(d.sessions)-1].a
+	d.mu.Unlock()
+	restores := d.restoreCount()
+	if !b.Depose() {
+		t.Fatal("Depose of a busy activation reported false")
+	}
+	close(release)
+	if err := <-errs; err != nil {
+		t.Fatalf("the running call: %v", err)
+	}
+	if err := <-queued; err != nil || queuedSaw != 1 || d.restoreCount() != restores+1 || dh.rec.lastReason() != ReasonDeposed {
+		t.Fatalf("the queued call: %v, saw N=%d after %d restores, last reason %v; want it run on a fresh activation restored to 1 (%d restores), deposed",
+			err, queuedSaw, d.restoreCount(), dh.rec.lastReason(), restores+1)
+	}
+	if dh.rec.deactivates.Load() != 0 {
+		t.Fatalf("%d Deactivate hooks ran on deposed activations", dh.rec.deactivates.Load())
+	}
+}

@@ -642,7 +642,9 @@ func (cl *cluster) refresh() {
 // this member's activations never saw. Their state is stale, and a
 // Read(One) served from it would stay stale until the next write fenced
 // it; dropped, the next call activates from a read quorum
-// (replica/SPEC.md, "Reads").
+// (replica/SPEC.md, "Read(One) and a deposed owner"; the replica's own
+// rule, replicator.raised, deposes an activation once the other owner's
+// ballot reaches this member's copy).
 func (cl *cluster) forgetStale(inc uint64) {
 	prev := cl.selfInc.Swap(inc + 1)
 	if prev == 0 || inc+1 <= prev || cl.sys.host == nil {

@@ -197,10 +197,13 @@
 //     nothing; with Read(Majority) it first confirms with a read quorum that
 //     no newer owner exists (a linearizable read), with Read(One) it answers
 //     from the owner's memory (a deposed owner cut off in a minority may
-//     answer stale until its next write is refused, and an owner back from
-//     a pause or a one-way cut, during which the next replica served its
-//     keys, until it has refuted the suspicion of itself — a gossip round —
-//     when it drops its replicated activations). An acknowledged write
+//     answer stale until its next write is refused; once another member
+//     that served the key meanwhile — the views disagreed: a pause, a
+//     one-way cut, a lossy link — reaches the owner's copy with its higher
+//     ballot, or the owner's anti-entropy pass adopts its copy, or the
+//     owner refutes a suspicion of itself, the owner drops its activation
+//     (ReasonDeposed) and the next read starts from a read quorum;
+//     replica/SPEC.md, "Read(One) and a deposed owner"). An acknowledged write
 //     survives the loss of R-W replicas, owner included, and any partition:
 //     the side without a quorum gets ErrQuorumUnavailable, and a second
 //     owner born of two members' differing views is refused at its first

@@ -50,6 +50,11 @@ const (
 	// ReasonLost: the activation's state could not be made durable (a
 	// replicated write failed); it ended without its Deactivate hook.
 	ReasonLost = actor.ReasonLost
+	// ReasonDeposed: another member took over the replicated actor's key
+	// under a newer ballot (views disagreed for a moment); the activation
+	// ended without its Deactivate hook and the next call restores from
+	// the replicas (replica/SPEC.md, "Read(One) and a deposed owner").
+	ReasonDeposed = actor.ReasonDeposed
 )
 
 // Scope says which nodes a spy watches.

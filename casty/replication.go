@@ -91,6 +91,12 @@ type replicator struct {
 	maxDrift     time.Duration // Config.MaxClockDrift
 	mutant       string        // seam.Member.Mutant: a deliberately broken rule, for tests only
 
+	// owned holds this member's live activations of replicated actors by
+	// key, for raised to depose one when another owner's higher ballot
+	// reaches its copy; deposed counts those it deposed. Guarded by mu.
+	owned   map[copyKey]*replSession
+	deposed int64
+
 	goMu    sync.Mutex // orders spawn against close
 	stopped bool
 	life    context.Context // cancelled by close
@@ -120,6 +126,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 	if joiner {
 		r.rep.Joined()
 	}
+	r.rep.SetRaised(r.raised)
 	r.rep.SetFacts(func() []byte {
 		if r.pl == nil {
 			return nil
@@ -942,8 +949,13 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 	}
 	rp := d.repl
 	point := ring.Point(k.Name, a.Key())
+	t, err := d.schema.NewTracker(&pager.Config{BatchSize: r.batch, MaxPageSize: r.maxPage})
+	if err != nil {
+		return nil, err
+	}
+	rs := &replSession{r: r, tracker: t, act: a, repl: rp, durable: k.IdleTimeout == actor.Forever}
 	var res replica.Result
-	var sess *replica.Session
+	var pages []pager.Page
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		r.mu.Lock()
@@ -957,12 +969,29 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 			r.mu.Unlock()
 			return nil, fmt.Errorf("%w: %s/%s: this member is not one of its replicas", ErrRangeMoving, k.Name, a.Key())
 		}
-		sess = replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
+		sess := replica.NewSession(k.Name, a.Key(), set, r.rep, r.clock.Now())
 		outs := sess.Open()
 		r.mu.Unlock()
 		res, _ = r.run(ctx, sess, outs, false, nil)
 		if res.Err == nil {
-			break
+			// From here on another owner's ballot reaching this member's
+			// copy deposes the activation (raised). One that reached it
+			// since the round ended deposes it now, before it serves
+			// anything: it counts as a fenced round.
+			r.mu.Lock()
+			st, _ := r.rep.Get(k.Name, a.Key())
+			if st.Promised.Compare(sess.Ballot()) <= 0 {
+				if !res.State.Stamp.IsZero() {
+					pages = r.rep.Pages(k.Name, a.Key())
+				}
+				rs.sess = sess
+				r.own(rs)
+				r.mu.Unlock()
+				break
+			}
+			r.mu.Unlock()
+			res = replica.Result{Err: fmt.Errorf("%w: %s/%s: a newer owner's ballot reached this member's copy as it activated", replica.ErrFenced, k.Name, a.Key()),
+				Fenced: true, Promised: st.Promised}
 		}
 		if !res.Promised.IsZero() {
 			_, _ = r.clock.Observe(res.Promised)
@@ -988,30 +1017,73 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
-	t, err := d.schema.NewTracker(&pager.Config{BatchSize: r.batch, MaxPageSize: r.maxPage})
-	if err != nil {
-		return nil, err
-	}
 	if !res.State.Stamp.IsZero() {
 		_, _ = r.clock.Observe(hlc.Timestamp(res.State.Stamp))
-		r.mu.Lock()
-		pages := r.rep.Pages(k.Name, a.Key())
-		r.mu.Unlock()
 		if err := t.Restore(a.State(), res.State.Stamp, pages); err != nil {
+			r.disown(rs)
 			return nil, fmt.Errorf("casty: restoring %s/%s from its replicas: %w", k.Name, a.Key(), err)
 		}
 	}
-	rs := &replSession{r: r, sess: sess, tracker: t, act: a, repl: rp, durable: k.IdleTimeout == actor.Forever}
 	if rs.durable && r.ended(k.Name, a.Key()) {
 		if actor.Starter(ctx) == touchMethod {
 			// An unprompted reactivation whose own copy missed the end:
 			// the adopted state has it, so the actor stays down.
+			r.disown(rs)
 			return nil, fmt.Errorf("%w: %s/%s ended for good", actor.ErrDeclined, k.Name, a.Key())
 		}
 		rs.dur.clearing = true // ended, and called again
 	}
 	sessionsByActivation.Store(a, rs)
 	return rs, nil
+}
+
+// own records s as this member's live activation of its actor, locked.
+func (r *replicator) own(s *replSession) {
+	if r.owned == nil {
+		r.owned = map[copyKey]*replSession{}
+	}
+	r.owned[copyKey{s.act.Kind().Name, s.act.Key()}] = s
+}
+
+// disown forgets s as a live activation (Release, a Restore that failed
+// after its round); it takes r.mu.
+func (r *replicator) disown(s *replSession) {
+	k := copyKey{s.act.Kind().Name, s.act.Key()}
+	r.mu.Lock()
+	if r.owned[k] == s {
+		delete(r.owned, k)
+	}
+	r.mu.Unlock()
+}
+
+// raised is this member's replica's hook (replica.Replica.SetRaised),
+// called under r.mu each time one of its copies promises a ballot above
+// the one it held. When this member holds a live activation of that actor
+// under a lower ballot, another owner has prepared or committed through
+// this copy — the views of the members disagreed for a moment, a paused
+// or cut-off owner was routed around — and may have acknowledged writes
+// the activation never saw. Its next commit would be refused here, but a
+// Read(One) commits nothing: it would go on answering from that state for
+// as long as nobody writes. So it is deposed, and the next call activates
+// from a read quorum under a new ballot (replica/SPEC.md, "Read(One) and
+// a deposed owner"). Only a strictly higher ballot deposes: the prepare
+// of this member's own new activation raises the promise to that
+// activation's ballot, and a commit of the ballot already promised raises
+// nothing (the hot path costs one comparison).
+func (r *replicator) raised(kind, key string, b replica.Ballot) {
+	if len(r.owned) == 0 {
+		return
+	}
+	k := copyKey{kind, key}
+	s, ok := r.owned[k]
+	if !ok || b.Compare(s.sess.Ballot()) <= 0 {
+		return
+	}
+	delete(r.owned, k)
+	s.deposed.Store(true)
+	if s.act.Depose() {
+		r.deposed++
+	}
 }
 
 // setOf is key's replica set on pl for r's member. The caller holds r.mu.
@@ -1051,6 +1123,10 @@ type replSession struct {
 	// skip no spare: a hot read reads its caller's confirmation inline
 	// (replicator.run); guarded by r.mu.
 	lastConfirm time.Time
+	// deposed: another owner's higher ballot reached this member's copy
+	// (replicator.raised); the activation is ending, and a handler that
+	// ran meanwhile is not answered from its state.
+	deposed atomic.Bool
 }
 
 // Commit replicates what the handler changed, or, for Read(Majority),
@@ -1058,6 +1134,12 @@ type replSession struct {
 func (s *replSession) Commit(ctx context.Context, failed bool) error {
 	if s.over != nil {
 		return s.over
+	}
+	if s.deposed.Load() {
+		// Nothing sent: the caller runs the call again on the next
+		// activation, which reads a quorum (a write, here, would be
+		// refused by this member's own copy anyway).
+		return fmt.Errorf("%w: %s/%s: %w: a newer owner's ballot reached this member's copy", ErrQuorumUnavailable, s.act.Kind().Name, s.act.Key(), errNotApplied)
 	}
 	r := s.r
 	pending, err := s.tracker.Prepare(s.act.State(), pager.Stamp(r.clock.Now()))
@@ -1134,6 +1216,7 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 // settles the key's set (spares.go, settle).
 func (s *replSession) Release() {
 	sessionsByActivation.Delete(s.act)
+	s.r.disown(s)
 	if cl := s.r.cl; cl != nil && cl.closed.Load() {
 		s.settle()
 	}
@@ -1197,6 +1280,12 @@ type ReplicationStats struct {
 	// hot key's usual round when its caller's member holds a copy
 	// (ARCHITECTURE.md, "After each handler").
 	RoundsReadInline int64
+	// Deposed counts this member's activations of replicated actors that
+	// ended because another member's higher ballot reached this member's
+	// copy of their key (ReasonDeposed): their views disagreed for a
+	// moment, and the other member activated the key too
+	// (replica/SPEC.md, "Read(One) and a deposed owner").
+	Deposed int64
 	// Repaired counts the copies this member adopted in anti-entropy
 	// passes (Config.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
@@ -1238,7 +1327,7 @@ func (s *System) Replication() ReplicationStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
-		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Syncing: r.pending > 0,
+		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Deposed: r.deposed, Syncing: r.pending > 0,
 		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load(),
 		RoundsReadInline: r.readInline.Load()}
 	if r.pl != nil {

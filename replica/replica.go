@@ -33,6 +33,7 @@ type Replica struct {
 	fence   uint64 // the highest placement version seen in a request
 	fenceD  uint64 // its digest
 	facts   func() []byte
+	raised  func(kind, key string, promised Ballot) // SetRaised
 
 	// Ranges this member entered and has not synced yet, per kind: there
 	// it does not vote "I hold nothing". A member that joined a running
@@ -114,6 +115,24 @@ func (r *Replica) raise(v, digest uint64) {
 // SetFacts gives the replica the function that encodes its node's
 // placement for StatusBehind refusals, so a requester can merge it.
 func (r *Replica) SetFacts(f func() []byte) { r.facts = f }
+
+// SetRaised gives the replica a function it calls each time a copy's
+// promise rises: a prepare or a commit whose ballot is above what the
+// copy promised, or an Adopt that raises it to the adopted copy's
+// ballot. It runs inside Handle or Adopt, under the caller's
+// serialization, and must not call back into the replica. A runtime uses
+// it to depose its own live activation of that actor once another owner's
+// higher ballot reaches its copy (SPEC.md, "Read(One) and a deposed
+// owner"); it costs nothing on a commit of the ballot already promised.
+func (r *Replica) SetRaised(f func(kind, key string, promised Ballot)) { r.raised = f }
+
+// raisePromise sets rec's promise to b, above what it held, and says so.
+func (r *Replica) raisePromise(rec *record, kind, key string, b Ballot) {
+	rec.promised = b
+	if r.raised != nil {
+		r.raised(kind, key, b)
+	}
+}
 
 // Joined marks this replica as a newcomer to a running cluster: every
 // kind not given ranges by Unsync is unsynced everywhere, so it votes only
@@ -423,13 +442,17 @@ func (r *Replica) handle(m *Msg, out *Msg, batch int) *Msg {
 	}
 	switch m.Op {
 	case OpPrepare:
-		rec.promised = m.Ballot
+		if m.Ballot != rec.promised {
+			r.raisePromise(rec, m.Kind, m.Key, m.Ballot)
+		}
 		// A member votes only where it has synced: a copy it holds from
 		// before it last left the range, or from a commit while it was
 		// syncing, may be older than an acknowledged write elsewhere.
 		out.Voter = r.votes(m)
 	case OpCommit:
-		rec.promised = m.Ballot
+		if m.Ballot != rec.promised {
+			r.raisePromise(rec, m.Kind, m.Key, m.Ballot)
+		}
 		r.commit(rec, m, out, batch)
 		// Only a member that has synced the range on the placement the
 		// owner is on counts toward the write quorum: every acknowledged
@@ -630,7 +653,7 @@ func (r *Replica) Adopt(kind string, rec Record) (bool, error) {
 		nr.promised = promised
 	}
 	if nr.promised.Compare(rec.Accepted) < 0 {
-		nr.promised = rec.Accepted
+		r.raisePromise(nr, kind, rec.Key, rec.Accepted)
 	}
 	return true, nil
 }

@@ -61,6 +61,39 @@ func TestReplicaCommitRaisesThePromiseAndRecordsTheBallot(t *testing.T) {
 	}
 }
 
+// SetRaised's function hears every rise of a copy's promise — a prepare or
+// a commit of a higher ballot, an Adopt of a copy accepted above it — and
+// nothing else: not a commit of the ballot already promised (an owner's
+// every commit), nor a refused lower ballot, nor a confirm.
+func TestReplicaReportsEachRiseOfAPromise(t *testing.T) {
+	r := NewReplica(nil)
+	var heard []Ballot
+	r.SetRaised(func(kind, key string, b Ballot) {
+		if kind != "k" || key != "x" {
+			t.Errorf("raised for %s/%s", kind, key)
+		}
+		heard = append(heard, b)
+	})
+	page := func(w int64) pager.Delta {
+		return pager.Delta{Stamp: stamp(w, 1), Full: true, Pages: []pager.Page{{Key: "V", Data: []byte{byte(w)}}}}
+	}
+	r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(5, 1)}, 0)
+	r.Handle(commitMsg(ballot(5, 1), page(6)), 0)
+	r.Handle(commitMsg(ballot(5, 1), page(7)), 0)
+	r.Handle(&Msg{Op: OpPrepare, Kind: "k", Key: "x", Ballot: ballot(4, 2)}, 0) // refused
+	r.Handle(&Msg{Op: OpConfirm, Kind: "k", Key: "x", Ballot: ballot(9, 2)}, 0)
+	r.Handle(commitMsg(ballot(8, 2), page(8)), 0) // another owner's commit, no prepare here
+	if _, err := r.Adopt("k", Record{Key: "x", Accepted: ballot(7, 3), Stamp: stamp(5, 3)}); err != nil {
+		t.Fatal(err) // older than the copy: not adopted, nothing raised
+	}
+	if _, err := r.Adopt("k", Record{Key: "x", Accepted: ballot(12, 3), Stamp: stamp(12, 3), Pages: []pager.Page{{Key: "V", Data: []byte{1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Ballot{ballot(5, 1), ballot(8, 2), ballot(12, 3)}; !reflect.DeepEqual(heard, want) {
+		t.Fatalf("raised %v, want %v", heard, want)
+	}
+}
+
 func TestReplicaFullHealsAnOrphan(t *testing.T) {
 	r := NewReplica(nil)
 	// An orphan: a failed commit of an old owner with a newer stamp.
