@@ -1,7 +1,8 @@
 // Package virtual holds the collections' tests that run clusters on
 // testing/synctest's virtual clock: seeded fault schedules against Set,
-// Counter, Register and Map workloads, each checked for lost
-// acknowledged writes (and the register's history for linearizability),
+// Counter, Register, Map, Queue and Lock workloads, each checked for lost
+// acknowledged writes (the register's history for linearizability, the
+// queue's deliveries against its offers, the lock's holders by fencing),
 // and the mutant those checks must catch. They live in a test binary of
 // their own because casty, mux, actor and yamux pool channels and timers
 // process-wide, and one made in a bubble must never be used outside it: a

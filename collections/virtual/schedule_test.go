@@ -16,8 +16,9 @@ import (
 )
 
 // Seeded fault schedules on virtual time, against the collections: five
-// members and a lite member, and clients of a Set, a Counter, a Register
-// and a Map on the lite member and on the members in turn, while a
+// members and a lite member, and clients of a Set, a Counter, a Register,
+// a Map, a Queue and a Lock on the lite member and on the members in
+// turn, while a
 // schedule crashes, pauses, stops, isolates, splits, one-way-cuts, slows,
 // skews and loses their links, each fault held from 100 ms to three times
 // RemoveDeadAfter. Once the schedule has ended and the cluster has

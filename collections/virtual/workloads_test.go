@@ -24,8 +24,9 @@ import (
 // the schedule); final reads back what check needs (inside the bubble,
 // once the schedule has ended, the clients have stopped and the cluster
 // has settled or given up); check judges it (after the bubble, where
-// porcupine's timeout is real time). A new collection's workload — a
-// queue's, a lock's — is one more type and one more entry in workloads.
+// porcupine's timeout is real time). A new collection's workload is one
+// more type and one more entry in workloads (queuelock_test.go holds the
+// queue's and the lock's).
 type workload interface {
 	name() string
 	start(r *rig)
@@ -66,10 +67,10 @@ func (v *verdict) unanswered(j judge, what string) {
 
 // workloads are the workloads every seed runs, fresh, the costliest check
 // (porcupine's) last: all of them, or those CASTY_COLLECTION_WORKLOADS
-// names (comma-separated: set, counter, map, register), to replay one
-// alone.
+// names (comma-separated: set, counter, map, queue, lock, register), to
+// replay one alone.
 func workloads() []workload {
-	all := []workload{&setLoad{}, &counterLoad{}, &mapLoad{}, newRegisterLoad()}
+	all := []workload{&setLoad{}, &counterLoad{}, &mapLoad{}, &queueLoad{}, &lockLoad{}, newRegisterLoad()}
 	only := os.Getenv("CASTY_COLLECTION_WORKLOADS")
 	if only == "" {
 		return all
