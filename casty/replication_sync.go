@@ -203,51 +203,35 @@ func (run *syncRun) abandon() {
 	}
 }
 
-// unsyncedWait, times ReplicationTimeout, is how long a sync asks a
-// newcomer it left out for its copies, and how long a LEFT member it has
-// no session with still counts as a leaver handing off (replica/SPEC.md,
-// "Membership changes").
+// unsyncedWait, times ReplicationTimeout, is how long a LEFT member a
+// sync has no session with still counts as a leaver handing off
+// (replica/SPEC.md, "Membership changes").
 const unsyncedWait = 2
-
-// behindWait is how long a sync waits for a member of a previous set that
-// answers it has not synced the range itself (and is no newcomer) before
-// it leaves that member out: as long as a member that is down waits to be
-// removed as dead (Config.RemoveDeadAfter), and unsyncedWait rounds more.
-// Waiting is what keeps a write that member is still pulling
-// (replica/SPEC.md, "Membership changes"); its own sync may be held up by
-// a member that is down or paused, and leaving it out sooner loses that
-// write (replica/sim seed 8273, a pause of six rounds against a bound of
-// two). By the time this wait ends, a member holding that sync up for good
-// has been removed and the sync has gone on without it. The bound is what
-// keeps syncs that would wait on each other from waiting for ever.
-func (r *replicator) behindWait() time.Duration {
-	return r.cl.sys.cfg.RemoveDeadAfter + unsyncedWait*r.timeout
-}
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
 // group of ranges with the same previous replica sets, those sets: the
 // range's set on each base placement (run.base, and run.prior when the
-// member re-entered ranges it had not synced) without this member and
-// without the newcomers that said they have not finished their first
-// syncs (StatusJoining; two newcomers must not wait on each other). The
-// newcomers left out are still asked for the copies they hold, in a group
-// that waits for their answer (for unsyncedWait at most) but counts no
-// vote. A member that answers it has not synced a range for another
-// reason is asked again in the next rounds, not left out at once: it may
-// hold the only copy of a write whose other holder left (replica/SPEC.md,
-// "Membership changes"); only after behindWait is it left out. The base,
-// not the new placement, names the set: after a leave or a removal the
-// new placement lacks the member that went, and the set it gives can hold
-// a member that never was a replica of the range, whose empty answer
-// would count toward the sync. Rounds repeat until every range is synced,
-// the member closes or (a joiner) a newer placement restarts the syncs. Rounds that bring
+// member re-entered ranges it had not synced) without this member. A set
+// is the range's replica set there as it was: no member of it is left out
+// and replaced by the next one clockwise, and the count it must give is
+// the read quorum of the whole set, counting only the members that answer
+// they have synced the range. A member that answers it has not (it
+// entered the range itself and is still pulling it — a newcomer too) is
+// asked again in the next rounds, its vote not counted (a newcomer's
+// copies, which its answer carries, are adopted meanwhile). Leaving such a member out used to walk the ring
+// past it, which brings in a member that never held the range (or nobody,
+// on a ring of at most R members) and lowers the count with it: a range
+// whose previous holders were all still pulling it — from members removed
+// as dead, say — synced with no answer at all (replica/SPEC.md,
+// "Membership changes"). The base, not the new placement, names the set:
+// after a leave or a removal the new placement lacks the member that went,
+// and the set it gives can hold a member that never was a replica of the
+// range, whose empty answer would count toward the sync. Rounds repeat
+// until every range is synced or the member closes. Rounds that bring
 // nothing new back off from 50 ms to a second.
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
-	skip := map[ring.NodeID]bool{self: true}
-	behind := map[ring.NodeID]time.Time{}    // unsynced members, since when
-	departed := map[ring.NodeID]time.Time{}  // leavers with no session, since when
-	newcomers := map[ring.NodeID]time.Time{} // newcomers left out, since when
+	departed := map[ring.NodeID]time.Time{} // leavers with no session, since when
 	pause := 50 * time.Millisecond
 	for !r.syncDone(run) {
 		start := time.Now()
@@ -303,38 +287,30 @@ func (r *replicator) runSync(run *syncRun) {
 		}
 		var waiting []ring.NodeID
 		var batches []*batch
-		prevRings := make([]*ring.Ring, len(bases))
-		for i, b := range bases {
-			prevRings[i] = previousRing(b, skip)
-		}
 		for _, rng := range rngs {
 			var groups []replica.Group
-			var copies []replica.NodeID
-			for i, b := range bases {
-				full := prevRings[i].Replicas(rng.End, run.n)
-				prev, need := answerable(full, replica.ReadQuorumOf(len(full), run.n, run.w), gone, forgiven)
+			for _, b := range bases {
+				// The set as it was, nobody walked in: a member after
+				// the set's end never held the range. Where this member
+				// was in the set (a base it re-entered the range from),
+				// its own copy answers for it: it keeps what it held
+				// there, and a write it did not hold sits on w others.
+				set := b.Replicas(rng.End, run.n)
+				q := replica.ReadQuorumOf(len(set), run.n, run.w)
+				others := slices.DeleteFunc(slices.Clone(set), func(id ring.NodeID) bool { return id == self })
+				if len(others) < len(set) {
+					q--
+				}
+				prev, need := answerable(others, q, gone, forgiven)
 				if r.mutant == "sync-one-fewer" && need > 1 {
 					need--
 				}
-				for _, id := range full {
+				for _, id := range others {
 					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && !forgiven(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
 						waiting = append(waiting, id)
 					}
 				}
 				groups = append(groups, replica.Group{Members: prev, Need: need})
-				// The newcomers left out of this set still hand over what
-				// they pulled so far, for as long as a member that answers
-				// unsynced is waited for (replica/SPEC.md, "Membership
-				// changes").
-				for _, id := range b.Replicas(rng.End, run.n) {
-					since, ok := newcomers[id]
-					if ok && !gone(id) && now.Sub(since) <= unsyncedWait*r.timeout && !slices.Contains(copies, replica.NodeID(id)) {
-						copies = append(copies, replica.NodeID(id))
-					}
-				}
-			}
-			if len(copies) > 0 {
-				groups = append(groups, replica.Group{Members: copies, Need: len(copies), Copies: true})
 			}
 			i := slices.IndexFunc(batches, func(bt *batch) bool { return sameGroups(bt.groups, groups) })
 			if i < 0 {
@@ -351,21 +327,6 @@ func (r *replicator) runSync(run *syncRun) {
 			y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
 			if !r.syncRound(run, y) {
 				remaining = append(remaining, bt.rngs...)
-			}
-			now := time.Now()
-			for _, id := range y.Joining() {
-				if !skip[ring.NodeID(id)] {
-					skip[ring.NodeID(id)] = true
-					newcomers[ring.NodeID(id)] = time.Now()
-				}
-			}
-			for _, id := range y.Unsynced() {
-				since, ok := behind[ring.NodeID(id)]
-				if !ok {
-					behind[ring.NodeID(id)] = now
-				} else if now.Sub(since) > r.behindWait() {
-					skip[ring.NodeID(id)] = true
-				}
 			}
 		}
 		r.mu.Lock()
@@ -407,20 +368,6 @@ func answerable(full []ring.NodeID, need int, gone, forgiven func(ring.NodeID) b
 		}
 	}
 	return prev, min(need, counted)
-}
-
-// previousRing returns base without the members in skip: a range's
-// previous set is its replica set there (leaving a member out, the walk
-// takes the next one clockwise, replica/SPEC.md "Membership changes").
-func previousRing(base *ring.Ring, skip map[ring.NodeID]bool) *ring.Ring {
-	var ids []ring.NodeID
-	for _, id := range base.Members() {
-		if !skip[id] {
-			ids = append(ids, id)
-		}
-	}
-	out, _ := ring.New(ids)
-	return out
 }
 
 // settled reports whether this member has no sync in flight: it votes
