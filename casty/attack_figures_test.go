@@ -192,7 +192,7 @@ func attackFigures(t *testing.T, limit int, attack string, senders int) {
 // join a two-member cluster while 128 idle connections are held open
 // against each member (reopened as soon as a member closes one), from one
 // host or from 128 (127.0.0.2 on), in each mode, against the same
-// cluster without the attack (issue 40, item 3). Per trial: the time
+// cluster without the attack. Per trial: the time
 // casty.Start takes to return (joined), and until all three members list
 // three. Run with CASTY_FIGURES=1:
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/casty-go/casty/casty"
 )
 
-// Handshake starvation (issue 40, item 3) against real members on
+// Handshake starvation against real members on
 // loopback.
 
 // idleHolder keeps n TCP connections to each of addrs open that never send

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// An offline oracle in the handshake (issue 40, item 2), against real
+// An offline oracle in the handshake, against real
 // sockets on loopback.
 
 // Item 2. A hello naming a credential its sender does not hold gets the

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Handshake starvation (issue 40, item 3), against real sockets on
+// Handshake starvation, against real sockets on
 // loopback.
 
 // idleHolder keeps n TCP connections to addr open that never send a byte,

@@ -18,8 +18,7 @@ import (
 // removed while cut off hands its copies over when it is back and joins
 // again by itself, and no acknowledged write is lost.
 //
-// Issue 37's situation 4, a member that misses placement versions while
-// paused, is TestAMemberThatMissedVersionsResyncs in castytest/virtual,
+// A member that misses placement versions while paused is TestAMemberThatMissedVersionsResyncs in castytest/virtual,
 // on virtual time.
 
 // removeFast is the test config with a removal delay of removeAfter.

@@ -13,8 +13,9 @@ import (
 	"github.com/casty-go/casty/internal/wait"
 )
 
-// TestAMemberThatMissedVersionsResyncs (issue 37, situation 4; the other
-// situations are in castytest's placement_test.go): members A, B and C
+// TestAMemberThatMissedVersionsResyncs (a member that skips placement
+// versions; the other placement situations are in castytest's
+// placement_test.go): members A, B and C
 // hold every key; C is paused; newcomer N joins and takes C's slot in
 // some keys' replica sets; B is cut off while writes are acknowledged by
 // A and N; B heals; N closes gracefully; C resumes only once N's
