@@ -554,12 +554,17 @@ func TestADurableMailboxDoesNotLingerAfterAskHere(t *testing.T) {
 		defer a.mu.Unlock()
 		return !a.running
 	}
-	if err := dh.call(false, "k", add(1)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the mailbox goroutine to stop", func() bool { return idle("k") })
-	if lingers.Load() == 0 && dh.h.spin() > 0 {
-		t.Fatal("the mailbox did not linger after a message that came by Ask (the test cannot see lingering)")
+	// A mailbox lingers only while the process's waiting callers and
+	// draining mailboxes fit in the Ps (Host.spin), which goroutines other
+	// tests left behind may briefly fill: ask until one lingered.
+	for deadline := time.Now().Add(5 * time.Second); lingers.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the mailbox never lingered after a message that came by Ask (the test cannot see lingering)")
+		}
+		if err := dh.call(false, "k", add(1)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "the mailbox goroutine to stop", func() bool { return idle("k") })
 	}
 	lingers.Store(0)
 	gate := make(chan struct{})
