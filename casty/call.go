@@ -2,7 +2,6 @@ package casty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -110,7 +109,7 @@ func (e *doQ[T, Q]) Result() any       { return nil }
 func againUntilApplied[R any](ctx context.Context, err error, call func() (R, error)) (R, error) {
 	var r R
 	pause := 10 * time.Millisecond
-	for try := 1; try < notAppliedTries && errors.Is(err, errNotApplied); try++ {
+	for try := 1; try < notAppliedTries && notApplied(err); try++ {
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -144,7 +143,7 @@ func Call[T, Q, R any](ctx context.Context, ref Ref[T], m func(*T, context.Conte
 	var r R
 	if err == nil {
 		r, err = callOnce(ctx, ref, meth, m, q)
-		if errors.Is(err, errNotApplied) {
+		if notApplied(err) {
 			r, err = againUntilApplied(ctx, err, func() (R, error) { return callOnce(ctx, ref, meth, m, q) })
 		}
 	}
@@ -190,7 +189,7 @@ func Call0[T, R any](ctx context.Context, ref Ref[T], m func(*T, context.Context
 	var r R
 	if err == nil {
 		r, err = call0Once(ctx, ref, meth, m)
-		if errors.Is(err, errNotApplied) {
+		if notApplied(err) {
 			r, err = againUntilApplied(ctx, err, func() (R, error) { return call0Once(ctx, ref, meth, m) })
 		}
 	}
@@ -234,7 +233,7 @@ func Do[T, Q any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q
 	}
 	if err == nil {
 		err = doOnce(ctx, ref, meth, m, q)
-		if errors.Is(err, errNotApplied) {
+		if notApplied(err) {
 			_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, doOnce(ctx, ref, meth, m, q) })
 		}
 	}
@@ -271,7 +270,7 @@ func Do0[T any](ctx context.Context, ref Ref[T], m func(*T, context.Context) err
 	}
 	if err == nil {
 		err = do0Once(ctx, ref, meth, m)
-		if errors.Is(err, errNotApplied) {
+		if notApplied(err) {
 			_, err = againUntilApplied(ctx, err, func() (struct{}, error) { return struct{}{}, do0Once(ctx, ref, meth, m) })
 		}
 	}

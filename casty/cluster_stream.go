@@ -349,7 +349,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 		if err != nil {
 			return nil, fmt.Errorf("%w: malformed stream status from %s", ErrActorUnavailable, d.addr)
 		}
-		if we.Code == codeWrongOwner || we.Code == codeMoving || we.Code == codeLeaving || we.Code == codeNotApplied {
+		if we.Code == codeWrongOwner || we.Code == codeMoving || we.Code == codeLeaving || we.Code == codeNotApplied || we.Code == codeUnactivated {
 			return we, nil
 		}
 		return nil, we.decode()

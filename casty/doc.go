@@ -230,7 +230,12 @@
 // ErrQuorumUnavailable, which is indeterminate: a replica may hold the
 // commit and a later activation may adopt it. The activation is discarded
 // (its state cannot be rolled back), the handler's emits are dropped, and
-// the next call restores from the replicas. A handler that fails under the
+// the next call restores from the replicas. An activation that reaches no
+// read quorum fails before its handler runs; a caller that reached that
+// owner then takes the call to the key's next replica (the owner may be
+// cut off from the replicas while the caller still reaches it, as a lite
+// member between two sides of a partition does), and gets
+// ErrQuorumUnavailable only when no replica serves it. A handler that fails under the
 // supervisor's Keep has its partial changes committed like a success (the
 // owner keeps them, so its replicas must too); under Reset or Stop nothing
 // is committed and the next activation restores the last committed state.

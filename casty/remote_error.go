@@ -34,6 +34,10 @@ const (
 	// nowhere, or a read's confirm, refused by a newer owner or placement;
 	// the caller runs the call again (againUntilApplied).
 	codeNotApplied = "quorum-not-applied"
+	// codeUnactivated: ErrQuorumUnavailable from an activation that
+	// reached no read quorum, before the call ran (errUnactivated); the
+	// caller tries the key's next replica (route).
+	codeUnactivated = "quorum-unactivated"
 	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
 	codeTooLarge = "commit-too-large"
 	// codeAnswer: a handler's error marked by Answer; Cause, ErrType and
@@ -64,7 +68,7 @@ var sentinels = []struct {
 }{
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeLeaving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
+	{codeNotApplied, ErrQuorumUnavailable}, {codeUnactivated, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
 	{codeInvalidKey, ErrInvalidKey}, {codeNotRemoved, ErrNotRemoved},
 }

@@ -182,7 +182,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 		if err := decodeCallResp(b, &resp); err != nil {
 			return nil, fmt.Errorf("%w: malformed reply from %s: %v", ErrActorUnavailable, d.addr, err)
 		}
-		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving || resp.Err.Code == codeLeaving || resp.Err.Code == codeNotApplied) {
+		if resp.Err != nil && (resp.Err.Code == codeWrongOwner || resp.Err.Code == codeMoving || resp.Err.Code == codeLeaving || resp.Err.Code == codeNotApplied || resp.Err.Code == codeUnactivated) {
 			return resp.Err, nil
 		}
 		if resp.Err != nil {
@@ -197,8 +197,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 // it. It retries, at most routeAttempts in all, only where provably
 // nothing ran: a dial that failed, or an owner that refused the work as
 // not its own (wrong owner, or leaving), or a commit the owner was fenced
-// from before any replica took it (codeNotApplied) — exchange returns that
-// refusal.
+// from before any replica took it (codeNotApplied), or an owner that
+// could not activate the key for want of a read quorum (codeUnactivated)
+// — exchange returns that refusal.
 // Between attempts it waits a little for the membership view to move. It
 // reports local, without calling exchange, when this node owns the key.
 // Calls and stream opens both route through here.
@@ -213,17 +214,21 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind, key, method string, at placement,
 	exchange func(sess *mux.Session, d dest) (refused *wireError, err error)) (local bool, err error) {
 	var why []string
-	var last *wireError
-	var leaving map[ring.NodeID]bool // members that refused the call as leaving
-	tries := 0                       // exchanges and dials, refused or failed
+	var last, unactivated *wireError
+	var avoid map[ring.NodeID]bool // members that refused the call as leaving, or unactivated
+	leaves := false                // a member refused it as leaving
+	tries := 0                     // exchanges and dials, refused or failed
 	for attempts := 0; attempts < routeAttempts; {
 		tries++
 		if cl.closed.Load() {
 			return false, fmt.Errorf("%w: system is closed", ErrActorUnavailable)
 		}
 		changed := cl.changes()
-		d, err := cl.targetAvoiding(k, key, at, leaving)
+		d, err := cl.targetAvoiding(k, key, at, avoid)
 		if err != nil {
+			if unactivated != nil {
+				return false, unactivated.decode()
+			}
 			return false, err
 		}
 		if d.local {
@@ -257,15 +262,27 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 		if refused != nil {
 			last = refused
 			why = because(why, refused.Message)
-			if refused.Code == codeLeaving {
+			if refused.Code == codeLeaving || refused.Code == codeUnactivated {
 				// A leaver hands its keys to the next member clockwise:
 				// go there rather than wait for this member's view to
 				// drop it. That member refuses (wrong owner) until it
 				// has adopted the leave; nothing runs either way.
-				if leaving == nil {
-					leaving = map[ring.NodeID]bool{}
+				//
+				// An owner that reached no read quorum of the key's
+				// replicas may be cut off from them while this node
+				// still reaches it (a lite member bridging a partition):
+				// the next replica, on the side that holds the quorum,
+				// serves the key once its members have seen the owner
+				// die (gossip/SPEC.md, "Reachability decides routing").
+				if avoid == nil {
+					avoid = map[ring.NodeID]bool{}
 				}
-				leaving[d.id] = true
+				avoid[d.id] = true
+				if refused.Code == codeLeaving {
+					leaves = true
+				} else {
+					unactivated = refused
+				}
 				attempts++
 				continue
 			}
@@ -274,7 +291,7 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 				// (agree.go, pull).
 				cl.pull(d.id, d.addr)
 			}
-			if refused.Code == codeWrongOwner && len(leaving) > 0 {
+			if refused.Code == codeWrongOwner && leaves {
 				// The leave is under way: wait for it (see above).
 				if !time.Now().Before(deadline) {
 					break
@@ -293,6 +310,11 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 	}
 	if last != nil && last.Code == codeNotApplied {
 		return false, last.decode()
+	}
+	if unactivated != nil {
+		// The owner could not reach a quorum and nobody else took the
+		// key: as definite as the owner's own failure.
+		return false, unactivated.decode()
 	}
 	return false, fmt.Errorf("%w: %s/%s: owners disagree after %d attempts: %v", ErrActorUnavailable, k.Name, key, tries, why)
 }

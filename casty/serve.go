@@ -231,8 +231,13 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, r
 		return callResp{}, true
 	case errors.Is(err, errMisplaced):
 		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
-	case errors.Is(err, errNotApplied):
+	case notApplied(err):
 		return errResp(codeNotApplied, err.Error()), false
+	case errors.Is(err, errUnactivated) && !fromHandler(err):
+		// The key's activation here reached no read quorum; its handler
+		// did not run (a handler that returned another actor's such
+		// failure did run).
+		return errResp(codeUnactivated, err.Error()), false
 	case !rc.k.Service && rc.cl.closed.Load() && unrun(err):
 		// Admitted just before this member began to close, then refused
 		// or dropped by its closing host before it ran: the caller goes
@@ -248,9 +253,16 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, r
 // activation shut down with the call queued), not a handler's failure or
 // answer that wraps one.
 func unrun(err error) bool {
+	return errors.Is(err, actor.ErrActorUnavailable) && !fromHandler(err)
+}
+
+// fromHandler reports whether err is a handler's failure or answer, which
+// may wrap any other error: a restore's error (errUnactivated) reaches the
+// callers unchanged, so it is one only when no handler returned it.
+func fromHandler(err error) bool {
 	var fe *actor.FailedError
 	var ae *actor.AnswerError
-	return errors.Is(err, actor.ErrActorUnavailable) && !errors.As(err, &fe) && !errors.As(err, &ae)
+	return errors.As(err, &fe) || errors.As(err, &ae)
 }
 
 // leaving is the refusal of a call by a member that is closing: the
