@@ -46,7 +46,7 @@
 //
 // Infrastructure failures are sentinels for errors.Is: ErrTimeout (also
 // matches context.DeadlineExceeded), ErrActorUnavailable, ErrConnectionLost,
-// ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
+// ErrQuorumUnavailable, ErrNoReadQuorum, ErrRangeMoving, ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
 // ErrTooManySpies, and the caller's mistakes ErrNotAHandler, ErrZeroRef,
 // ErrInvalidKey. A handler's own failure (an error or a panic) reaches
@@ -62,14 +62,14 @@
 //
 // Definite errors mean the call did not take effect: ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrActorUnavailable
-// from a closed system, and a handler's
+// from a closed system, ErrNoReadQuorum (an activation that found no read
+// quorum of the key's replicas, before anything ran), and a handler's
 // failure (whose state is kept with Keep, discarded with Reset).
 // Indeterminate ones mean it may have: ErrTimeout (the handler may still
 // run to completion, unless it had not started — a message whose caller
-// gave up before it started is never run), and ErrQuorumUnavailable (a
-// commit that reached some replicas; when activating, before anything ran,
-// it is definite, but callers cannot tell the two apart and should treat
-// it as indeterminate), and ErrConnectionLost (the connection to the
+// gave up before it started is never run), and ErrQuorumUnavailable
+// otherwise (a commit that may have reached some replicas; test for
+// ErrNoReadQuorum first, which matches it too), and ErrConnectionLost (the connection to the
 // member serving the call died with the call sent; it also matches
 // ErrActorUnavailable, so test for it first).
 //

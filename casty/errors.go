@@ -2,6 +2,7 @@ package casty
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
@@ -30,6 +31,11 @@ var (
 	// ErrQuorumUnavailable: a replicated write did not reach its write
 	// quorum. Indeterminate: a replica may hold it.
 	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
+	// ErrNoReadQuorum: a replicated actor could not be activated — its
+	// owner reached no read quorum of the key's replicas — and no other
+	// replica took the call. Definite: the handler did not run. It also
+	// matches ErrQuorumUnavailable.
+	ErrNoReadQuorum = fmt.Errorf("%w: the activation reached no read quorum; the call did not run", ErrQuorumUnavailable)
 	// ErrReplicaFull: activating a replicated actor needs replicas that
 	// are at their Config.MaxReplicatedBytes and hold nothing of it.
 	// Definite: nothing was written.

@@ -2,6 +2,7 @@ package casty_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -146,4 +147,30 @@ func TestAMemberReachableOnlyThroughALiteMemberIsDeadUntilItsLinksHeal(t *testin
 		}
 		return true
 	})
+}
+
+// A Replicas(3), Read(Majority) key two of whose three replicas crashed
+// (not yet removed): its owner cannot activate it for want of a read
+// quorum, and the call fails with ErrNoReadQuorum — definite, the handler
+// did not run; it also matches ErrQuorumUnavailable — the same through
+// the owner itself and through a lite member, whose call the owner
+// refuses and which finds no other replica up.
+func TestAnActivationWithoutAReadQuorumFailsAsNotRun(t *testing.T) {
+	cfg := castytest.TestConfig()
+	cfg.RemoveDeadAfter = time.Hour
+	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
+	lite := c.Lite()
+	c.Crash(1)
+	c.Crash(2)
+	waitFor(t, 20*time.Second, "member 0 and the lite member to see only member 0", func() bool {
+		return len(c.Member(0).Members()) == 1 && len(lite.Members()) == 1
+	})
+	for i, via := range []*casty.System{c.Member(0), lite} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*cfg.ReplicationTimeout)
+		_, err := casty.Call(ctx, Ledgers.Ref(via, fmt.Sprint("no-quorum-", i)), (*Ledger).Add, 1)
+		cancel()
+		if !errors.Is(err, casty.ErrNoReadQuorum) || !errors.Is(err, casty.ErrQuorumUnavailable) {
+			t.Errorf("a call through %s: %v, want ErrNoReadQuorum (and ErrQuorumUnavailable)", via.Addr(), err)
+		}
+	}
 }

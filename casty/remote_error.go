@@ -34,9 +34,9 @@ const (
 	// nowhere, or a read's confirm, refused by a newer owner or placement;
 	// the caller runs the call again (againUntilApplied).
 	codeNotApplied = "quorum-not-applied"
-	// codeUnactivated: ErrQuorumUnavailable from an activation that
-	// reached no read quorum, before the call ran (errUnactivated); the
-	// caller tries the key's next replica (route).
+	// codeUnactivated: ErrNoReadQuorum, an activation that reached no
+	// read quorum, before the call ran; the caller tries the key's next
+	// replica (route).
 	codeUnactivated = "quorum-unactivated"
 	// codeTooLarge: *CommitTooLargeError; ErrData holds its fields.
 	codeTooLarge = "commit-too-large"
@@ -66,9 +66,10 @@ var sentinels = []struct {
 	code string
 	err  error
 }{
+	{codeUnactivated, ErrNoReadQuorum}, // before codeQuorum: it matches ErrQuorumUnavailable too
 	{codeTimeout, ErrTimeout}, {codeReentrancy, ErrReentrancy}, {codeUnknown, ErrUnknownActorType},
 	{codeFull, ErrReplicaFull}, {codeQuorum, ErrQuorumUnavailable}, {codeMoving, ErrRangeMoving}, {codeLeaving, ErrRangeMoving}, {codeUnavailable, ErrActorUnavailable},
-	{codeNotApplied, ErrQuorumUnavailable}, {codeUnactivated, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
+	{codeNotApplied, ErrQuorumUnavailable}, {codeChainLong, ErrCallChainTooLong},
 	{codeOverloaded, ErrOverloaded}, {codeForbidden, ErrForbidden}, {codeTooManySpies, ErrTooManySpies},
 	{codeInvalidKey, ErrInvalidKey}, {codeNotRemoved, ErrNotRemoved},
 }

@@ -46,13 +46,6 @@ var errNotApplied = errors.New("casty: the commit was applied nowhere")
 // actor's such failure did run).
 func notApplied(err error) bool { return errors.Is(err, errNotApplied) && !fromHandler(err) }
 
-// errUnactivated marks an activation of a replicated actor that reached no
-// read quorum of the key's replicas, so nothing ran: the member serving
-// the call may be cut off from the rest while the caller still reaches it
-// (a lite member bridging a partition). The caller takes the call to the
-// key's next replica (route.go).
-var errUnactivated = errors.New("casty: the activation reached no read quorum; nothing ran")
-
 type replicator struct {
 	cl      *cluster
 	clock   *hlc.Clock
@@ -1016,7 +1009,10 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		}
 		settling := res.Version > pl.version || res.Abstained > 0 || res.Fenced && attempt == 0
 		if !settling || ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: activating %s/%s: %w: %v", ErrQuorumUnavailable, k.Name, a.Key(), errUnactivated, res.Err)
+			// Nothing ran: the caller may take the call to the key's next
+			// replica (route.go; this member may be cut off from the
+			// replicas while the caller still reaches it).
+			return nil, fmt.Errorf("%w: activating %s/%s: %v", ErrNoReadQuorum, k.Name, a.Key(), res.Err)
 		}
 		if res.Version > pl.version {
 			r.cl.awaitPlacement(ctx, res.Version, 250*time.Millisecond)

@@ -233,7 +233,7 @@ func (rc remoteCall) ask(ctx context.Context, e *actor.Envelope, x *servedCtx, r
 		return rc.cl.wrongOwner(rc.k.Name, rc.key), false
 	case notApplied(err):
 		return errResp(codeNotApplied, err.Error()), false
-	case errors.Is(err, errUnactivated) && !fromHandler(err):
+	case errors.Is(err, ErrNoReadQuorum) && !fromHandler(err):
 		// The key's activation here reached no read quorum; its handler
 		// did not run (a handler that returned another actor's such
 		// failure did run).
@@ -257,7 +257,7 @@ func unrun(err error) bool {
 }
 
 // fromHandler reports whether err is a handler's failure or answer, which
-// may wrap any other error: a restore's error (errUnactivated) reaches the
+// may wrap any other error: a restore's error (ErrNoReadQuorum) reaches the
 // callers unchanged, so it is one only when no handler returned it.
 func fromHandler(err error) bool {
 	var fe *actor.FailedError

@@ -20,8 +20,9 @@
 // call's error three ways:
 //
 //   - nil: the operation returned its output at the recorded time.
-//   - indeterminate (Indeterminate: ErrTimeout, ErrQuorumUnavailable,
-//     ErrActorUnavailable, a cancelled ctx): it may have taken effect, at
+//   - indeterminate (Indeterminate: ErrTimeout, ErrQuorumUnavailable
+//     but ErrNoReadQuorum, ErrActorUnavailable, a cancelled ctx): it may
+//     have taken effect, at
 //     any time after its call, or never. The checker gives it a return
 //     time of +infinity and accepts any output, as porcupine does for
 //     unknown outcomes: a later read may see it or not, but once one read

@@ -154,15 +154,17 @@ func (h *History[I, O]) Ops() []Op[I, O] {
 // cancelled ctx, and for casty.ErrActorUnavailable, which is definite only
 // when the call was refused before it was sent but also reports a
 // connection lost after sending. Errors casty documents as definite —
-// ErrUnknownActorType, ErrReentrancy, ErrRangeMoving and a handler's own
-// failure (*casty.ActorFailedError) — are not indeterminate, and neither is
-// any other error: classify your own with Pending.Fail or Pending.Unknown.
+// ErrUnknownActorType, ErrReentrancy, ErrRangeMoving, ErrNoReadQuorum (an
+// activation that found no read quorum: the handler did not run) and a
+// handler's own failure (*casty.ActorFailedError) — are not
+// indeterminate, and neither is any other error: classify your own with
+// Pending.Fail or Pending.Unknown.
 func Indeterminate(err error) bool {
 	if err == nil {
 		return false
 	}
 	var failed *casty.ActorFailedError
-	if errors.As(err, &failed) {
+	if errors.As(err, &failed) || errors.Is(err, casty.ErrNoReadQuorum) {
 		return false
 	}
 	return errors.Is(err, casty.ErrTimeout) ||
