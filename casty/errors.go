@@ -32,9 +32,9 @@ var (
 	// quorum. Indeterminate: a replica may hold it.
 	ErrQuorumUnavailable = errors.New("casty: quorum unavailable")
 	// ErrNoReadQuorum: a replicated actor could not be activated — its
-	// owner reached no read quorum of the key's replicas — and no other
-	// replica took the call. Definite: the handler did not run. It also
-	// matches ErrQuorumUnavailable.
+	// owner reached no read quorum of the key's replicas, or no replica
+	// is alive — and no other replica took the call. Definite: the
+	// handler did not run. It also matches ErrQuorumUnavailable.
 	ErrNoReadQuorum = fmt.Errorf("%w: the activation reached no read quorum; the call did not run", ErrQuorumUnavailable)
 	// ErrReplicaFull: activating a replicated actor needs replicas that
 	// are at their Config.MaxReplicatedBytes and hold nothing of it.

@@ -55,7 +55,7 @@ func (cl *cluster) targetAvoiding(k *actor.Kind, key string, at placement, avoid
 	owner, ok := v.ownerAvoiding(k, at.point, avoid)
 	if !ok {
 		if replicasOf(k) > 1 {
-			return dest{}, fmt.Errorf("%w: %s/%s: no replica of it is alive", ErrQuorumUnavailable, k.Name, key)
+			return dest{}, fmt.Errorf("%w: %s/%s: no replica of it is alive", ErrNoReadQuorum, k.Name, key)
 		}
 		return dest{}, fmt.Errorf("%w: %s/%s: no full member in the cluster", ErrActorUnavailable, k.Name, key)
 	}
