@@ -111,6 +111,8 @@ type Cluster struct {
 	opts   []casty.Option
 	mutant string
 
+	liteMu sync.Mutex // held while the lite member starts (not mu: it waits)
+
 	mu      sync.Mutex
 	n       int // len(members)
 	members []*slot
@@ -339,9 +341,14 @@ func (c *Cluster) node(i int) int {
 // your clients would. Its node index is N() (after a Join, the new N()).
 func (c *Cluster) Lite() *casty.System {
 	c.t.Helper()
+	// The cluster's lock is not held while the lite member starts and
+	// waits: inside a synctest bubble, another goroutine blocked on it
+	// would stop the virtual clock.
+	c.liteMu.Lock()
+	defer c.liteMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.lite != nil {
+		c.mu.Unlock()
 		return c.lite.sys
 	}
 	var seeds []string
@@ -352,6 +359,7 @@ func (c *Cluster) Lite() *casty.System {
 			live++
 		}
 	}
+	c.mu.Unlock()
 	if len(seeds) == 0 {
 		c.t.Fatalf("castytest: Lite: every member has crashed (seed %d)", c.seed)
 	}
@@ -364,7 +372,9 @@ func (c *Cluster) Lite() *casty.System {
 		c.t.Fatalf("castytest: start the lite member: %v (seed %d)", err, c.seed)
 	}
 	sl.sys = sys
+	c.mu.Lock()
 	c.lite = sl
+	c.mu.Unlock()
 	c.await("the lite member to see every live member", func() bool { return len(sys.Members()) >= live })
 	return sys
 }
