@@ -6,6 +6,7 @@ import (
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/wire"
 )
 
 // Infrastructure errors, for errors.Is. Definite errors mean the call did
@@ -78,6 +79,16 @@ var (
 	// subscriptions (its own Spy calls and other nodes' cluster spies).
 	// Definite: no subscription was made.
 	ErrTooManySpies = errors.New("casty: too many spy subscriptions")
+
+	// ErrNotRegistered: a struct type that crosses the wire — used by a
+	// declared actor's state, a handler's argument or result, or a
+	// registered message — was never registered with Message. Start and
+	// Connect fail with it, and Local panics with it, naming each such
+	// type, where it is used and the line that registers it. Kinds and
+	// messages may be declared in any order and any file; only what is
+	// still missing when a system starts counts. It is
+	// wire.ErrNotRegistered.
+	ErrNotRegistered = wire.ErrNotRegistered
 
 	// ErrNotRemoved is AcceptLoss's refusal of a member the placement did
 	// not remove as dead: a live member, a leaver or an unknown id.
