@@ -181,3 +181,25 @@ func TestErrorsMeanTheSameWhereverTheKeyLives(t *testing.T) {
 		}
 	}
 }
+
+// incomparable is an error type errors.Is cannot compare.
+type incomparable struct{ skus []string }
+
+func (e incomparable) Error() string { return "incomparable" }
+
+// Errors names each sentinel by its text, takes the same one twice, and
+// refuses what is no sentinel, or a second sentinel of the same text.
+func TestErrorsRegistersSentinelsByText(t *testing.T) {
+	if names := casty.Errors(ErrOutOfStock, ErrOutOfStock); len(names) != 2 || names[0] != "test.stock: out of stock" {
+		t.Fatalf("registered again: %q", names)
+	}
+	mustPanic(t, "a nil error is not a sentinel", func() { casty.Errors(nil) })
+	mustPanic(t, "casty_test.incomparable is not comparable", func() { casty.Errors(incomparable{}) })
+	mustPanic(t, `the text "test.stock: out of stock" is already registered for another error`, func() {
+		casty.Errors(errors.New("test.stock: out of stock"))
+	})
+	mustPanic(t, "the wire name casty.errors is reserved", func() {
+		type M struct{ N int }
+		casty.Message[M](casty.Name("casty.errors"))
+	})
+}

@@ -266,6 +266,9 @@ func Message[T any](opts ...KindOption) MessageType[T] {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.name == errChainName {
+		panic("casty: message " + reflect.TypeFor[T]().String() + ": the wire name " + errChainName + " is reserved (errors across nodes)")
+	}
 	name, err := wire.Default.Register(reflect.TypeFor[T](), o.name)
 	if err != nil {
 		panic("casty: message " + err.Error())

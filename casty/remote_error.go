@@ -119,13 +119,20 @@ func (u *userSentinels) add(err error) (string, error) {
 }
 
 // nameOf returns the wire name of e when e is a registered sentinel.
-func (u *userSentinels) nameOf(e error) (string, bool) {
+func (u *userSentinels) nameOf(e error) (name string, ok bool) {
 	if u.n.Load() == 0 || !reflect.TypeOf(e).Comparable() {
 		return "", false
 	}
+	// A comparable type can still hold an incomparable value in an
+	// interface field: comparing it panics, and it is no sentinel.
+	defer func() {
+		if recover() != nil {
+			name, ok = "", false
+		}
+	}()
 	u.mu.RLock()
 	defer u.mu.RUnlock()
-	name, ok := u.byValue[e]
+	name, ok = u.byValue[e]
 	return name, ok
 }
 
