@@ -172,7 +172,9 @@ func (v *view) ownerOf(k *actor.Kind, point uint64) (ring.NodeID, bool) {
 // ctx's deadline; if no seed admits it in time, the error names each seed
 // and its trouble, and wraps ctx.Err() when ctx ended the wait. With port
 // 0, Addr reports the bound port. WaitMembers waits for the rest of the
-// cluster.
+// cluster. Start (as Connect) fails at once with ErrNotRegistered, before
+// opening anything, when a type the declared kinds and messages use was
+// never registered.
 func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 	return startCluster(ctx, addr, false, opts)
 }

@@ -79,8 +79,8 @@ func (f *frameConn) writeError(kind byte, we *wireError) error {
 }
 
 // errFrameTooLarge marks a stream frame over the message cap: the peer
-// broke the framing, the connection did not.
-var errFrameTooLarge = errors.New("casty: a stream frame over the message cap")
+// broke the framing, the connection did not. It matches ErrMessageTooLarge.
+var errFrameTooLarge = fmt.Errorf("%w: a stream frame over the message cap", ErrMessageTooLarge)
 
 func (f *frameConn) read() (byte, []byte, error) {
 	kind, err := f.r.ReadByte()
@@ -188,9 +188,11 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		}()
 	}
 	err = cl.sys.host.Ask(ctx, k, req.Key, &inv.Envelope)
+	if err != nil {
+		cl.noteLost(k, meth.Name, err)
+	}
 	switch {
 	case err != nil && !inv.sentErr:
-		cl.noteLost(k, meth.Name, err)
 		fc.writeError(frameErr, encodeError(err))
 	case err == nil && meth.Shape == actor.ClientStream:
 		if meth.Result != nil && inv.result.IsValid() {
@@ -291,11 +293,11 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 					return nil
 				}
 			case frameErr:
-				msg := "casty: malformed error frame from the caller"
+				var inBand error = &remoteError{msg: "casty: malformed error frame from the caller"}
 				if we, err := decodeWireError(b); err == nil {
-					msg = we.Message
+					inBand = we.inBand()
 				}
-				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(errors.New(msg))})
+				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(&inBand).Elem()})
 				return nil
 			}
 		}
@@ -388,7 +390,7 @@ func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) b
 				return
 			}
 			if we.Code == codeFailed && we.Kind == "" {
-				yield(zero, errors.New(we.Message)) // the handler's in-band error
+				yield(zero, we.inBand()) // the handler's in-band error
 			} else {
 				yield(zero, we.decode())
 			}
@@ -407,7 +409,7 @@ func writeElems[E any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, er
 				return ctx.Err()
 			}
 			if err != nil {
-				fc.writeError(frameErr, &wireError{Code: codeFailed, Message: err.Error()})
+				fc.writeError(frameErr, encodeError(&actor.FailedError{Message: err.Error(), Err: err}))
 				return err
 			}
 			if err := fc.writeValue(frameElem, v); err != nil {

@@ -908,6 +908,11 @@ func (b *Bulk) Make(_ context.Context, n int) ([]byte, error) {
 	return make([]byte, n), nil
 }
 
+// Blobs streams one blob of n bytes.
+func (b *Bulk) Blobs(_ context.Context, n int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) { yield(make([]byte, n), nil) }
+}
+
 var Bulks = casty.Actor[Bulk](casty.Name("test.Bulk"))
 
 // A call whose argument or result is over MaxMessage fails saying so: the
@@ -920,14 +925,22 @@ func TestClusterOversizedCallsSaySo(t *testing.T) {
 	ctx := context.Background()
 	ref := Bulks.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Bulks.Name()))
 
+	// The argument is refused by the caller (nothing ran), the result by
+	// the owner (the handler ran), a stream's element by the reader: each
+	// with ErrMessageTooLarge.
 	_, err := casty.Call(ctx, ref, (*Bulk).Put, make([]byte, 100<<10))
-	if err == nil || errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "nothing was sent") {
+	if !errors.Is(err, casty.ErrMessageTooLarge) || errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "nothing was sent") {
 		t.Fatalf("oversized argument: %v", err)
 	}
 	_, err = casty.Call(ctx, ref, (*Bulk).Make, 100<<10)
 	var fe *casty.ActorFailedError
-	if !errors.As(err, &fe) || fe.Kind != Bulks.Name() || fe.Method != "Make" || !strings.Contains(fe.Message, "the handler ran") {
+	if !errors.As(err, &fe) || fe.Kind != Bulks.Name() || fe.Method != "Make" || !strings.Contains(fe.Message, "the handler ran") || !errors.Is(err, casty.ErrMessageTooLarge) {
 		t.Fatalf("oversized result: %#v", err)
+	}
+	for _, err := range casty.Stream(ctx, ref, (*Bulk).Blobs, 100<<10) {
+		if !errors.Is(err, casty.ErrMessageTooLarge) {
+			t.Fatalf("oversized stream element: %v", err)
+		}
 	}
 	if n, err := casty.Call(ctx, ref, (*Bulk).Put, make([]byte, 1<<10)); err != nil || n != 1<<10 {
 		t.Fatalf("a small call after the oversized ones: %d %v", n, err)

@@ -41,9 +41,6 @@ type Plain struct{ N int }
 
 func (p *Plain) Get(ctx context.Context) (int, error) { return p.N, nil }
 
-type Unregistered struct{ A int }
-type UsesUnregistered struct{ U Unregistered }
-
 func TestDeclarationPanicsNameTheProblem(t *testing.T) {
 	mustPanic(t, "test.Bad.Orders[].Notify: chan string is not serializable", func() {
 		casty.Actor[BadState](casty.Name("test.Bad"))
@@ -53,9 +50,6 @@ func TestDeclarationPanicsNameTheProblem(t *testing.T) {
 	})
 	mustPanic(t, "test.BadResult.Peek result: complex128 is not serializable", func() {
 		casty.Actor[BadResult](casty.Name("test.BadResult"))
-	})
-	mustPanic(t, "U: casty_test.Unregistered is not registered", func() {
-		casty.Actor[UsesUnregistered]()
 	})
 	mustPanic(t, "write quorum 4 exceeds replicas 3", func() {
 		casty.Actor[Plain](casty.Name("test.P1"), casty.Replicas(3), casty.Write(casty.Quorum(4)))

@@ -75,10 +75,23 @@
 //
 // # Errors across nodes
 //
-// A handler's error crosses to a caller on another node as its message,
-// the sentinel of this package it matches, and — only when its type is
-// registered — the error itself. Register each error type a caller may
-// test with errors.As or errors.Is as a message, on every node:
+// A handler's error crosses to a caller on another node as its text, the
+// sentinel of this package it matches, and what of it is registered on
+// both nodes: the first error of its chain whose type is registered, and
+// every registered sentinel it wraps. errors.Is and errors.As then give
+// the caller on another node what they give a local caller, and the text
+// is the handler's.
+//
+// Register each sentinel callers test with errors.Is with Errors; its
+// text is its wire name, so give each its own:
+//
+//	var ErrOutOfStock = errors.New("inventory: out of stock")
+//
+//	var _ = casty.Errors(ErrOutOfStock)
+//
+// The sentinel returned as is, or wrapped (fmt.Errorf("%s: %w", sku,
+// ErrOutOfStock)), matches on the caller's node. Register each error type
+// callers read with errors.As as a message:
 //
 //	type NotInCartError struct{ Item string }
 //
@@ -86,13 +99,18 @@
 //
 //	var _ = casty.Message[NotInCartError]()
 //
-// The first error of the chain (errors.Unwrap) whose type is registered
-// crosses; it arrives as a pointer when its pointer implements error. A
-// sentinel made with errors.New cannot be registered and arrives as text
-// only: use a registered type, with an Is method comparing its fields when
-// callers test it with errors.Is. When a handler's error of an unregistered
-// type (other than the errors and fmt packages' own) crosses to another
-// node, the serving member logs it once per type, naming it.
+// It arrives as a pointer when its pointer implements error. The chain is
+// walked as errors.Is walks it, through fmt.Errorf's %w (one or several)
+// and errors.Join. Streams' in-band errors, either way, cross the same
+// way.
+//
+// An error with nothing registered in its chain arrives as its text only,
+// and errors.Is and errors.As against it fail on the caller's node: the
+// serving member logs it at Warn, naming the kind and handler — once per
+// type, or, for the text-only errors of the errors and fmt packages
+// (errors.New, fmt.Errorf), once per text and handler, at most four texts
+// per handler. An error of this package's or context's crosses by its
+// code, and is not logged.
 //
 // # Reentrancy
 //
@@ -118,8 +136,9 @@
 //     call that would make it longer fails with ErrCallChainTooLong, and a
 //     member refuses a request naming a longer chain from its count alone,
 //     before allocating anything for it (SPEC.md).
-//   - Messages: Config.MaxMessage (4 MiB) per call argument or result;
-//     Config.MaxStreams (1024) streams at once per connection.
+//   - Messages: Config.MaxMessage (4 MiB) per call argument, result or
+//     stream element, ErrMessageTooLarge; Config.MaxStreams (1024)
+//     streams at once per connection.
 //   - Replicated state: Config.MaxReplicatedBytes (default: none);
 //     ErrReplicaFull.
 //   - The transport's own bounds, at mux's defaults (mux.Config): inbound
@@ -268,9 +287,10 @@
 //     encode one to one): it is also a tool for inspecting types.
 //   - A message over Config.MaxMessage does not switch to a bulk stream of
 //     its own: a call to another node whose argument or result encodes
-//     larger fails with an error saying so (before sending the argument;
-//     after the handler ran for the result). Large data goes through
-//     Upload and Stream, which carry it element by element.
+//     larger fails with ErrMessageTooLarge and a message saying so
+//     (before sending the argument; after the handler ran for the result,
+//     as an *ActorFailedError). Large data goes through Upload and Stream,
+//     which carry it element by element.
 //
 // # Closing
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/replica"
+	"github.com/casty-go/casty/wire"
 )
 
 // Infrastructure errors, for errors.Is. Definite errors mean the call did
@@ -85,6 +86,26 @@ var (
 	// Definite: no subscription was made.
 	ErrTooManySpies = errors.New("casty: too many spy subscriptions")
 
+	// ErrMessageTooLarge: a call's argument or result encodes to more
+	// than Config.MaxMessage bytes, or a stream element to more than
+	// that. An argument is refused by the calling member before anything
+	// is sent (definite: nothing ran); a result, by the serving member
+	// after the handler ran (its effects stand), as an *ActorFailedError
+	// that wraps ErrMessageTooLarge; a stream element ends its stream.
+	// Local calls encode nothing and are never refused for their size. It
+	// is mux.ErrMessageTooLarge.
+	ErrMessageTooLarge = mux.ErrMessageTooLarge
+
+	// ErrNotRegistered: a struct type that crosses the wire — used by a
+	// declared actor's state, a handler's argument or result, or a
+	// registered message — was never registered with Message. Start and
+	// Connect fail with it, and Local panics with it, naming each such
+	// type, where it is used and the line that registers it. Kinds and
+	// messages may be declared in any order and any file; only what is
+	// still missing when a system starts counts. It is
+	// wire.ErrNotRegistered.
+	ErrNotRegistered = wire.ErrNotRegistered
+
 	// ErrNotRemoved is AcceptLoss's refusal of a member the placement did
 	// not remove as dead: a live member, a leaver or an unknown id.
 	ErrNotRemoved = errors.New("casty: the member was not removed from the placement as dead")
@@ -127,6 +148,44 @@ type ActorFailedError = actor.FailedError
 // wraps Answer's result is an answer too (the caller gets the wrapping
 // error). Errors not marked stay failures, decided by the supervisor.
 func Answer(err error) error { return actor.Answer(err) }
+
+// Errors registers sentinel errors — values a handler returns or wraps,
+// that callers test with errors.Is, such as
+//
+//	var ErrOutOfStock = errors.New("inventory: out of stock")
+//
+//	var _ = casty.Errors(ErrOutOfStock, ErrUnknownSku)
+//
+// so that they keep their identity across nodes: a caller on another node
+// gets an error that errors.Is matches against the same variable, as a
+// local caller does, whether the handler returned the sentinel itself or
+// wrapped it (fmt.Errorf("%s: %w", sku, ErrOutOfStock)); the error's text
+// is the handler's, unchanged. Register them at package level on every
+// node, in any file; a sentinel not registered on the calling node
+// arrives as text only.
+//
+// A sentinel's wire name is its text, so two registered sentinels may not
+// share one: prefix each with its package, as Go's convention has it.
+// Registering the same value again is a no-op. Errors panics (a
+// programming error, at package initialisation) on a nil error, on an
+// error whose type is not comparable (errors.Is could not match it
+// either), or on a text already registered for another value. It returns
+// the wire names, in order.
+//
+// Sentinels are values; error types whose fields the caller reads with
+// errors.As are registered as messages instead (Message; see "Errors
+// across nodes" in the package documentation).
+func Errors(errs ...error) []string {
+	names := make([]string, len(errs))
+	for i, err := range errs {
+		name, perr := sentinelRegistry.add(err)
+		if perr != nil {
+			panic(perr.Error())
+		}
+		names[i] = name
+	}
+	return names
+}
 
 // PanicError is the error a panicking handler fails with. The member
 // running the handler also logs the panic, with its stack, through the

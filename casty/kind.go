@@ -112,6 +112,11 @@ type Kind[T any] struct {
 // Actor panics (at package initialisation, like regexp.MustCompile) with a
 // message naming the type, method or field when T's state, a handler's
 // argument or its result cannot cross the wire, or an option is invalid.
+//
+// The struct types its state, arguments and results use may be registered
+// with Message in any file, before or after Actor: what is still missing
+// is checked when a system starts (Local, Start, Connect), which refuses
+// to start with ErrNotRegistered, naming each type and the line to add.
 func Actor[T any](opts ...KindOption) *Kind[T] {
 	k, err := declare[T](false, opts)
 	if err != nil {
@@ -250,12 +255,19 @@ func (m MessageType[T]) Name() string { return m.name }
 
 // Message registers the struct T under a stable wire name (default import
 // path + type name; Name overrides) after validating it recursively. It
-// panics on an invalid type or a duplicate name. Register nested structs
-// before the structs and actors that contain them.
+// panics on an invalid type or a duplicate name. Declarations may come in
+// any order and any file: the named structs T uses need not be registered
+// yet, and a system refuses to start (ErrNotRegistered) while one that
+// crosses the wire never was. Register at package level:
+//
+//	var _ = casty.Message[Change]()
 func Message[T any](opts ...KindOption) MessageType[T] {
 	var o kindOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.name == errChainName {
+		panic("casty: message " + reflect.TypeFor[T]().String() + ": the wire name " + errChainName + " is reserved (errors across nodes)")
 	}
 	name, err := wire.Default.Register(reflect.TypeFor[T](), o.name)
 	if err != nil {

@@ -141,7 +141,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 				}
 			}
 			if max := cl.sys.cfg.MaxMessage; len(payload) > max {
-				return nil, fmt.Errorf("casty: %s/%s.%s: the call encodes to %d bytes, over Config.MaxMessage (%d); nothing was sent: send large data through Upload", k.Name, key, req.Method, len(payload), max)
+				return nil, fmt.Errorf("%w: %s/%s.%s: the call encodes to %d bytes, over Config.MaxMessage (%d); nothing was sent: send large data through Upload", ErrMessageTooLarge, k.Name, key, req.Method, len(payload), max)
 			}
 		}
 		if !hasDeadline {

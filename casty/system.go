@@ -146,7 +146,9 @@ func Tune[T any](k Declared[T], opts ...KindOption) Option {
 // Local returns an in-process system: mailboxes, lifecycle, supervision and
 // everything else, with no network at all. Actors declared with Replicas > 1
 // run as a single copy. Local panics on an invalid Config (a programming
-// error, reported with the offending field).
+// error, reported with the offending field) and, as Start refuses to
+// start, on a type the declarations use that was never registered
+// (ErrNotRegistered).
 func Local(opts ...Option) *System {
 	sys, err := newSystem(opts)
 	if err != nil {
@@ -180,6 +182,9 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 		return nil, nil, err
 	}
 	if err := o.cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := checkDeclarations(); err != nil {
 		return nil, nil, err
 	}
 	cfg := o.cfg.withDefaults()

@@ -8,10 +8,16 @@
 // initialisation, through casty.Message and casty.Actor), never at send
 // time. Validation walks the type recursively and rejects anything that
 // cannot be encoded faithfully — channels, functions, complex numbers,
-// unsafe pointers, interfaces, uintptrs and named struct types that were
-// not registered themselves — with an error naming the full field path:
+// unsafe pointers, interfaces and uintptrs — with an error naming the full
+// field path:
 //
 //	shop.Order.Lines[].Sku: chan int is not serializable
+//
+// A named struct type a registered type uses is validated when it is
+// registered itself, in any order; Registry.Unregistered reports those
+// never registered, with their path:
+//
+//	shop.Order.Lines[]: shop.Line is not registered
 //
 // Self-referential types (a tree of *Node) are allowed. time.Time, []byte,
 // slices, arrays, pointers, maps keyed by strings or integers and nested
@@ -37,9 +43,10 @@
 //
 // # What the caller must do
 //
-// Register every struct type that crosses the wire before the types that
-// contain it (Go initialises package-level variables in declaration order
-// when they do not depend on each other), and give a type an explicit name
+// Register every named struct type that crosses the wire, in any order
+// (Go initialises package-level variables file by file, so an order would
+// depend on file names), and check with Unregistered once registration is
+// done (Casty does when a system starts). Give a type an explicit name
 // with Register's name argument before renaming it in Go, so old and new
 // binaries still agree.
 //

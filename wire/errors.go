@@ -11,6 +11,10 @@ var (
 	// another type.
 	ErrDuplicateName = errors.New("wire: duplicate wire name")
 
+	// ErrNotRegistered is wrapped by the *TypeError Unregistered reports
+	// for a named struct type that is used but was never registered.
+	ErrNotRegistered = errors.New("wire: not registered")
+
 	// ErrUnknownName is returned when a wire name has no registered type.
 	ErrUnknownName = errors.New("wire: unknown wire name")
 
@@ -27,7 +31,7 @@ type TypeError struct {
 	Path string // where in the type the problem is
 	Type string // the offending Go type, as written in Go
 	Why  string // "is not serializable", "is not registered", ...
-	Err  error  // the sentinel: ErrNotSerializable or ErrDuplicateName
+	Err  error  // the sentinel: ErrNotSerializable, ErrDuplicateName or ErrNotRegistered
 }
 
 func (e *TypeError) Error() string {

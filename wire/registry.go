@@ -47,6 +47,10 @@ var timeType = reflect.TypeFor[time.Time]()
 // DefaultName when name is empty). Registering the same type under the same
 // name again is a no-op; a name already held by another type, or a type
 // already registered under another name, fails with ErrDuplicateName.
+//
+// A named struct type that t uses need not be registered yet: types may be
+// registered in any order, each validated when it is registered.
+// Unregistered reports those still missing once registration is done.
 func (r *Registry) Register(t reflect.Type, name string) (string, error) {
 	if t == nil || t.Kind() != reflect.Struct || t.Name() == "" {
 		return "", &TypeError{Type: typeString(t), Why: "is not a named struct type", Err: ErrNotSerializable}
@@ -76,7 +80,8 @@ func (r *Registry) Register(t reflect.Type, name string) (string, error) {
 
 // Validate checks that every exported field of the struct type t can cross
 // the wire, naming paths from root. It registers nothing; actor state types
-// are validated this way.
+// are validated this way. As in Register, the named struct types t uses
+// need not be registered yet (Unregistered).
 func (r *Registry) Validate(t reflect.Type, root string) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -84,11 +89,66 @@ func (r *Registry) Validate(t reflect.Type, root string) error {
 }
 
 // ValidateValue checks a single argument or result type (not necessarily a
-// struct), naming paths from root.
+// struct), naming paths from root; a named struct type need not be
+// registered yet (Unregistered).
 func (r *Registry) ValidateValue(t reflect.Type, root string) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.checkLocked(t, root, map[reflect.Type]bool{}, false)
+}
+
+// Unregistered returns, for each named struct type reachable from t's
+// exported fields (or from t itself, when t is not a struct type: a
+// handler's argument or result) that is neither registered nor encodes
+// itself, a *TypeError wrapping ErrNotRegistered whose Path says where
+// from root it is used; nil when there is none. It walks into registered
+// types too, since they were registered before what they use may have
+// been. Call it once every registration has run: Casty does when a system
+// starts.
+func (r *Registry) Unregistered(t reflect.Type, root string) []*TypeError {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*TypeError
+	r.unregisteredLocked(t, root, map[reflect.Type]bool{}, t.Kind() == reflect.Struct, &out)
+	return out
+}
+
+func (r *Registry) unregisteredLocked(t reflect.Type, path string, seen map[reflect.Type]bool, inline bool, out *[]*TypeError) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		suffix := "[]"
+		if t.Kind() == reflect.Pointer {
+			suffix = ""
+		}
+		r.unregisteredLocked(t.Elem(), path+suffix, seen, false, out)
+	case reflect.Map:
+		r.unregisteredLocked(t.Elem(), path+"{}", seen, false, out)
+	case reflect.Struct:
+		if t == timeType || seen[t] {
+			return
+		}
+		seen[t] = true
+		if !inline && t.Name() != "" {
+			if customEncoded(t) {
+				return
+			}
+			if _, ok := r.byType[t]; !ok {
+				*out = append(*out, &TypeError{Path: path, Type: t.String(), Why: "is not registered", Err: ErrNotRegistered})
+				return
+			}
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || f.Tag.Get("msgpack") == "-" {
+				continue
+			}
+			name := f.Name
+			if tag, _, _ := strings.Cut(f.Tag.Get("msgpack"), ","); tag != "" {
+				name = tag
+			}
+			r.unregisteredLocked(f.Type, path+"."+name, seen, f.Anonymous && f.Type.Kind() == reflect.Struct, out)
+		}
+	}
 }
 
 // NameOf returns the wire name of a registered type.
@@ -148,10 +208,10 @@ func (r *Registry) checkLocked(t reflect.Type, path string, visiting map[reflect
 			if _, ok := r.byType[t]; ok {
 				return nil // validated when it was registered
 			}
-			if customEncoded(t) {
-				return nil // it encodes itself (e.g. tracked maps, pagers)
-			}
-			return bad("is not registered (register it with casty.Message before the types that use it)")
+			// Not registered yet, or it encodes itself (e.g. tracked maps,
+			// pagers): checked when it is registered, and Unregistered
+			// reports it if it never is.
+			return nil
 		}
 		if visiting[t] && !inline {
 			return nil

@@ -58,7 +58,6 @@ func TestRegisterRejectsWithFieldPath(t *testing.T) {
 	type Bad4 struct{ P unsafe.Pointer }
 	type Bad5 struct{ A any }
 	type Bad6 struct{ M map[float64]int }
-	type Bad7 struct{ L Line } // Line not registered in this registry
 	type Bad8 struct{ U uintptr }
 	type Bad9 struct {
 		Deep map[string][]*[2]struct{ E error }
@@ -73,7 +72,6 @@ func TestRegisterRejectsWithFieldPath(t *testing.T) {
 		{reflect.TypeFor[Bad4](), "shop.Bad.P: unsafe.Pointer is not serializable"},
 		{reflect.TypeFor[Bad5](), "shop.Bad.A: interface {} is not serializable"},
 		{reflect.TypeFor[Bad6](), "shop.Bad.M: map[float64]int is not serializable: map keys must be strings or integers"},
-		{reflect.TypeFor[Bad7](), "shop.Bad.L: wire.Line is not registered"},
 		{reflect.TypeFor[Bad8](), "shop.Bad.U: uintptr is not serializable"},
 		{reflect.TypeFor[Bad9](), "shop.Bad.Deep{}[][].E: error is not serializable"},
 	}
@@ -89,6 +87,53 @@ func TestRegisterRejectsWithFieldPath(t *testing.T) {
 		if _, ok := r.TypeOf("shop.Bad"); ok {
 			t.Errorf("%v: failed registration left a name behind", c.typ)
 		}
+	}
+}
+
+// A type may be registered before the types it uses: Unregistered names,
+// with its path, each one still missing, and nothing once it is there.
+func TestRegisterInAnyOrder(t *testing.T) {
+	type Item struct{ N int }
+	type Basket struct {
+		Items []Item
+		ByID  map[string]*Item
+		When  time.Time
+	}
+	type Shelf struct{ B Basket }
+	r := NewRegistry()
+	if _, err := r.Register(reflect.TypeFor[Shelf](), "shop.Shelf"); err != nil {
+		t.Fatalf("before what it uses: %v", err)
+	}
+	if err := r.ValidateValue(reflect.TypeFor[[]Basket](), "Fill argument"); err != nil {
+		t.Fatalf("argument before its type: %v", err)
+	}
+	got := r.Unregistered(reflect.TypeFor[Shelf](), "shop.Shelf")
+	if len(got) != 1 || got[0].Error() != "shop.Shelf.B: wire.Basket is not registered" || !errors.Is(got[0], ErrNotRegistered) {
+		t.Fatalf("Shelf before Basket: %v", got)
+	}
+	if _, err := r.Register(reflect.TypeFor[Basket](), "shop.Basket"); err != nil {
+		t.Fatal(err)
+	}
+	got = r.Unregistered(reflect.TypeFor[[]Basket](), "Fill argument")
+	if len(got) != 1 || got[0].Error() != "Fill argument[].Items[]: wire.Item is not registered" {
+		t.Fatalf("Basket before Item: %v", got)
+	}
+	if _, err := r.Register(reflect.TypeFor[Item](), "shop.Item"); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[Shelf](), reflect.TypeFor[[]Basket](), reflect.TypeFor[int]()} {
+		if got := r.Unregistered(typ, "x"); got != nil {
+			t.Fatalf("%v, all registered: %v", typ, got)
+		}
+	}
+	// What cannot cross the wire is refused at once, whatever the order.
+	type Late struct{ C chan int }
+	type Early struct{ L Late }
+	if _, err := r.Register(reflect.TypeFor[Early](), "shop.Early"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register(reflect.TypeFor[Late](), "shop.Late"); !errors.Is(err, ErrNotSerializable) {
+		t.Fatalf("a chan field: %v", err)
 	}
 }
 
