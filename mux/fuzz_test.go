@@ -94,7 +94,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add(rec(byte(LaneReplication), appendEnvelopeHeader(nil, frameMessage, 0, 0, 1<<30)))
 	const max = 64 << 10
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rr := newRecordReader(bytes.NewReader(data))
+		rr := newRecordReader(bytes.NewReader(data), nil)
 		var lanes [numLanes][]byte
 		for {
 			ch, n, err := rr.next()
