@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -100,12 +101,12 @@ type relayFixture struct {
 	bSess   chan *Session
 }
 
-func newRelayFixture(t *testing.T, editA func(*Config)) *relayFixture {
+func newRelayFixture(t *testing.T, edit func(a, b *Config)) *relayFixture {
 	t.Helper()
 	f := &relayFixture{served: make(chan []byte, 16), bSess: make(chan *Session, 4)}
 	ca, cb := withSecret(testConfig(1), memberSecret), withSecret(testConfig(2), memberSecret)
-	if editA != nil {
-		editA(&ca)
+	if edit != nil {
+		edit(&ca, &cb)
 	}
 	cb.OnSession = func(s *Session) { f.bSess <- s }
 	f.a, f.b = newNode(t, ca), newNode(t, cb)
@@ -157,43 +158,8 @@ func (f *relayFixture) dialThroughRelay(t *testing.T) (*Session, *relayed) {
 func TestRelayedHandshakeGivesTheRelayNothing(t *testing.T) {
 	t.Run("inject", func(t *testing.T) {
 		f := newRelayFixture(t, nil)
-		_, r := f.dialThroughRelay(t)
-		defer r.close()
-		// The request's record is followed by 16 bytes, where a sealed
-		// record's tag goes, shaped as a second record that carries the
-		// start of another envelope: whichever format b reads, it has
-		// whole records, and unsealed the request is complete.
-		payload := []byte("injected by the relay")
-		env := append(appendEnvelopeHeader(nil, frameRequest, 0, 1, len(payload)), payload...)
-		inject := appendRecord(nil, byte(LaneMessage), env, 0)
-		inject = appendRecord(inject, byte(LaneMessage), appendEnvelopeHeader(nil, frameRequest, 0, 2, 1)[:16-recordHeaderSize], 0)
-		if _, err := r.b.Write(inject); err != nil {
-			t.Fatalf("writing the injected record: %v", err)
-		}
-		// Read what b sends back until it closes the connection or shows
-		// that it served the request.
-		r.b.SetReadDeadline(time.Now().Add(5 * time.Second))
-		var got []byte
-		buf := make([]byte, 4096)
-		var err error
-		for !bytes.Contains(got, []byte("served:"+string(payload))) {
-			var n int
-			n, err = r.b.Read(buf)
-			got = append(got, buf[:n]...)
-			if err != nil {
-				break
-			}
-		}
-		if bytes.Contains(got, []byte("served:")) {
-			t.Fatal("b served the relay's injected request and the relay read the answer")
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatal("b neither served the injected request nor closed the connection")
-		}
-		select {
-		case p := <-f.served:
-			t.Fatalf("b's handler ran for %q", p)
-		default:
+		if served, closed := f.injectThroughRelay(t); served || !closed {
+			t.Fatalf("b served the relay's injected request (%v) or kept the connection open (%v)", served, !closed)
 		}
 	})
 	t.Run("read", func(t *testing.T) {
@@ -218,6 +184,65 @@ func TestRelayedHandshakeGivesTheRelayNothing(t *testing.T) {
 		}
 		if strings.Contains(seen.String(), "confidential") {
 			t.Fatal("the relay read the request's payload in the clear")
+		}
+	})
+}
+
+// injectThroughRelay relays a's handshake to b, then sends b a request of
+// the relay's own, and reports whether b served it (and the relay read
+// the answer), or closed the connection.
+func (f *relayFixture) injectThroughRelay(t *testing.T) (served, closed bool) {
+	t.Helper()
+	_, r := f.dialThroughRelay(t)
+	defer r.close()
+	// The request's record is followed by 16 bytes, where a sealed
+	// record's tag goes, shaped as a second record that carries the
+	// start of another envelope: whichever format b reads, it has whole
+	// records, and unsealed the request is complete.
+	payload := []byte("injected by the relay")
+	env := append(appendEnvelopeHeader(nil, frameRequest, 0, 1, len(payload)), payload...)
+	inject := appendRecord(nil, byte(LaneMessage), env, 0)
+	inject = appendRecord(inject, byte(LaneMessage), appendEnvelopeHeader(nil, frameRequest, 0, 2, 1)[:16-recordHeaderSize], 0)
+	if _, err := r.b.Write(inject); err != nil {
+		t.Fatalf("writing the injected record: %v", err)
+	}
+	// Read what b sends back until it closes the connection or shows that
+	// it served the request.
+	r.b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []byte
+	buf := make([]byte, 4096)
+	var err error
+	for !bytes.Contains(got, []byte("served:"+string(payload))) {
+		var n int
+		n, err = r.b.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if bytes.Contains(got, []byte("served:"+string(payload))) {
+		return true, false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("b neither served the injected request nor closed the connection")
+	}
+	select {
+	case p := <-f.served:
+		t.Fatalf("b's handler ran for %q, and its answer did not reach the relay", p)
+	default:
+	}
+	return false, true
+}
+
+// TestRelayTakesOverAnAuthOnlySession: what Config.AuthOnly gives up.
+// With it on both members, the relay of the test above is served as the
+// dialling member and reads what a sends.
+func TestRelayTakesOverAnAuthOnlySession(t *testing.T) {
+	authOnly := func(a, b *Config) { a.AuthOnly, b.AuthOnly = true, true }
+	t.Run("inject", func(t *testing.T) {
+		f := newRelayFixture(t, authOnly)
+		if served, _ := f.injectThroughRelay(t); !served {
+			t.Fatal("b did not serve the relay's request on an auth-only session")
 		}
 	})
 }
@@ -409,7 +434,7 @@ func TestSealedRecordsNeedBothNodesToAgreeOnAuthOnly(t *testing.T) {
 		// a (auth-only) offers 5 and 4; b (sealing) chooses 5; the relay
 		// rewrites the welcome to 4, or the hello to offer 4 only.
 		for _, from := range []bool{false, true} {
-			f := newRelayFixture(t, func(c *Config) { c.AuthOnly = true })
+			f := newRelayFixture(t, func(a, _ *Config) { a.AuthOnly = true })
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			done := make(chan error, 1)
 			go func() { _, err := f.a.Dial(ctx, f.relayLn.Addr().String()); done <- err }()
@@ -513,4 +538,30 @@ func TestSealedSessionCarriesEveryChannel(t *testing.T) {
 		t.Fatalf("stream echo: %d bytes, %v", len(got), err)
 	}
 	waitFor(t, 5*time.Second, "the one-way message", func() bool { return msgs.Load() == 1 })
+}
+
+// BenchmarkSealRecord times sealing and opening one record (both ends of
+// one direction): the CPU a sealed session adds per record, without the
+// network.
+//
+//	go test -run '^$' -bench 'BenchmarkSealRecord' ./mux/
+func BenchmarkSealRecord(b *testing.B) {
+	for _, size := range []int{78, 16 << 10, 64 << 10} { // 78: a 64-byte request's envelope
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			k := sessionKeys{dialler: [32]byte{1}, listener: [32]byte{2}}
+			seal, _ := k.ciphers(true)
+			_, open := k.ciphers(false)
+			body := make([]byte, size)
+			var out []byte
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				out = appendRecord(out[:0], byte(LaneMessage), body, sealOverhead)
+				seal.sealRound(out)
+				if _, err := open.open(out[:recordHeaderSize], out[recordHeaderSize:]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
