@@ -5,7 +5,6 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -39,12 +38,6 @@ const (
 	labelDiallerKey  = "casty-mux/5 dialler to listener"
 	labelListenerKey = "casty-mux/5 listener to dialler"
 )
-
-// ErrRecordForged is why a sealed session closed when a record failed to
-// open: it was altered, injected, replayed or reordered on the way, or
-// sealed without the session's keys. It wraps ErrProtocol and reaches
-// callers inside ErrConnectionLost; Traffic.RecordsForged counts it.
-var ErrRecordForged = fmt.Errorf("%w: a sealed record failed authentication", ErrProtocol)
 
 // sessionKeys are the record keys of one sealed session, one per
 // direction.

@@ -168,8 +168,10 @@ func TestRelayedHandshakeGivesTheRelayNothing(t *testing.T) {
 		var seen syncBuffer
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); io.Copy(io.MultiWriter(r.b, &seen), r.a); r.b.Close() }()
-		go func() { defer wg.Done(); io.Copy(io.MultiWriter(r.a, &seen), r.b); r.a.Close() }()
+		// Kept before forwarded: all a request and its answer carried is
+		// in seen once the answer reaches a.
+		go func() { defer wg.Done(); io.Copy(io.MultiWriter(&seen, r.b), r.a); r.b.Close() }()
+		go func() { defer wg.Done(); io.Copy(io.MultiWriter(&seen, r.a), r.b); r.a.Close() }()
 		defer wg.Wait()
 		defer r.close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -236,7 +238,7 @@ func (f *relayFixture) injectThroughRelay(t *testing.T) (served, closed bool) {
 
 // TestRelayTakesOverAnAuthOnlySession: what Config.AuthOnly gives up.
 // With it on both members, the relay of the test above is served as the
-// dialling member and reads what a sends.
+// dialling member and reads the answer.
 func TestRelayTakesOverAnAuthOnlySession(t *testing.T) {
 	authOnly := func(a, b *Config) { a.AuthOnly, b.AuthOnly = true, true }
 	t.Run("inject", func(t *testing.T) {
