@@ -189,9 +189,11 @@
 // joins as a member, calls any actor, reads its state and spies; Start
 // logs a warning when such a node listens on a non-loopback address.
 // WithClusterSecret makes every connection prove a shared secret by
-// challenge and response (authenticated, not encrypted); WithTLS with a CA
-// encrypts and authenticates, and with TLS.Identity binds each peer's node
-// to its certificate. Lite clients then hold a weaker credential
+// challenge and response, and seals (encrypts and authenticates) every
+// message after it with keys derived from the secret and the handshake
+// (WithAuthOnly leaves messages unsealed); WithTLS with a CA encrypts and
+// authenticates, and with TLS.Identity binds each peer's node to its
+// certificate. Lite clients then hold a weaker credential
 // (WithClientSecret, or a casty://role/client certificate): they call
 // actors, and StateOf, Spy, PlacementStatus and AcceptLossVia fail with
 // ErrForbidden; an operator credential (WithOperatorSecret,

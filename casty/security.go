@@ -30,28 +30,46 @@ import (
 // secrets are the shared secrets given as options.
 type secrets struct {
 	cluster, operator, client []byte
+	authOnly                  bool // WithAuthOnly
 }
 
 func (s secrets) any() bool { return len(s.cluster)+len(s.operator)+len(s.client) > 0 }
 
 func (s secrets) apply(c *mux.Config) {
 	c.ClusterSecret, c.OperatorSecret, c.ClientSecret = s.cluster, s.operator, s.client
+	c.AuthOnly = s.authOnly
 }
 
 // WithClusterSecret sets the cluster's member credential: every
 // connection must then prove a secret (this one, or the operator or
 // client secret) by challenge and response in its handshake, and only a
 // node proving this one may be a member. The secret never crosses the
-// wire, but it authenticates the handshake only: frames are neither
-// encrypted nor individually authenticated, so whoever is on the path can
-// read them, and alter or inject frames after the handshake. Where the
-// network is not trusted, use WithTLS with a CA (mutual TLS, with
-// Identity), alone or as well: SECURITY.md explains why confidentiality
-// and integrity are left to TLS. At least 16 bytes; use 32 random ones. Give
-// it to members only: whoever holds it can join as a member and do
-// anything (SECURITY.md).
+// wire. Every message after the handshake is sealed (encrypted and
+// authenticated, ChaCha20-Poly1305) with keys derived from the proven
+// secret and the handshake, so a host on the path, or one a member dials
+// that relays the handshake to another member, can neither read, inject
+// nor alter anything (WithAuthOnly turns that off). The secret is shared:
+// its holders are not told apart, and certificates (WithTLS with a CA
+// and Identity) give each member its own. At least 16 bytes; use 32
+// random ones. Give it to members only: whoever holds it can join as a
+// member and do anything (SECURITY.md).
 func WithClusterSecret(secret []byte) Option {
 	return func(o *systemOptions) { o.secrets.cluster = secret }
+}
+
+// WithAuthOnly makes the secrets (WithClusterSecret, WithOperatorSecret,
+// WithClientSecret) authenticate the peers in the handshake but not the
+// messages after it: they cross the wire in the clear and are not
+// individually authenticated, so anyone on the path, or any host a
+// member dials (a stale seed address, an address a lite client
+// advertises), can relay the handshake to another member and then read,
+// inject and alter messages as either peer. It saves the cost of sealing
+// each message (SECURITY.md, "Cost of authentication"); use it only on a
+// network no stranger can reach or read. Messages stay sealed on a
+// connection unless both of its nodes set it. Without a secret it does
+// nothing.
+func WithAuthOnly() Option {
+	return func(o *systemOptions) { o.secrets.authOnly = true }
 }
 
 // WithOperatorSecret sets the operator credential. On a member, it admits

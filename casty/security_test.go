@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +78,63 @@ func TestLiteClientNeedsOperatorRoleForStateAndSpy(t *testing.T) {
 	defer stop()
 	if _, err := op.Spy(sctx, casty.SpyFilter{Scope: casty.ScopeCluster}); err != nil {
 		t.Fatalf("operator Spy: %v", err)
+	}
+}
+
+// A cluster with a secret seals every connection between its nodes, a
+// lite client's included. With WithAuthOnly on every member, connections
+// between members are unsealed, while a lite client without it still
+// gets sealed connections, both ways; calls work either way.
+func TestSecretClusterSealsItsConnections(t *testing.T) {
+	for _, authOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("authOnly=%v", authOnly), func(t *testing.T) {
+			var mu sync.Mutex
+			sealed := map[string][]bool{} // by "member-member", "member-lite", "lite-member"
+			watch := func(local string) casty.Option {
+				return casty.WithMuxConfig(func(c *mux.Config) {
+					prev := c.OnSession
+					c.OnSession = func(s *mux.Session) {
+						pair := local + "-member"
+						if s.PeerRole() == mux.RoleClient {
+							pair = local + "-lite"
+						}
+						mu.Lock()
+						sealed[pair] = append(sealed[pair], s.Sealed())
+						mu.Unlock()
+						if prev != nil {
+							prev(s)
+						}
+					}
+				})
+			}
+			opts := append(secured(), watch("member"))
+			if authOnly {
+				opts = append(opts, casty.WithAuthOnly())
+			}
+			nodes := startCluster(t, 2, opts...)
+			lite, err := connectLite(t, nodes[0].Addr(), casty.WithClientSecret(testClientSecret), watch("lite"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the lite client sees both members", func() bool { return len(lite.Members()) == 2 })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := casty.Call(ctx, Orders.Ref(lite, "sealed-order"), (*Order).Add, 1); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for pair, want := range map[string]bool{"member-member": !authOnly, "member-lite": true, "lite-member": true} {
+				if len(sealed[pair]) == 0 {
+					t.Fatalf("no %s session", pair)
+				}
+				for _, got := range sealed[pair] {
+					if got != want {
+						t.Fatalf("%s sessions sealed: %v, want all %v", pair, sealed[pair], want)
+					}
+				}
+			}
+		})
 	}
 }
 

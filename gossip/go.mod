@@ -1,11 +1,16 @@
 module github.com/casty-go/casty/gossip
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/casty-go/casty/mux v0.1.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
+)
+
+require (
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 require (

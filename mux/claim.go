@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The claim check (SPEC.md §6, protocol version 4). A new connection whose
+// The claim check (SPEC.md §6, protocol versions 4 and later). A new connection whose
 // peer node id already has a live session, and which the tie-break would
 // make the live one, displaces it only if the peer at the other end of
 // the live session confirms that it made the new connection too: this
@@ -20,7 +20,7 @@ import (
 // claimTimeout is taken for dead and the newcomer takes its place, as a
 // peer that redials after losing its connection must.
 
-// Claim envelope types (lane 0 only, version 4 sessions only).
+// Claim envelope types (lane 0 only, sessions of version 4 and later).
 const (
 	// frameClaim asks: "do you know a connection to me with this
 	// initiator and dial nonce?" Payload: initiator (16 bytes), nonce

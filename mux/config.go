@@ -45,10 +45,12 @@ type Config struct {
 	// prove a secret this node holds (this one, OperatorSecret or
 	// ClientSecret) by challenge and response in the handshake, and this
 	// node proves ClusterSecret when it dials. Whoever holds it may join as
-	// a member. The secret never crosses the wire, but the connection is
-	// not encrypted: use TLS as well where the network is not trusted.
-	// At least 16 bytes (32 random bytes recommended). Nil (default): no
-	// secret is required (see Enforcing).
+	// a member. The secret never crosses the wire. Every record after the
+	// handshake is sealed (encrypted and authenticated) with keys derived
+	// from the proven secret and both sides' challenges, unless AuthOnly is
+	// set (SPEC.md §2, "Sealed records"). At least 16 bytes (32 random
+	// bytes recommended). Nil (default): no secret is required (see
+	// Enforcing).
 	ClusterSecret []byte
 
 	// OperatorSecret, when set, is the operator credential: a peer that
@@ -63,6 +65,20 @@ type Config struct {
 	// functions. A node that holds only it proves it when it dials. At
 	// least 16 bytes. Nil (default): no client credential.
 	ClientSecret []byte
+
+	// AuthOnly, with a secret, authenticates the peers but not the records
+	// that follow the handshake: they travel in the clear and are not
+	// individually authenticated, so whoever can relay or sit on the
+	// connection (any host a member dials, such as a stale seed address or
+	// an address a lite client advertises) can pass the handshake through,
+	// then read, inject and alter frames as either peer. It saves the
+	// cost of sealing each record; use it only where no stranger can reach
+	// the path between members (and prefer TLS there anyway). A session is
+	// auth-only only when both nodes set AuthOnly (protocol version 4);
+	// a node without it seals every session (version 5), and refuses a
+	// dialler that cannot. Default false. Without a secret it does
+	// nothing; TLS, when set, protects the records either way.
+	AuthOnly bool
 
 	// CertIdentity binds peers to their TLS certificates: each peer's
 	// verified certificate must carry a casty URI subject alternative name

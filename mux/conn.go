@@ -64,10 +64,16 @@ type connWriter struct {
 	space    chan struct{} // closed after a round if anyone waits; then replaced
 	waiting  int           // senders waiting on space
 	queued   int           // appends so far (gather watches it grow)
+	seal     *recordCipher // seals every record (sealed sessions; seal.go), nil otherwise
+	tag      int           // room left after each record's body for its tag: sealOverhead or 0
 }
 
-func newConnWriter(s *Session, conn net.Conn) *connWriter {
-	return &connWriter{s: s, conn: conn, space: make(chan struct{}), timeout: s.node.cfg.KeepAliveTimeout}
+func newConnWriter(s *Session, conn net.Conn, seal *recordCipher) *connWriter {
+	w := &connWriter{s: s, conn: conn, space: make(chan struct{}), timeout: s.node.cfg.KeepAliveTimeout, seal: seal}
+	if seal != nil {
+		w.tag = sealOverhead
+	}
+	return w
 }
 
 // hold makes senders queue without writing until release: the listener
@@ -207,7 +213,7 @@ func (w *connWriter) writeRound() (more bool) {
 		w.mu.Unlock()
 		for _, ch := range frameOrder {
 			if q := taken[ch]; len(q) > 0 {
-				out = appendRecord(out, ch, q)
+				out = appendRecord(out, ch, q, w.tag)
 				records++
 			}
 		}
@@ -218,7 +224,7 @@ func (w *connWriter) writeRound() (more bool) {
 				continue
 			}
 			n := min(len(q), chunk)
-			out = appendRecord(out, ch, q[:n])
+			out = appendRecord(out, ch, q[:n], w.tag)
 			records++
 			if n == len(q) {
 				w.q[ch], w.off[ch] = w.q[ch][:0], 0
@@ -229,6 +235,9 @@ func (w *connWriter) writeRound() (more bool) {
 		w.mu.Unlock()
 	}
 	var err error
+	if w.seal != nil {
+		w.seal.sealRound(out) // outside the lock, in the order rounds are written
+	}
 	if len(out) > 0 {
 		// A write the socket does not take within KeepAliveTimeout kills
 		// the connection (SPEC.md §6). The deadline is moved only when it
@@ -281,12 +290,20 @@ func (w *connWriter) writeRound() (more bool) {
 	return false
 }
 
-// appendRecord appends one record carrying b on channel ch.
-func appendRecord(out []byte, ch byte, b []byte) []byte {
+// appendRecord appends one record carrying b on channel ch, followed by
+// tag bytes of room for sealing it (sealRound).
+func appendRecord(out []byte, ch byte, b []byte, tag int) []byte {
 	out = append(out, ch, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(out[len(out)-4:], uint32(len(b)))
-	return append(out, b...)
+	out = append(out, b...)
+	if tag > 0 {
+		out = append(out, zeroTag[:tag]...)
+	}
+	return out
 }
+
+// zeroTag is the room appendRecord leaves for a tag.
+var zeroTag [sealOverhead]byte
 
 // drainAsync hands the remaining rounds to a worker, so the sender that
 // happened to become the writer is not held hostage by a backlog.
@@ -329,14 +346,20 @@ func (w *connWriter) close(err error) {
 // ---- reading ----
 
 // recordReader splits a connection into records. It checks every limit
-// before it allocates.
+// before it allocates. On a sealed session it opens each record (open).
 type recordReader struct {
-	r   *bufio.Reader
-	hdr [recordHeaderSize]byte
+	r    *bufio.Reader
+	hdr  [recordHeaderSize]byte
+	open *recordCipher // nil: records are not sealed
+	tag  int           // bytes after each record's body: sealOverhead or 0
 }
 
-func newRecordReader(r io.Reader) *recordReader {
-	return &recordReader{r: bufio.NewReaderSize(r, 64<<10)}
+func newRecordReader(r io.Reader, open *recordCipher) *recordReader {
+	rr := &recordReader{r: bufio.NewReaderSize(r, 64<<10), open: open}
+	if open != nil {
+		rr.tag = sealOverhead
+	}
+	return rr
 }
 
 // parseRecordHeader validates a record header; any error is a protocol
@@ -364,12 +387,19 @@ func (rr *recordReader) next() (ch byte, n int, err error) {
 	return parseRecordHeader(rr.hdr[:])
 }
 
-// appendBody appends the record's n bytes to dst.
+// appendBody appends the record's n bytes to dst (opened in place when
+// the session is sealed).
 func (rr *recordReader) appendBody(dst []byte, n int) ([]byte, error) {
 	l := len(dst)
-	dst = growTo(dst, l+n)
+	dst = growTo(dst, l+n+rr.tag)
 	if _, err := io.ReadFull(rr.r, dst[l:]); err != nil {
 		return dst[:l], truncated(err)
+	}
+	if rr.open != nil {
+		if _, err := rr.open.open(rr.hdr[:], dst[l:]); err != nil {
+			return dst[:l], err
+		}
+		dst = dst[:l+n]
 	}
 	return dst, nil
 }
@@ -597,6 +627,9 @@ func (s *Session) runJobs(err error) bool {
 func (s *Session) readFailed(err error) {
 	switch {
 	case errors.Is(err, ErrProtocol):
+		if errors.Is(err, ErrRecordForged) {
+			s.node.traffic.forged.Add(1)
+		}
 		s.violation(err)
 	case errors.Is(err, os.ErrDeadlineExceeded) && !s.rd.deadline.IsZero():
 		s.violation(protocolError("a message stayed partly received for PartialMessageTimeout (%v)", s.node.cfg.PartialMessageTimeout))
@@ -628,7 +661,7 @@ func (rd *reader) bufferedRecord() (ch byte, whole bool) {
 	if err != nil {
 		return 0, false
 	}
-	return h[0], r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))
+	return h[0], r.Buffered() >= recordHeaderSize+int(binary.BigEndian.Uint32(h[1:5]))+rd.rr.tag
 }
 
 // maxGather bounds the yields before a write round.

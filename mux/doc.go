@@ -38,9 +38,18 @@
 //     the dialler first, so a listener shows a peer that has not proven it
 //     nothing derived from the secret, nor whether its cluster name was
 //     right; the secret never crosses the wire. The dialler's proof can be
-//     checked offline by whoever it dials: use a random secret. It
-//     authenticates, it does not encrypt: add TLS where the network is not
-//     trusted.
+//     checked offline by whoever it dials: use a random secret. Every
+//     record after the handshake is then sealed with ChaCha20-Poly1305
+//     under keys derived (HKDF-SHA256) from the proven secret and the
+//     handshake's two challenges, one per direction, counter nonces
+//     (SPEC.md §2, "Sealed records"; Session.Sealed): a host that relays
+//     the handshake between two members, or sits on the path, can
+//     forward or drop records, not read, inject, alter, replay or reorder
+//     them; a record that does not open closes the connection with
+//     ErrRecordForged (counted in Traffic.RecordsForged).
+//     Config.AuthOnly, set on both nodes, leaves the records unsealed
+//     (protocol version 4): the peers are authenticated, the connection
+//     is not, so such a relay can take it over.
 //   - Config.CertIdentity with mutual TLS: each certificate carries
 //     casty://member/<name>, casty://role/operator or casty://role/client
 //     (and optionally casty://node/<id>); the member name is bound to the
@@ -131,7 +140,7 @@
 //     as running out of file descriptors.
 //   - Node.Traffic counts the bytes every session read and wrote (records
 //     with their headers, above TLS), for metrics: two atomic adds per
-//     socket read or write.
+//     socket read or write; and the sealed records that failed to open.
 //
 // # Goroutines
 //
@@ -167,8 +176,9 @@
 // # On its own
 //
 // The module depends on no other Casty module but internal (the
-// coarse-timeout sweeper it shares with actor), and otherwise only on yamux
-// and a compression library: any Go program that wants one handshaken,
+// coarse-timeout sweeper it shares with actor), and otherwise only on yamux,
+// a compression library and golang.org/x/crypto (ChaCha20-Poly1305): any
+// Go program that wants one handshaken,
 // optionally TLS, multiplexed connection per pair of nodes, with
 // request/response lanes and byte streams, can take it alone with go get
 // github.com/casty-go/casty/mux.

@@ -35,6 +35,13 @@ var (
 	// carried it is closed. It reaches callers inside ErrConnectionLost.
 	ErrProtocol = errors.New("mux: protocol violation")
 
+	// ErrRecordForged is why a sealed session (Session.Sealed) closed
+	// when a record failed to open: it was altered, injected, replayed or
+	// reordered on the way, or sealed without the session's keys. It
+	// wraps ErrProtocol and reaches callers inside ErrConnectionLost;
+	// Traffic.RecordsForged counts it.
+	ErrRecordForged = fmt.Errorf("%w: a sealed record failed authentication", ErrProtocol)
+
 	// ErrInvalidConfig wraps the reason a Config failed Validate.
 	ErrInvalidConfig = errors.New("mux: invalid config")
 

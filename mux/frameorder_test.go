@@ -32,7 +32,7 @@ func TestWriteRoundFramesReplicationBeforeCalls(t *testing.T) {
 	for _, bulk := range []bool{false, true} {
 		c := &captureConn{}
 		s := &Session{node: &Node{cfg: Config{KeepAliveTimeout: time.Second, MaxMessage: 8 << 20}}}
-		w := newConnWriter(s, c)
+		w := newConnWriter(s, c, nil)
 		w.hold()
 		size := 10
 		if bulk {
@@ -73,7 +73,7 @@ func TestALoneSenderYieldsOnceBeforeWriting(t *testing.T) {
 	for _, company := range []int{0, 1} {
 		c := &captureConn{}
 		s := &Session{node: &Node{cfg: Config{KeepAliveTimeout: time.Second, MaxMessage: 8 << 20}}}
-		w := newConnWriter(s, c)
+		w := newConnWriter(s, c, nil)
 		yields := 0
 		yield = func() {
 			if yields++; yields <= company {

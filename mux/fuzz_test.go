@@ -94,7 +94,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add(rec(byte(LaneReplication), appendEnvelopeHeader(nil, frameMessage, 0, 0, 1<<30)))
 	const max = 64 << 10
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rr := newRecordReader(bytes.NewReader(data))
+		rr := newRecordReader(bytes.NewReader(data), nil)
 		var lanes [numLanes][]byte
 		for {
 			ch, n, err := rr.next()
@@ -120,6 +120,79 @@ func FuzzRecords(f *testing.F) {
 	})
 }
 
+// sealFuzzKey is the key of FuzzSealedRecords and its seed corpus
+// (testdata/fuzz/FuzzSealedRecords).
+var sealFuzzKey = []byte("casty mux sealed-record fuzz key")
+
+// sealedRound seals records of the given channels and bodies as one
+// write round, with a fresh cipher of sealFuzzKey.
+func sealedRound(chans []byte, bodies [][]byte) []byte {
+	var out []byte
+	for i, b := range bodies {
+		out = appendRecord(out, chans[i], b, sealOverhead)
+	}
+	newRecordCipher(sealFuzzKey).sealRound(out)
+	return out
+}
+
+// FuzzSealedRecords feeds arbitrary bytes to a sealed session's record
+// reader, which must never panic and fail only with a protocol error
+// (ErrRecordForged among them) or the input's end; and it seals records
+// cut from the input and reads them back, which must give the same
+// channels and bytes in order.
+func FuzzSealedRecords(f *testing.F) {
+	env := append(appendEnvelopeHeader(nil, frameRequest, 0, 1, 5), "hello"...)
+	f.Add(sealedRound([]byte{byte(LaneMessage)}, [][]byte{env}))
+	f.Add(sealedRound([]byte{byte(LaneControl), chanYamux}, [][]byte{env, {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}))
+	forged := sealedRound([]byte{byte(LaneMessage)}, [][]byte{env})
+	forged[len(forged)-1] ^= 1
+	f.Add(forged)
+	f.Add(sealedRound([]byte{byte(LaneMessage)}, [][]byte{env})[:recordHeaderSize+len(env)])
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rr := newRecordReader(bytes.NewReader(data), newRecordCipher(sealFuzzKey))
+		for {
+			ch, n, err := rr.next()
+			if err == nil {
+				var body []byte
+				if body, err = rr.appendBody(nil, n); err == nil && (len(body) != n || ch >= numChannels) {
+					t.Fatalf("record of channel %d opened to %d bytes, header said %d", ch, len(body), n)
+				}
+			}
+			if err != nil {
+				if err != io.EOF && !errors.Is(err, ErrProtocol) {
+					t.Fatalf("unexpected error class: %v", err)
+				}
+				break
+			}
+		}
+		// Cut the input into records: each byte k starts a record of
+		// channel k%numChannels and the next k%64+1 bytes.
+		var chans []byte
+		var bodies [][]byte
+		for rest := data; len(rest) > 1; {
+			k := int(rest[0])
+			n := min(k%64+1, len(rest)-1)
+			chans, bodies = append(chans, byte(k%numChannels)), append(bodies, rest[1:1+n])
+			rest = rest[1+n:]
+		}
+		rr = newRecordReader(bytes.NewReader(sealedRound(chans, bodies)), newRecordCipher(sealFuzzKey))
+		for i := range bodies {
+			ch, n, err := rr.next()
+			if err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			body, err := rr.appendBody(nil, n)
+			if err != nil || ch != chans[i] || !bytes.Equal(body, bodies[i]) {
+				t.Fatalf("record %d: channel %d %q (%v), sealed channel %d %q", i, ch, body, err, chans[i], bodies[i])
+			}
+		}
+		if _, _, err := rr.next(); err != io.EOF {
+			t.Fatalf("after the last record: %v", err)
+		}
+	})
+}
+
 // FuzzHandshake feeds arbitrary bytes to the handshake decoders and the
 // listener's decision. Decoding must never panic, and whatever decodes
 // must survive an encode/decode round trip unchanged.
@@ -129,6 +202,8 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(h.encode())
 	ha := h
 	ha.versions, ha.creds, ha.challenge = []uint16{4}, credAll, [authNonceSize]byte{1, 2, 3}
+	f.Add(ha.encode())
+	ha.versions = []uint16{5, 4}
 	f.Add(ha.encode())
 	f.Add((&challenge{cred: CredentialMember, nonce: [authNonceSize]byte{9}}).encode())
 	f.Add((&proofMsg{proof: [32]byte{5}}).encode())

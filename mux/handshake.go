@@ -11,14 +11,22 @@ import (
 // listener proved its secret first; version 4 has the dialler prove first
 // (the listener shows nothing derived from a secret, nor whether the
 // cluster name was right, to a peer that has not proven one), and adds
-// the claim check of SPEC.md §6. Without credentials versions 4, 3 and 2
-// are the same handshake on the wire, and a node offers all three; a node
-// that names a credential offers only 4, so version 3's authenticated
-// exchange is no longer spoken.
-const ProtocolVersion uint16 = 4
+// the claim check of SPEC.md §6; version 5 seals every record of a
+// session whose handshake proved a secret (seal.go). Without credentials
+// versions 5, 4, 3 and 2 are the same handshake and the same records on
+// the wire, and a node offers all four. A node that names a credential
+// offers only 5 (and 4 as well with Config.AuthOnly), so version 3's
+// authenticated exchange is no longer spoken, and a version 4 node with a
+// secret and one of version 5 refuse each other (no common version)
+// unless the newer one sets AuthOnly.
+const ProtocolVersion uint16 = 5
+
+// authOnlyVersion is the version of an authenticated session whose
+// records are not sealed (Config.AuthOnly on both sides).
+const authOnlyVersion uint16 = 4
 
 // supportedVersions lists the versions this package accepts, highest first.
-var supportedVersions = []uint16{ProtocolVersion, 3, 2}
+var supportedVersions = []uint16{ProtocolVersion, authOnlyVersion, 3, 2}
 
 const (
 	handshakeMagic   = "CMUX"
@@ -256,16 +264,40 @@ func decodeReject(body []byte) (reject, error) {
 
 // localInfo is what a node knows about itself for the handshake.
 type localInfo struct {
-	nodeID  NodeID
-	role    Role
-	cluster string
-	addr    string
-	codecs  []string
+	nodeID   NodeID
+	role     Role
+	cluster  string
+	addr     string
+	codecs   []string
+	secret   bool // the node requires a credential proven by a secret
+	authOnly bool // Config.AuthOnly
 }
 
 func (l *localInfo) hello() hello {
 	return hello{versions: supportedVersions, nodeID: l.nodeID, role: l.role,
 		cluster: l.cluster, addr: l.addr, codecs: l.codecs}
+}
+
+// authVersions returns the versions a node offers when it names
+// credentials: only 5 (sealed records), or 5 and 4 with AuthOnly.
+func (l *localInfo) authVersions() []uint16 {
+	if l.authOnly {
+		return []uint16{ProtocolVersion, authOnlyVersion}
+	}
+	return []uint16{ProtocolVersion}
+}
+
+// authVersion returns the version a listener that requires a secret
+// chooses among versions offered with credentials, 0 if none will do:
+// with AuthOnly 4 before 5, else only 5.
+func (l *localInfo) authVersion(offered []uint16) uint16 {
+	if l.authOnly && slices.Contains(offered, authOnlyVersion) {
+		return authOnlyVersion
+	}
+	if slices.Contains(offered, ProtocolVersion) {
+		return ProtocolVersion
+	}
+	return 0
 }
 
 // accept decides the listener's answer to a hello. Pure: the same inputs
@@ -278,10 +310,14 @@ func (l *localInfo) accept(h hello) (welcome, *reject) {
 		return welcome{}, &reject{code: CodeWrongCluster, msg: "the cluster names differ"}
 	}
 	var version uint16
-	for _, v := range supportedVersions {
-		if slices.Contains(h.versions, v) {
-			version = v
-			break
+	if l.secret && h.creds != 0 {
+		version = l.authVersion(h.versions)
+	} else {
+		for _, v := range supportedVersions {
+			if slices.Contains(h.versions, v) {
+				version = v
+				break
+			}
 		}
 	}
 	if version == 0 {

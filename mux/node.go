@@ -128,7 +128,7 @@ func New(cfg Config) (*Node, error) {
 		n.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	n.info = localInfo{nodeID: cfg.NodeID, role: cfg.Role, cluster: cfg.ClusterName,
-		addr: cfg.AdvertiseAddr, codecs: cfg.Codecs}
+		addr: cfg.AdvertiseAddr, codecs: cfg.Codecs, secret: cfg.requiresSecret(), authOnly: cfg.AuthOnly}
 	yc := yamux.DefaultConfig()
 	yc.AcceptBacklog = 256
 	yc.EnableKeepAlive = false // keepalive is ours, so failures reach the callback
@@ -446,9 +446,10 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 	}()
 	h.creds = n.cfg.credentials()
 	if h.creds != 0 {
-		// The authenticated exchange is version 4's: offer only it, so a
-		// listener that cannot run it says so (no common version).
-		h.versions = []uint16{ProtocolVersion}
+		// The authenticated exchange is version 4's, and version 5 seals
+		// the records after it: offer 5 (and 4 with AuthOnly), so a
+		// listener that cannot run them says so (no common version).
+		h.versions = n.info.authVersions()
 		if _, err := io.ReadFull(n.authRandom(), h.challenge[:]); err != nil {
 			return fail("no randomness for the challenge", err)
 		}
@@ -467,6 +468,8 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		return fail("no handshake answer (plaintext dial to a TLS listener, or peer closed)", err)
 	}
 	var ch *challenge
+	var tr transcript
+	var secret []byte // the proven credential's
 	if typ == hsChallenge {
 		// We prove our secret first (the listener has shown nothing yet),
 		// then the listener proves it over everything, its welcome too.
@@ -480,8 +483,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if !h.creds.has(c.cred) {
 			return fail("", malformed("the listener chose a credential we did not offer"))
 		}
-		secret := n.cfg.secretFor(c.cred)
-		var tr transcript
+		secret = n.cfg.secretFor(c.cred)
 		tr.add(hb[hsHeaderSize:])
 		tr.add(body)
 		mine := tr.proof(secret, labelDialler)
@@ -513,6 +515,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		}
 	}
 	var w welcome
+	var keys *sessionKeys // the records are sealed
 	switch typ {
 	case hsWelcome:
 		if w, err = decodeWelcome(body); err != nil {
@@ -524,8 +527,15 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		if h.creds != 0 && ch == nil {
 			return fail("", &HandshakeError{Code: CodeUnauthenticated, Message: "the listener did not prove a credential (it has no secret)"})
 		}
-		if h.creds != 0 && w.version != ProtocolVersion {
+		if h.creds != 0 && !slices.Contains(h.versions, w.version) {
 			return fail("", malformed("listener chose a version we did not offer"))
+		}
+		if ch != nil && w.version >= sealVersion {
+			k, err := tr.keys(secret)
+			if err != nil {
+				return fail("deriving the session keys failed", err)
+			}
+			keys = &k
 		}
 	case hsReject:
 		r, err := decodeReject(body)
@@ -552,7 +562,7 @@ func (n *Node) dialConn(ctx context.Context, conn net.Conn, host string) (*Sessi
 		cred = stronger(cred, cert.cred)
 	}
 	disarm()
-	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce)
+	s := n.newSession(conn, true, w.nodeID, w.addr, w.role, w.version, w.codec, n.cfg.NodeID, h.nonce, keys)
 	s.cred, s.peerName = cred, cert.name
 	live, err := n.register(s)
 	if errors.Is(err, errClaimRefused) {
@@ -631,8 +641,10 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		switch {
 		case h.creds == 0:
 			return refuse(&reject{code: CodeUnauthenticated, msg: "a credential is required"})
-		case !slices.Contains(h.versions, ProtocolVersion):
-			return refuse(&reject{code: CodeNoCommonVersion, msg: "no common protocol version"})
+		case n.info.authVersion(h.versions) == 0:
+			// An older node (version 4 only), whose records would not be
+			// sealed: refused before anything is proven.
+			return refuse(&reject{code: CodeNoCommonVersion, msg: "no common protocol version: records must be sealed (version 5)"})
 		}
 		c := challenge{cred: n.cfg.choose(h.creds)}
 		if _, err := io.ReadFull(n.authRandom(), c.nonce[:]); err != nil {
@@ -685,14 +697,22 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		cred = stronger(cred, cert.cred)
 	}
 	answer := w.encode()
+	var keys *sessionKeys
 	if secret != nil {
 		// The listener's proof covers the welcome: the dialler learns the
 		// listener's identity from a message only the secret's holder
 		// could have sent.
 		tr.add(answer[hsHeaderSize:])
 		answer = append((&proofMsg{proof: tr.proof(secret, labelListener)}).encode(), answer...)
+		if w.version >= sealVersion {
+			k, err := tr.keys(secret)
+			if err != nil {
+				return fail("deriving the session keys failed", err)
+			}
+			keys = &k
+		}
 	}
-	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce)
+	s := n.newSession(conn, false, h.nodeID, h.addr, h.role, w.version, w.codec, h.nodeID, h.nonce, keys)
 	s.cred, s.peerName = cred, cert.name
 	// Records queued once the session is registered wait behind the
 	// welcome, which goes out on the raw connection.

@@ -46,6 +46,7 @@ type Session struct {
 	initiator NodeID
 	nonce     uint64
 	cred      Credential   // what the peer proved in the handshake
+	sealed    bool         // records are sealed (seal.go)
 	peerName  string       // CertIdentity: the member name of its certificate
 	created   time.Time    // when the handshake completed
 	lastPong  atomic.Int64 // unix nanoseconds of the last answered keepalive; 0 = none yet
@@ -72,9 +73,10 @@ type result struct {
 }
 
 // newSession builds the session for a connection whose handshake is done
-// and starts yamux on it (not yet the goroutines: see register).
+// and starts yamux on it (not yet the goroutines: see register). With
+// keys, every record is sealed.
 func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string,
-	role Role, version uint16, codecName string, initiator NodeID, nonce uint64) *Session {
+	role Role, version uint16, codecName string, initiator NodeID, nonce uint64, keys *sessionKeys) *Session {
 	conn = countedConn{Conn: conn, c: &n.traffic}
 	s := &Session{
 		node: n, conn: conn, outbound: outbound, peer: peer, peerAddr: addr,
@@ -91,9 +93,14 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 		s.lanes[l] = &lane{s: s, id: l}
 		s.inboxes[l].space.L = &s.inboxes[l].mu
 	}
-	s.w = newConnWriter(s, conn)
+	var seal, open *recordCipher
+	if keys != nil {
+		seal, open = keys.ciphers(outbound)
+		s.sealed = true
+	}
+	s.w = newConnWriter(s, conn, seal)
 	s.yc = newYconn(s)
-	s.rd = &reader{rr: newRecordReader(conn), again: taskFunc(s.readLoop)}
+	s.rd = &reader{rr: newRecordReader(conn, open), again: taskFunc(s.readLoop)}
 	if outbound {
 		s.ys, _ = yamux.Client(s.yc, n.ycfg) // fails only on an invalid config, checked in New
 	} else {
@@ -147,6 +154,12 @@ func (s *Session) PeerRole() Role { return s.peerRole }
 
 // Outbound reports whether this node dialled the connection.
 func (s *Session) Outbound() bool { return s.outbound }
+
+// Sealed reports whether every record of the session is sealed: encrypted
+// and authenticated with keys derived from the secret its handshake
+// proved (protocol version 5 with a secret, unless both nodes set
+// Config.AuthOnly). TLS, when used, protects the records either way.
+func (s *Session) Sealed() bool { return s.sealed }
 
 // Version returns the negotiated protocol version.
 func (s *Session) Version() uint16 { return s.version }

@@ -8,23 +8,27 @@ import (
 // Traffic is what a node's sessions carried since the node started: the
 // bytes read from and written to their connections, every record counted
 // with its header (above TLS: what TLS encrypts, not its overhead), and
-// the records (SPEC.md §2) read and written, of every channel.
+// the records (SPEC.md §2) read and written, of every channel, and the
+// sealed records that failed to open (RecordsForged: each closed its
+// connection with ErrRecordForged).
 type Traffic struct {
 	BytesIn, BytesOut     uint64
 	RecordsIn, RecordsOut uint64
+	RecordsForged         uint64
 }
 
 // Traffic reports the bytes and records this node's sessions have read
-// and written. It costs four atomic loads: metrics may poll it.
+// and written. It costs five atomic loads: metrics may poll it.
 func (n *Node) Traffic() Traffic {
 	return Traffic{BytesIn: n.traffic.in.Load(), BytesOut: n.traffic.out.Load(),
-		RecordsIn: n.traffic.recIn.Load(), RecordsOut: n.traffic.recOut.Load()}
+		RecordsIn: n.traffic.recIn.Load(), RecordsOut: n.traffic.recOut.Load(),
+		RecordsForged: n.traffic.forged.Load()}
 }
 
 // trafficCounters are a node's Traffic. The byte counts move per read and
 // write of a connection (countedConn), the record counts once per record
 // read (readLoop) and once per round written (writeRound).
-type trafficCounters struct{ in, out, recIn, recOut atomic.Uint64 }
+type trafficCounters struct{ in, out, recIn, recOut, forged atomic.Uint64 }
 
 // countedConn counts what passes through a session's connection.
 type countedConn struct {
