@@ -382,7 +382,17 @@ func TestTelemetryNoLogLinePerCall(t *testing.T) {
 			}
 		}
 	}
-	if got := rec.casty(); len(got) != before {
-		t.Fatalf("80 calls wrote %d casty lines: %q", len(got)-before, got[before:])
+	// Fail's error is not registered (casty.Errors): the first time a
+	// member sends its text across, it says so once — once per handler
+	// and text for the process, not once per call.
+	got := rec.casty()[before:]
+	unregistered := 0
+	for _, m := range got {
+		if strings.HasPrefix(m, "casty: a handler's error is not registered") {
+			unregistered++
+		}
+	}
+	if len(got) != unregistered || unregistered > 1 {
+		t.Fatalf("80 calls wrote %d casty lines: %q", len(got), got)
 	}
 }
