@@ -43,9 +43,35 @@ type TLS struct {
 
 // Seeds lists addresses of existing members to join through, tried in
 // turn. A seed equal to the node's own address is ignored. Without seeds,
-// Start founds a new cluster.
+// Start founds a new cluster. Each is host:port (a host name, an IP
+// address, or empty for this machine; a port number from 1 to 65535 or a
+// service name): Start and Connect refuse one that is not at once, with
+// ErrInvalidSeed, rather than dial it until their deadline.
 func Seeds(addrs ...string) Option {
 	return func(o *systemOptions) { o.seeds = append(o.seeds, addrs...) }
+}
+
+// ErrInvalidSeed: a seed given to Start or Connect is not a host:port
+// address a node can dial; the error names it. Definite: nothing started.
+var ErrInvalidSeed = errors.New("casty: invalid seed address")
+
+// checkSeeds returns an error wrapping ErrInvalidSeed for the first seed
+// that is not a dialable host:port.
+func checkSeeds(seeds []string) error {
+	for _, s := range seeds {
+		_, port, err := net.SplitHostPort(s)
+		if err == nil {
+			var n int
+			n, err = net.LookupPort("tcp", port)
+			if err == nil && n == 0 {
+				err = errors.New("port 0 cannot be dialled")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%w %q: %v", ErrInvalidSeed, s, err)
+		}
+	}
+	return nil
 }
 
 // Advertise sets the address other nodes dial to reach this one (default:
@@ -224,6 +250,9 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 }
 
 func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string, lite bool) (*cluster, error) {
+	if err := checkSeeds(o.seeds); err != nil {
+		return nil, err
+	}
 	cfg := sys.cfg
 	rawID := o.nodeID // startCluster drew it: the host's log lines carry it (nodeLogger)
 	var err error

@@ -49,7 +49,8 @@
 // ErrQuorumUnavailable, ErrRangeMoving, ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
 // ErrTooManySpies, and the caller's mistakes ErrNotAHandler, ErrZeroRef,
-// ErrInvalidKey. A handler's own failure (an error or a panic) reaches
+// ErrInvalidKey, ErrInvalidSeed (Start and Connect refuse a seed that is
+// not host:port at once). A handler's own failure (an error or a panic) reaches
 // the caller as *ActorFailedError carrying kind, key, method, message and the
 // supervisor's Directive; Unwrap gives the handler's error. A panic is
 // also logged, with its stack, by the member it happened on.

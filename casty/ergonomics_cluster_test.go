@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -90,6 +91,39 @@ func TestJoinHonoursTheCtxDeadline(t *testing.T) {
 					if !strings.Contains(err.Error(), s) {
 						t.Errorf("error does not name seed %s: %v", s, err)
 					}
+				}
+			})
+		}
+	}
+}
+
+// A seed that is not a dialable host:port is refused by Start and Connect
+// at once, with ErrInvalidSeed naming it, however long ctx would allow:
+// dialling it again cannot succeed.
+func TestStartAndConnectRefuseAnInvalidSeedAtOnce(t *testing.T) {
+	good := closedPort(t)
+	for _, seed := range []string{"127.0.0.1:70001", "127.0.0.1", "127.0.0.1:0", "", "127.0.0.1:no-such-service"} {
+		for _, mode := range []string{"Start", "Connect"} {
+			t.Run(mode+"/"+seed, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				seeds := []string{good, seed}
+				var sys *casty.System
+				var err error
+				if mode == "Start" {
+					sys, err = casty.Start(ctx, "127.0.0.1:0", casty.Seeds(seeds...), quiet())
+				} else {
+					sys, err = casty.Connect(ctx, seeds, quiet())
+				}
+				if err == nil {
+					closeSys(t, sys)
+					t.Fatalf("%s accepted the seed %q", mode, seed)
+				}
+				if !errors.Is(err, casty.ErrInvalidSeed) || !strings.Contains(err.Error(), fmt.Sprintf("%q", seed)) {
+					t.Fatalf("%s with seed %q: %v; want ErrInvalidSeed naming it", mode, seed, err)
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%s waited out ctx before refusing seed %q", mode, seed)
 				}
 			})
 		}

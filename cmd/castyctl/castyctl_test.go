@@ -280,7 +280,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 	})
 }
 
-// The exit codes: usage mistakes are 2, a cluster that cannot be joined 3.
+// The exit codes: usage mistakes (an invalid seed among them) are 2, a cluster that cannot be joined 3.
 func TestCastyctlExitCodes(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"state", "onlykind"}, {"ring", "a"}, {"members", "-bogus"},
 		{"members", "-tls-cert", "c.pem"}, {"schema"}, {"schema", "check", "one"}} {
@@ -290,6 +290,9 @@ func TestCastyctlExitCodes(t *testing.T) {
 	}
 	if code, _, _ := ctl(t, "", "members"); code != exitUsage {
 		t.Errorf("no seeds: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, errOut := ctl(t, "127.0.0.1:70001", "members"); code != exitUsage || !strings.Contains(errOut, "127.0.0.1:70001") {
+		t.Errorf("a seed with an invalid port: exit %d, want %d naming it (%s)", code, exitUsage, errOut)
 	}
 	var stdout, stderr bytes.Buffer
 	o := &options{seeds: "127.0.0.1:1", timeout: 500 * time.Millisecond, stdout: &stdout, stderr: &stderr,

@@ -119,7 +119,7 @@
 //
 //	0  success (schema check: no breaking change)
 //	1  schema check found a breaking change
-//	2  usage: unknown command, bad flag or argument, no seeds, accept-loss without -yes
+//	2  usage: unknown command, bad flag or argument, no seeds or an invalid one, accept-loss without -yes
 //	3  the cluster could not be joined (no seed answered, TLS or cluster name refused)
 //	4  the operation failed (an error from the cluster, an unreadable schema)
 //	5  state: the actor is not active

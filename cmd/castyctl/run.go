@@ -239,6 +239,9 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	jctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	sys, err := casty.Connect(jctx, seeds, opts...)
+	if errors.Is(err, casty.ErrInvalidSeed) {
+		return nil, usagef("%v", err)
+	}
 	if err != nil {
 		return nil, exitError{exitUnreachable, err}
 	}
