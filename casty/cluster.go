@@ -348,7 +348,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	}()
 
 	gcfg := gossipConfig(cfg)
-	gcfg.Logger = cl.logger
+	gcfg.Logger = layerLogger(cl.logger)
 	gcfg.Rand = seamRand(o) // castytest's seed; nil: seeded from the node id
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {
@@ -633,7 +633,7 @@ func (cl *cluster) refresh() {
 	}
 	for _, next := range adopt {
 		if next.version > 1 {
-			cl.logger.Debug("casty: placement version adopted", "node", cl.self.String(), "version", next.version, "members", next.ring.Size())
+			cl.logger.Debug("casty: placement version adopted", "version", next.version, "members", next.ring.Size())
 		}
 	}
 	if cl.rp != nil {
@@ -680,7 +680,7 @@ func (cl *cluster) forgetStale(inc uint64) {
 		return
 	}
 	n := cl.sys.host.Evict(func(k *actor.Kind, _ string) bool { return !k.Service && replicasOf(k) > 1 }, actor.ReasonMoved)
-	cl.logger.Info("casty: refuted a suspicion of this member: its replicated actors restart from their replicas", "node", cl.self.String(), "incarnation", inc, "activations", n)
+	cl.logger.Info("casty: refuted a suspicion of this member: its replicated actors restart from their replicas", "incarnation", inc, "activations", n)
 }
 
 // tick re-evaluates the placement every second while a placed member is
@@ -774,8 +774,7 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		// A leaver that cannot reach a majority is not taken out: it is
 		// left as a dead member, which only a majority can remove.
 		if !cl.leave(lctx) {
-			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead",
-				"node", cl.self.String())
+			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead")
 			peers = nil
 		}
 	}
@@ -783,7 +782,7 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
 		if n := cl.rp.handoff(hctx, peers); n > 0 {
 			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.HandoffTimeout or the Close ctx ran out",
-				"node", cl.self.String(), "members", n)
+				"members", n)
 		} else {
 			cancel()
 		}
