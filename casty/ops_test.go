@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,6 +56,11 @@ func TestOpsMembersPlacementOwnership(t *testing.T) {
 	}
 	if lites != 1 {
 		t.Errorf("%d lite members in the table, want 1", lites)
+	}
+	// The lite member asks a full member for its table.
+	from, table, err := lite.MemberTableVia(ctx)
+	if err != nil || !slices.ContainsFunc(nodes, func(n *casty.System) bool { return n.Addr() == from.Addr }) || len(table) != 4 {
+		t.Errorf("MemberTableVia from the lite member: %v from %v, %v; want the four records from a full member", table, from, err)
 	}
 
 	for _, key := range []string{"a", "b", "c", "d"} {
