@@ -64,7 +64,13 @@
 // Definite errors mean the call did not take effect: ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrActorUnavailable
 // from a closed system, and a handler's
-// failure (whose state is kept with Keep, discarded with Reset).
+// failure (whose state is kept with Keep, discarded with Reset). Not
+// every ErrActorUnavailable is definite: it also reports a call whose
+// handler may have run — a connection lost with the call sent (then it
+// matches ErrConnectionLost too), a reply or result that could not be
+// decoded, a service call cut short by Close — so a caller that cannot
+// tell which from the error treats it as indeterminate, as castytest
+// does.
 // Indeterminate ones mean it may have: ErrTimeout (the handler may still
 // run to completion, unless it had not started — a message whose caller
 // gave up before it started is never run), and ErrQuorumUnavailable (a
