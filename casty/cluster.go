@@ -114,6 +114,7 @@ type cluster struct {
 	physical  func() int64  // the replication HLC's physical clock
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors
+	started   time.Time     // when newCluster ran (the age of its own record)
 	// selfInc is this member's own incarnation as its table last held it,
 	// plus one (0: not seen yet). It rises only when the member refutes a
 	// suspicion of itself (refresh, forgetStale).
@@ -283,6 +284,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
 	}
+	cl.started = time.Now()
 	cl.physical = hlc.SystemMillis
 	if o.seam != nil && o.seam.Physical != nil {
 		cl.physical = o.seam.Physical // castytest's skewed clock

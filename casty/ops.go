@@ -55,7 +55,11 @@ func (cl *cluster) memberTable() []MemberStatus {
 			ID: ring.NodeID(m.ID).String(), Addr: m.Addr, Lite: m.Role == gossip.RoleClient,
 			State: m.Status.String(), Incarnation: m.Incarnation,
 		}
-		if since := cl.agent.Since(m.ID); !since.IsZero() {
+		since := cl.agent.Since(m.ID)
+		if since.IsZero() && ring.NodeID(m.ID) == cl.self {
+			since = cl.started // its own record: alive since it started
+		}
+		if !since.IsZero() {
 			st.For = max(now.Sub(since), 0).Round(time.Millisecond)
 		}
 		out = append(out, st)
