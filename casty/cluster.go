@@ -206,8 +206,10 @@ func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 
 // Connect starts a lite member: it joins the membership and keeps the ring
 // current, so it routes calls in one hop, but it never owns keys and is
-// never placed on the ring. It listens on an ephemeral port of the
-// interface that reaches the seeds. Like Start, it waits to be admitted at
+// never placed on the ring. It listens, because members dial it to gossip
+// the membership to it, on an ephemeral port of the interface that
+// reaches the first seed only (the loopback for a loopback seed), and
+// advertises that address. Like Start, it waits to be admitted at
 // most Config.JoinTimeout and never past ctx's deadline.
 func Connect(ctx context.Context, seeds []string, opts ...Option) (*System, error) {
 	if len(seeds) == 0 {
@@ -396,7 +398,10 @@ func emptyRing() *ring.Ring {
 	return r
 }
 
-// liteListenAddr picks the interface that reaches the first seed.
+// liteListenAddr is where a lite member listens: members dial it back to
+// gossip the membership to it, so it must listen, but only on the
+// interface it advertises — the one that reaches its first seed (the
+// loopback for a loopback seed) — never on every interface of the host.
 func liteListenAddr(seeds []string) (string, error) {
 	host, _, err := net.SplitHostPort(seeds[0])
 	if err != nil {
@@ -405,7 +410,19 @@ func liteListenAddr(seeds []string) (string, error) {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return net.JoinHostPort(host, "0"), nil
 	}
-	return ":0", nil
+	return net.JoinHostPort(outboundIP(seeds[0]).String(), "0"), nil
+}
+
+// outboundIP is the address of the interface that reaches addr; the IPv4
+// loopback when none does (addr does not resolve, no route).
+func outboundIP(addr string) net.IP {
+	// A UDP "dial" sends nothing; it only picks the outbound interface.
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP
 }
 
 // advertiseFor turns a bound address into one others can dial.
@@ -415,11 +432,7 @@ func advertiseFor(bound *net.TCPAddr, seeds []string) string {
 	}
 	ip := net.IPv4(127, 0, 0, 1)
 	if len(seeds) > 0 {
-		// A UDP "dial" sends nothing; it only picks the outbound interface.
-		if c, err := net.Dial("udp", seeds[0]); err == nil {
-			ip = c.LocalAddr().(*net.UDPAddr).IP
-			c.Close()
-		}
+		ip = outboundIP(seeds[0])
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
 }

@@ -176,3 +176,46 @@ func TestWaitMembers(t *testing.T) {
 		t.Fatalf("WaitMembers on a closed system: %v", err)
 	}
 }
+
+// hostIP is an IPv4 address of this host's that is not the loopback; the
+// test is skipped on a host without one.
+func hostIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but the loopback")
+	return ""
+}
+
+// A lite member listens only on the interface that reaches its seed, the
+// address it advertises: whoever reaches the host on another interface
+// (here the loopback) finds nothing listening.
+func TestConnectListensOnlyWhereItReachesTheSeeds(t *testing.T) {
+	ip := hostIP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	member, err := casty.Start(ctx, net.JoinHostPort(ip, "0"), casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, member)
+	lite, err := casty.Connect(ctx, []string{member.Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, lite)
+	host, port, err := net.SplitHostPort(lite.Addr())
+	if err != nil || host != ip {
+		t.Fatalf("the lite member advertises %s, want an address on %s", lite.Addr(), ip)
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
+		c.Close()
+		t.Fatalf("the lite member, advertising %s, also listens on the loopback", lite.Addr())
+	}
+}
