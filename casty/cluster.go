@@ -638,7 +638,7 @@ func (cl *cluster) refresh() {
 			}
 			if prev != nil {
 				for _, id := range prev.ring.Members() {
-					if !next.placed(id) && v.left[id] == "" {
+					if !next.placed(id) && next.p.WasRemoved(id) { // not a leave, whether or not its LEFT record has arrived
 						cl.logger.Warn("casty: a majority of the placement saw a member dead for Config.RemoveDeadAfter: it leaves the placement", logPeer, id.String())
 					}
 				}

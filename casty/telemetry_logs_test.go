@@ -220,3 +220,36 @@ func TestFailedJoinLogsNoError(t *testing.T) {
 		}
 	}
 }
+
+// A member that leaves gracefully is not reported as removed for being
+// dead by the members that stay, even when the agreed leave reaches them
+// before its LEFT record.
+func TestAGracefulLeaveIsNotLoggedAsARemoval(t *testing.T) {
+	hs := []*allLines{newAllLines(), newAllLines()}
+	first := startNode(t, nil, casty.WithConfig(replicationConfig()), casty.WithLogger(slog.New(hs[0])))
+	second := startNode(t, []string{first.Addr()}, casty.WithConfig(replicationConfig()), casty.WithLogger(slog.New(hs[1])))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	leaver, err := casty.Start(ctx, "127.0.0.1:0", casty.WithConfig(replicationConfig()), casty.Seeds(first.Addr()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stay := []*casty.System{first, second}
+	wait.For(t, 20*time.Second, "three members placed", func() bool {
+		return casty.Settled(first, 3) && casty.Settled(second, 3) && casty.Settled(leaver, 3)
+	})
+	closeSys(t, leaver)
+	wait.For(t, 20*time.Second, "the leave agreed by those that stay", func() bool {
+		for _, s := range stay {
+			if s.Replication().Placed != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, h := range hs {
+		if h.has("casty: a majority of the placement saw a member dead") {
+			t.Errorf("member %d logged the graceful leave as a removal of a dead member", i)
+		}
+	}
+}
