@@ -41,6 +41,11 @@ func TestOpsMembersPlacementOwnership(t *testing.T) {
 	defer closeSys(t, lite)
 	waitFor(t, 10*time.Second, "the lite member in the table", func() bool { return len(nodes[0].MemberTable()) == 4 })
 	waitFor(t, 10*time.Second, "the lite member sees 3 members", func() bool { return len(lite.Members()) == 3 })
+	// The lite member learns the agreed placement after the members.
+	waitFor(t, 10*time.Second, "the lite member to place replicated keys on 3 members", func() bool {
+		p, _ := lite.Placement(OpsTallyCopies.Name(), "a", 0)
+		return len(p.Replicas) == 3
+	})
 
 	lites := 0
 	for _, m := range nodes[0].MemberTable() {
