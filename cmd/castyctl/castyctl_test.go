@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,6 +152,17 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		if full != 3 {
 			t.Errorf("members -json lists %d alive full members, want 3: %+v", full, rows)
 		}
+		for _, r := range rows {
+			if r.Lite && r.State == "left" {
+				t.Errorf("members lists a lite member that left (an earlier castyctl) without -all: %+v", r)
+			}
+		}
+		// The castyctl runs above left: -all lists them.
+		wait.For(t, 20*time.Second, "members -all to list a lite member that left", func() bool {
+			code, out, _ = ctl(t, seed, "members", "-all", "-json")
+			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil &&
+				slices.ContainsFunc(rows, func(r casty.MemberStatus) bool { return r.Lite && r.State == "left" })
+		})
 	})
 
 	t.Run("ring", func(t *testing.T) {
