@@ -307,7 +307,9 @@
 // draining); HealthHandler serves them as /livez and /readyz for
 // container probes. For tools that join as a lite member without the
 // program's Go types (cmd/castyctl): MemberTable (every record with its
-// state and incarnation), Placement and Ownership (where a key lives, how
+// state, how long it has held it, and incarnation) and MemberTableVia (a
+// full member's table, which names a member that stopped answering before
+// the tool joined), Placement and Ownership (where a key lives, how
 // the ring divides the key space), System.StateOf by kind name (generic
 // values), and Schemas / WriteSchema (the wire schema of every declared
 // kind and message, which `castyctl schema check` compares across
