@@ -614,11 +614,15 @@ func (h *Host) Close(ctx context.Context) error {
 	defer timer.Stop()
 	var err error
 	select {
-	case <-h.drained:
-	case <-timer.C:
-		err = h.abandonDrain(fmt.Sprintf("after %v", h.cfg.DrainTimeout))
-	case <-ctx.Done():
-		err = h.abandonDrain(ctx.Err().Error())
+	case <-h.drained: // first: a host already drained has nothing to abandon, whatever ctx says
+	default:
+		select {
+		case <-h.drained:
+		case <-timer.C:
+			err = h.abandonDrain(fmt.Sprintf("after %v", h.cfg.DrainTimeout))
+		case <-ctx.Done():
+			err = h.abandonDrain(ctx.Err().Error())
+		}
 	}
 	close(h.stopJan)
 	<-h.janDone
@@ -649,6 +653,13 @@ func (h *Host) abandonDrain(why string) error {
 		sh.mu.RUnlock()
 	}
 	failAll(orphans, fmt.Errorf("%w: system closed before the call ran", ErrActorUnavailable))
+	if len(stuck) == 0 {
+		// No handler running: activations whose Deactivate hooks had
+		// not run yet when the ctx ended, or that a crash left behind.
+		h.cfg.Logger.Warn("casty: drain cut short; activations not deactivated",
+			"why", why, "activations", h.live.Load())
+		return fmt.Errorf("casty: drain incomplete (%s): %d activations not deactivated", why, h.live.Load())
+	}
 	h.cfg.Logger.Error("casty: drain timed out; handlers still running are abandoned",
 		"why", why, "running", strings.Join(stuck, ", "))
 	return fmt.Errorf("casty: drain incomplete (%s): still running: %s", why, strings.Join(stuck, ", "))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -510,4 +511,39 @@ func (h *Host) tell(ctx context.Context, k *Kind, key string, e *Envelope) error
 	e.hctx.Context = ctx
 	_, _, err := h.enqueueOr(k, key, e, false)
 	return err
+}
+
+// countLines counts the lines written at Warn or above.
+type countLines struct{ n *atomic.Int64 }
+
+func (h countLines) Enabled(context.Context, slog.Level) bool { return true }
+func (h countLines) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countLines) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countLines) WithGroup(string) slog.Handler      { return h }
+
+// A host with nothing to drain closes cleanly and silently even under a
+// ctx that has already ended (what a system whose join failed does): the
+// drain is complete, not abandoned. Several hosts: the abandoned drain
+// depended on which of two ready cases a select picked.
+func TestCloseOfADrainedHostUnderAnEndedCtx(t *testing.T) {
+	var warned atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 32 {
+		h, err := NewHost(Config{Logger: slog.New(countLines{&warned})}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Fatalf("Close of an empty host: %v", err)
+		}
+	}
+	if n := warned.Load(); n > 0 {
+		t.Fatalf("closing empty hosts logged %d lines at Warn or above", n)
+	}
 }

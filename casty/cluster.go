@@ -43,9 +43,35 @@ type TLS struct {
 
 // Seeds lists addresses of existing members to join through, tried in
 // turn. A seed equal to the node's own address is ignored. Without seeds,
-// Start founds a new cluster.
+// Start founds a new cluster. Each is host:port (a host name, an IP
+// address, or empty for this machine; a port number from 1 to 65535 or a
+// service name): Start and Connect refuse one that is not at once, with
+// ErrInvalidSeed, rather than dial it until their deadline.
 func Seeds(addrs ...string) Option {
 	return func(o *systemOptions) { o.seeds = append(o.seeds, addrs...) }
+}
+
+// ErrInvalidSeed: a seed given to Start or Connect is not a host:port
+// address a node can dial; the error names it. Definite: nothing started.
+var ErrInvalidSeed = errors.New("casty: invalid seed address")
+
+// checkSeeds returns an error wrapping ErrInvalidSeed for the first seed
+// that is not a dialable host:port.
+func checkSeeds(seeds []string) error {
+	for _, s := range seeds {
+		_, port, err := net.SplitHostPort(s)
+		if err == nil {
+			var n int
+			n, err = net.LookupPort("tcp", port)
+			if err == nil && n == 0 {
+				err = errors.New("port 0 cannot be dialled")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%w %q: %v", ErrInvalidSeed, s, err)
+		}
+	}
+	return nil
 }
 
 // Advertise sets the address other nodes dial to reach this one (default:
@@ -88,6 +114,7 @@ type cluster struct {
 	physical  func() int64  // the replication HLC's physical clock
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors
+	started   time.Time     // when newCluster ran (the age of its own record)
 	// selfInc is this member's own incarnation as its table last held it,
 	// plus one (0: not seen yet). It rises only when the member refutes a
 	// suspicion of itself (refresh, forgetStale).
@@ -181,8 +208,10 @@ func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 
 // Connect starts a lite member: it joins the membership and keeps the ring
 // current, so it routes calls in one hop, but it never owns keys and is
-// never placed on the ring. It listens on an ephemeral port of the
-// interface that reaches the seeds. Like Start, it waits to be admitted at
+// never placed on the ring. It listens, because members dial it to gossip
+// the membership to it, on an ephemeral port of the interface that
+// reaches the first seed only (the loopback for a loopback seed), and
+// advertises that address. Like Start, it waits to be admitted at
 // most Config.JoinTimeout and never past ctx's deadline.
 func Connect(ctx context.Context, seeds []string, opts ...Option) (*System, error) {
 	if len(seeds) == 0 {
@@ -226,6 +255,9 @@ func startCluster(ctx context.Context, addr string, lite bool, opts []Option) (*
 }
 
 func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string, lite bool) (*cluster, error) {
+	if err := checkSeeds(o.seeds); err != nil {
+		return nil, err
+	}
 	cfg := sys.cfg
 	rawID := o.nodeID // startCluster drew it: the host's log lines carry it (nodeLogger)
 	var err error
@@ -256,6 +288,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		done: make(chan struct{}), serve: make(chan struct{}),
 		joinedCh: make(chan struct{}),
 	}
+	cl.started = time.Now()
 	cl.physical = hlc.SystemMillis
 	if o.seam != nil && o.seam.Physical != nil {
 		cl.physical = o.seam.Physical // castytest's skewed clock
@@ -321,7 +354,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	}()
 
 	gcfg := gossipConfig(cfg)
-	gcfg.Logger = cl.logger
+	gcfg.Logger = layerLogger(cl.logger)
 	gcfg.Rand = seamRand(o) // castytest's seed; nil: seeded from the node id
 	for _, s := range o.seeds {
 		if s != adv && s != ln.Addr().String() {
@@ -367,7 +400,10 @@ func emptyRing() *ring.Ring {
 	return r
 }
 
-// liteListenAddr picks the interface that reaches the first seed.
+// liteListenAddr is where a lite member listens: members dial it back to
+// gossip the membership to it, so it must listen, but only on the
+// interface it advertises — the one that reaches its first seed (the
+// loopback for a loopback seed) — never on every interface of the host.
 func liteListenAddr(seeds []string) (string, error) {
 	host, _, err := net.SplitHostPort(seeds[0])
 	if err != nil {
@@ -376,7 +412,19 @@ func liteListenAddr(seeds []string) (string, error) {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return net.JoinHostPort(host, "0"), nil
 	}
-	return ":0", nil
+	return net.JoinHostPort(outboundIP(seeds[0]).String(), "0"), nil
+}
+
+// outboundIP is the address of the interface that reaches addr; the IPv4
+// loopback when none does (addr does not resolve, no route).
+func outboundIP(addr string) net.IP {
+	// A UDP "dial" sends nothing; it only picks the outbound interface.
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP
 }
 
 // advertiseFor turns a bound address into one others can dial.
@@ -386,11 +434,7 @@ func advertiseFor(bound *net.TCPAddr, seeds []string) string {
 	}
 	ip := net.IPv4(127, 0, 0, 1)
 	if len(seeds) > 0 {
-		// A UDP "dial" sends nothing; it only picks the outbound interface.
-		if c, err := net.Dial("udp", seeds[0]); err == nil {
-			ip = c.LocalAddr().(*net.UDPAddr).IP
-			c.Close()
-		}
+		ip = outboundIP(seeds[0])
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(bound.Port))
 }
@@ -596,7 +640,7 @@ func (cl *cluster) refresh() {
 			}
 			if prev != nil {
 				for _, id := range prev.ring.Members() {
-					if !next.placed(id) && v.left[id] == "" {
+					if !next.placed(id) && next.p.WasRemoved(id) { // not a leave, whether or not its LEFT record has arrived
 						cl.logger.Warn("casty: a majority of the placement saw a member dead for Config.RemoveDeadAfter: it leaves the placement", logPeer, id.String())
 					}
 				}
@@ -606,7 +650,7 @@ func (cl *cluster) refresh() {
 	}
 	for _, next := range adopt {
 		if next.version > 1 {
-			cl.logger.Debug("casty: placement version adopted", "node", cl.self.String(), "version", next.version, "members", next.ring.Size())
+			cl.logger.Debug("casty: placement version adopted", "version", next.version, "members", next.ring.Size())
 		}
 	}
 	if cl.rp != nil {
@@ -653,7 +697,7 @@ func (cl *cluster) forgetStale(inc uint64) {
 		return
 	}
 	n := cl.sys.host.Evict(func(k *actor.Kind, _ string) bool { return !k.Service && replicasOf(k) > 1 }, actor.ReasonMoved)
-	cl.logger.Info("casty: refuted a suspicion of this member: its replicated actors restart from their replicas", "node", cl.self.String(), "incarnation", inc, "activations", n)
+	cl.logger.Info("casty: refuted a suspicion of this member: its replicated actors restart from their replicas", "incarnation", inc, "activations", n)
 }
 
 // tick re-evaluates the placement every second while a placed member is
@@ -747,8 +791,7 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		// A leaver that cannot reach a majority is not taken out: it is
 		// left as a dead member, which only a majority can remove.
 		if !cl.leave(lctx) {
-			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead",
-				"node", cl.self.String())
+			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead")
 			peers = nil
 		}
 	}
@@ -756,7 +799,7 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
 		if n := cl.rp.handoff(hctx, peers); n > 0 {
 			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.HandoffTimeout or the Close ctx ran out",
-				"node", cl.self.String(), "members", n)
+				"members", n)
 		} else {
 			cancel()
 		}

@@ -49,7 +49,8 @@
 // ErrQuorumUnavailable, ErrNoReadQuorum, ErrRangeMoving, ErrUnknownActorType,
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrForbidden,
 // ErrTooManySpies, and the caller's mistakes ErrNotAHandler, ErrZeroRef,
-// ErrInvalidKey. A handler's own failure (an error or a panic) reaches
+// ErrInvalidKey, ErrInvalidSeed (Start and Connect refuse a seed that is
+// not host:port at once). A handler's own failure (an error or a panic) reaches
 // the caller as *ActorFailedError carrying kind, key, method, message and the
 // supervisor's Directive; Unwrap gives the handler's error. A panic is
 // also logged, with its stack, by the member it happened on.
@@ -64,7 +65,13 @@
 // ErrReentrancy, ErrCallChainTooLong, ErrOverloaded, ErrActorUnavailable
 // from a closed system, ErrNoReadQuorum (an activation that found no read
 // quorum of the key's replicas, before anything ran), and a handler's
-// failure (whose state is kept with Keep, discarded with Reset).
+// failure (whose state is kept with Keep, discarded with Reset). Not
+// every ErrActorUnavailable is definite: it also reports a call whose
+// handler may have run — a connection lost with the call sent (then it
+// matches ErrConnectionLost too), a reply or result that could not be
+// decoded, a service call cut short by Close — so a caller that cannot
+// tell which from the error treats it as indeterminate, as castytest
+// does.
 // Indeterminate ones mean it may have: ErrTimeout (the handler may still
 // run to completion, unless it had not started — a message whose caller
 // gave up before it started is never run), and ErrQuorumUnavailable
@@ -327,7 +334,9 @@
 // draining); HealthHandler serves them as /livez and /readyz for
 // container probes. For tools that join as a lite member without the
 // program's Go types (cmd/castyctl): MemberTable (every record with its
-// state and incarnation), Placement and Ownership (where a key lives, how
+// state, how long it has held it, and incarnation) and MemberTableVia (a
+// full member's table, which names a member that stopped answering before
+// the tool joined), Placement and Ownership (where a key lives, how
 // the ring divides the key space), System.StateOf by kind name (generic
 // values), and Schemas / WriteSchema (the wire schema of every declared
 // kind and message, which `castyctl schema check` compares across

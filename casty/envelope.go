@@ -27,6 +27,9 @@ const (
 	// a callResp; no kind or key.
 	opAcceptLoss      uint8 = 5 // run AcceptLoss for the member ids in the argument
 	opPlacementStatus uint8 = 6 // report this member's placement and waiting syncs
+	// A full member's member table (ops.go, MemberTableVia), answered by
+	// a callResp to any peer; no kind or key.
+	opMemberTable uint8 = 7
 )
 
 // callReq is a request from another node.

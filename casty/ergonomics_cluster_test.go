@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -96,6 +97,39 @@ func TestJoinHonoursTheCtxDeadline(t *testing.T) {
 	}
 }
 
+// A seed that is not a dialable host:port is refused by Start and Connect
+// at once, with ErrInvalidSeed naming it, however long ctx would allow:
+// dialling it again cannot succeed.
+func TestStartAndConnectRefuseAnInvalidSeedAtOnce(t *testing.T) {
+	good := closedPort(t)
+	for _, seed := range []string{"127.0.0.1:70001", "127.0.0.1", "127.0.0.1:0", "", "127.0.0.1:no-such-service"} {
+		for _, mode := range []string{"Start", "Connect"} {
+			t.Run(mode+"/"+seed, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				seeds := []string{good, seed}
+				var sys *casty.System
+				var err error
+				if mode == "Start" {
+					sys, err = casty.Start(ctx, "127.0.0.1:0", casty.Seeds(seeds...), quiet())
+				} else {
+					sys, err = casty.Connect(ctx, seeds, quiet())
+				}
+				if err == nil {
+					closeSys(t, sys)
+					t.Fatalf("%s accepted the seed %q", mode, seed)
+				}
+				if !errors.Is(err, casty.ErrInvalidSeed) || !strings.Contains(err.Error(), fmt.Sprintf("%q", seed)) {
+					t.Fatalf("%s with seed %q: %v; want ErrInvalidSeed naming it", mode, seed, err)
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%s waited out ctx before refusing seed %q", mode, seed)
+				}
+			})
+		}
+	}
+}
+
 // WaitMembers returns once the node sees the members and, on a full
 // member, its placement has settled; with a ctx that ends first it says
 // how far it got and wraps ctx.Err().
@@ -140,5 +174,48 @@ func TestWaitMembers(t *testing.T) {
 	closeSys(t, lite)
 	if err := lite.WaitMembers(ctx, 4); !errors.Is(err, casty.ErrActorUnavailable) {
 		t.Fatalf("WaitMembers on a closed system: %v", err)
+	}
+}
+
+// hostIP is an IPv4 address of this host's that is not the loopback; the
+// test is skipped on a host without one.
+func hostIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but the loopback")
+	return ""
+}
+
+// A lite member listens only on the interface that reaches its seed, the
+// address it advertises: whoever reaches the host on another interface
+// (here the loopback) finds nothing listening.
+func TestConnectListensOnlyWhereItReachesTheSeeds(t *testing.T) {
+	ip := hostIP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	member, err := casty.Start(ctx, net.JoinHostPort(ip, "0"), casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, member)
+	lite, err := casty.Connect(ctx, []string{member.Addr()}, casty.WithConfig(fastCluster()), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSys(t, lite)
+	host, port, err := net.SplitHostPort(lite.Addr())
+	if err != nil || host != ip {
+		t.Fatalf("the lite member advertises %s, want an address on %s", lite.Addr(), ip)
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
+		c.Close()
+		t.Fatalf("the lite member, advertising %s, also listens on the loopback", lite.Addr())
 	}
 }

@@ -3,6 +3,7 @@ package casty
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/casty-go/casty/actor"
@@ -73,7 +74,9 @@ func Name(name string) KindOption {
 }
 
 // Replicas sets how many nodes hold the actor's state (default 1). Local
-// mode runs any value as a single copy.
+// mode runs any value as a single copy. With n > 1 the state must have an
+// exported field (Actor panics otherwise: unexported fields are
+// transient, and there would be nothing to replicate).
 func Replicas(n int) KindOption {
 	return func(o *kindOptions) { o.replicas = n; o.mark("Replicas") }
 }
@@ -169,6 +172,11 @@ func declare[T any](service bool, opts []KindOption) (*actor.Kind, error) {
 		// first commit.
 		if schema, err = pager.NewSchema(t); err != nil {
 			return nil, fmt.Errorf("casty: actor %s: its state cannot be replicated: %w", k.Name, err)
+		}
+		// Replicas of nothing: a mistake (state kept in unexported
+		// fields, which are transient), never a choice worth its cost.
+		if !slices.ContainsFunc(reflect.VisibleFields(t), func(f reflect.StructField) bool { return f.IsExported() && !f.Anonymous }) {
+			return nil, fmt.Errorf("casty: actor %s: Replicas(%d), but its state has no exported field: nothing would be replicated (unexported fields are transient; export the state, or drop Replicas)", k.Name, r.replicas)
 		}
 	}
 	if err := kinds.add(k, r, schema); err != nil {

@@ -3,6 +3,7 @@ package casty
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,39 @@ func nodeLogger(o *systemOptions) *slog.Logger {
 	}
 	return o.logger.With(logNode, ring.NodeID(o.nodeID).String())
 }
+
+// layerLogger returns the logger a member hands its transport (mux) and
+// its membership agent (gossip): the member's own, which names the node
+// already, with the node keys those layers add of their own ("mux_node",
+// "node") dropped, so that each line carries one node key.
+func layerLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(dropWith{h: l.Handler(), keys: []string{logNode, "mux_node"}})
+}
+
+// dropWith is a handler that drops the attributes named keys when a
+// logger adds them with With; records pass through unchanged.
+type dropWith struct {
+	h    slog.Handler
+	keys []string
+}
+
+func (d dropWith) Enabled(ctx context.Context, l slog.Level) bool { return d.h.Enabled(ctx, l) }
+
+func (d dropWith) Handle(ctx context.Context, r slog.Record) error { return d.h.Handle(ctx, r) }
+
+func (d dropWith) WithAttrs(as []slog.Attr) slog.Handler {
+	kept := make([]slog.Attr, 0, len(as))
+	for _, a := range as {
+		if !slices.Contains(d.keys, a.Key) {
+			kept = append(kept, a)
+		}
+	}
+	return dropWith{h: d.h.WithAttrs(kept), keys: d.keys}
+}
+
+// WithGroup: keys within a group are not the line's node key; the group's
+// handler drops nothing.
+func (d dropWith) WithGroup(name string) slog.Handler { return d.h.WithGroup(name) }
 
 // netWarnEvery is how often one repeated network warning (same message,
 // same peer) is written at most; the next line written says how many
@@ -145,11 +179,11 @@ func (h *limitedHandler) WithGroup(name string) slog.Handler {
 }
 
 // netHooks gives mux the member's rate-limited logger (cl.logger: every
-// line names this node) and the session callbacks the metrics count.
+// line names this node, and mux's own node key is dropped) and the session callbacks the metrics count.
 func (cl *cluster) netHooks(mcfg *mux.Config) {
 	lim := newLimiter(netWarnEvery, nil)
 	cl.netLim = lim
-	mcfg.Logger = slog.New(&limitedHandler{inner: cl.logger.Handler(), lim: lim})
+	mcfg.Logger = slog.New(&limitedHandler{inner: layerLogger(cl.logger).Handler(), lim: lim})
 	if t := cl.sys.tel; t != nil && t.meter != nil {
 		mcfg.OnSession = t.sessionUp
 		mcfg.OnPeerLost = func(mux.NodeID, error) { t.sessionLost() }

@@ -12,6 +12,7 @@ import (
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
 	"github.com/casty-go/casty/wire"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // What an operator's tool (cmd/castyctl) asks a system: the member table
@@ -28,28 +29,133 @@ type MemberStatus struct {
 	Lite        bool   `json:"lite"`        // a lite member: routes, hosts nothing
 	State       string `json:"state"`       // "alive", "suspect", "left" or "dead"
 	Incarnation uint64 `json:"incarnation"` // bumped by the member to refute a suspicion
+	// For is how long the record has been in State, as the node whose
+	// table it is saw it (milliseconds; in JSON, nanoseconds): for a
+	// member suspected or dead, about how long ago it stopped answering.
+	For time.Duration `json:"for"`
 }
 
 // MemberTable returns every record of this node's member table, sorted by
-// address then id; nil for a local system.
+// address then id; nil for a local system. A lite member's table holds
+// only what it could check itself: a member that stopped answering before
+// the lite member joined is missing from it until declared dead
+// (MemberTableVia asks a full member instead).
 func (s *System) MemberTable() []MemberStatus {
 	if s == nil || s.cl == nil {
 		return nil
 	}
+	return s.cl.memberTable()
+}
+
+func (cl *cluster) memberTable() []MemberStatus {
 	var out []MemberStatus
-	for _, m := range s.cl.agent.Members() {
-		out = append(out, MemberStatus{
+	now := time.Now()
+	for _, m := range cl.agent.Members() {
+		st := MemberStatus{
 			ID: ring.NodeID(m.ID).String(), Addr: m.Addr, Lite: m.Role == gossip.RoleClient,
 			State: m.Status.String(), Incarnation: m.Incarnation,
-		})
+		}
+		since := cl.agent.Since(m.ID)
+		if since.IsZero() && ring.NodeID(m.ID) == cl.self {
+			since = cl.started // its own record: alive since it started
+		}
+		if !since.IsZero() {
+			st.For = max(now.Sub(since), 0).Round(time.Millisecond)
+		}
+		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b MemberStatus) int {
+	sortMemberTable(out)
+	return out
+}
+
+func sortMemberTable(t []MemberStatus) {
+	slices.SortFunc(t, func(a, b MemberStatus) int {
 		if c := strings.Compare(a.Addr, b.Addr); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out
+}
+
+// memberRecord is a MemberStatus as it crosses the wire (opMemberTable).
+type memberRecord struct {
+	ID          string `msgpack:"i"`
+	Addr        string `msgpack:"a"`
+	Lite        bool   `msgpack:"l"`
+	State       string `msgpack:"s"`
+	Incarnation uint64 `msgpack:"n"`
+	ForMillis   int64  `msgpack:"f"`
+}
+
+// MemberTableVia returns the member table as a full member sees it, and
+// that member: on a full member its own table (MemberTable); on a lite
+// member (an operator's tool) the table of a live full member, asked in
+// turn until one answers. A full member has watched the others: its
+// table names a member that stopped answering a moment ago as suspect,
+// where a lite member that joined since knows nothing of it. Any peer
+// may ask (a lite member learns the same records by gossip). ctx bounds
+// the whole request (Config.CallTimeout when it has no deadline).
+func (s *System) MemberTableVia(ctx context.Context) (Member, []MemberStatus, error) {
+	if s == nil || s.cl == nil {
+		return Member{}, nil, errors.New("casty: MemberTableVia needs a cluster (Start or Connect)")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cl := s.cl
+	if !cl.lite {
+		return Member{ID: cl.self.String(), Addr: cl.addr}, cl.memberTable(), nil
+	}
+	deadline := cl.deadline(ctx)
+	payload := appendCallReq(nil, &callReq{Op: opMemberTable, Deadline: deadline.UnixNano()})
+	var why []string
+	for _, m := range cl.view.Load().members {
+		var resp callResp
+		if err := cl.askMember(ctx, m, payload, deadline, &resp); err != nil {
+			if ctx.Err() != nil {
+				return Member{}, nil, ctx.Err()
+			}
+			why = append(why, err.Error())
+			continue
+		}
+		if resp.Err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", m.Addr, resp.Err.decode()))
+			continue
+		}
+		var recs []memberRecord
+		if err := msgpack.Unmarshal(resp.Result, &recs); err != nil {
+			why = append(why, fmt.Sprintf("malformed member table from %s: %v", m.Addr, err))
+			continue
+		}
+		out := make([]MemberStatus, len(recs))
+		for i, r := range recs {
+			out[i] = MemberStatus{ID: r.ID, Addr: r.Addr, Lite: r.Lite, State: r.State, Incarnation: r.Incarnation,
+				For: time.Duration(r.ForMillis) * time.Millisecond}
+		}
+		sortMemberTable(out)
+		return m, out, nil
+	}
+	if len(why) == 0 {
+		why = append(why, "no live full member known")
+	}
+	return Member{}, nil, fmt.Errorf("%w: member table: no full member answered: %s", ErrActorUnavailable, strings.Join(why, "; "))
+}
+
+// serveMemberTable answers opMemberTable: this member's table.
+func (cl *cluster) serveMemberTable() callResp {
+	if cl.lite {
+		return errResp(codeUnavailable, fmt.Sprintf("casty: %s is a lite member: ask a full member for the member table", cl.addr))
+	}
+	t := cl.memberTable()
+	recs := make([]memberRecord, len(t))
+	for i, m := range t {
+		recs[i] = memberRecord{ID: m.ID, Addr: m.Addr, Lite: m.Lite, State: m.State, Incarnation: m.Incarnation, ForMillis: m.For.Milliseconds()}
+	}
+	b, err := msgpack.Marshal(recs)
+	if err != nil {
+		return callResp{Err: encodeError(err)}
+	}
+	return callResp{Ok: true, Result: b}
 }
 
 // KeyPlacement says where one actor lives on this node's current view.

@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,6 +41,11 @@ func TestOpsMembersPlacementOwnership(t *testing.T) {
 	defer closeSys(t, lite)
 	waitFor(t, 10*time.Second, "the lite member in the table", func() bool { return len(nodes[0].MemberTable()) == 4 })
 	waitFor(t, 10*time.Second, "the lite member sees 3 members", func() bool { return len(lite.Members()) == 3 })
+	// The lite member learns the agreed placement after the members.
+	waitFor(t, 10*time.Second, "the lite member to place replicated keys on 3 members", func() bool {
+		p, _ := lite.Placement(OpsTallyCopies.Name(), "a", 0)
+		return len(p.Replicas) == 3
+	})
 
 	lites := 0
 	for _, m := range nodes[0].MemberTable() {
@@ -55,6 +61,11 @@ func TestOpsMembersPlacementOwnership(t *testing.T) {
 	}
 	if lites != 1 {
 		t.Errorf("%d lite members in the table, want 1", lites)
+	}
+	// The lite member asks a full member for its table.
+	from, table, err := lite.MemberTableVia(ctx)
+	if err != nil || !slices.ContainsFunc(nodes, func(n *casty.System) bool { return n.Addr() == from.Addr }) || len(table) != 4 {
+		t.Errorf("MemberTableVia from the lite member: %v from %v, %v; want the four records from a full member", table, from, err)
 	}
 
 	for _, key := range []string{"a", "b", "c", "d"} {

@@ -93,6 +93,10 @@ func (cl *cluster) handle(ctx context.Context, from *mux.Session, payload []byte
 		refusal := forbidden("reading an actor's state")
 		return refusal.envelope(), nil
 	}
+	if req.Op == opMemberTable {
+		resp := cl.serveMemberTable()
+		return resp.envelope(), nil
+	}
 	if req.Op == opAcceptLoss || req.Op == opPlacementStatus {
 		resp := cl.serveOperator(ctx, from, &req)
 		return resp.envelope(), nil

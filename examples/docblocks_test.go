@@ -2,8 +2,8 @@ package examples
 
 // TestDocBlocksCompile keeps the documentation's Go code compiling: every
 // ```go block of every Markdown file in the repository (README.md,
-// ARCHITECTURE.md, casty/castytest/README.md, …) and every Go code block
-// of a package doc comment (the indented blocks of `// Package …`
+// ARCHITECTURE.md, docs/tutorial.md, casty/castytest/README.md, …) and
+// every Go code block of a package doc comment (the indented blocks of `// Package …`
 // comments) is written into a package of its own under a temporary
 // directory of this module, and `go vet` type-checks and vets them all.
 // A failure names the .md or .go file and the line of the block (the
@@ -11,8 +11,8 @@ package examples
 //
 // Conventions, for a Markdown ```go block:
 //
-//   - A block that starts with a package clause is a whole file, compiled
-//     as it is.
+//   - A block that starts with a package clause (after // comments, a
+//     program's doc comment) is a whole file, compiled as it is.
 //   - Otherwise it is a fragment: top-level declarations, statements, or
 //     declarations followed by statements. Declarations go at package
 //     level; statements go in a function with ctx (a context.Context) in
@@ -132,6 +132,13 @@ func TestDocBlocksCompile(t *testing.T) {
 	}
 	if len(blocks) == 0 {
 		t.Fatal("found no code blocks: the repository layout changed?")
+	}
+	// Files whose Go code a reader copies as it stands: each must still
+	// be found, and hold a block.
+	for _, want := range []string{"README.md", "docs/tutorial.md"} {
+		if !slices.ContainsFunc(blocks, func(b docBlock) bool { return b.file == want }) {
+			t.Errorf("no ```go block found in %s", want)
+		}
 	}
 	checked, out, err := vetBlocks(t, goBin, root, blocks)
 	if err != nil {
@@ -374,7 +381,7 @@ func (b docBlock) source(root string) ([]byte, error) {
 	at := func(i int) string { // a //line directive for lines[i]
 		return fmt.Sprintf("//line %s:%d\n", filepath.Join(root, filepath.FromSlash(b.file)), b.line+i)
 	}
-	if len(lines) > 0 && strings.HasPrefix(strings.TrimSpace(lines[0]), "package ") {
+	if wholeFile(lines) {
 		if b.prelude != "" {
 			return nil, fmt.Errorf("a whole file takes no prelude")
 		}
@@ -416,6 +423,19 @@ func (b docBlock) source(root string) ([]byte, error) {
 		return withImports(src.String())
 	}
 	return nil, firstErr
+}
+
+// wholeFile reports whether lines start with a package clause, after
+// blank lines and // comments.
+func wholeFile(lines []string) bool {
+	for _, l := range lines {
+		switch t := strings.TrimSpace(l); {
+		case t == "" || strings.HasPrefix(t, "//"):
+		default:
+			return strings.HasPrefix(t, "package ")
+		}
+	}
+	return false
 }
 
 // statementsUsingTheirVars returns stmts with "; _ = &v" after each of its

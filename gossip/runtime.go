@@ -28,6 +28,7 @@ type Agent struct {
 
 	mu      sync.Mutex // guards the fields below (leaf lock)
 	members []Member
+	since   map[NodeID]time.Time // when each record of members took its status
 	self    Member
 	active  []Peer
 	subs    map[*subscriber]struct{}
@@ -162,6 +163,10 @@ func (a *Agent) snapshot(force bool) {
 	a.stats = st
 	if force || d != a.digest || a.self != a.node.Self() {
 		a.members = a.node.Members()
+		a.since = make(map[NodeID]time.Time, len(a.members))
+		for _, m := range a.members {
+			a.since[m.ID] = a.node.Since(m.ID)
+		}
 		a.self = a.node.Self()
 		a.active = a.node.Active()
 		a.digest = d
@@ -193,6 +198,17 @@ func (a *Agent) Members() []Member {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]Member(nil), a.members...)
+}
+
+// Since returns when the record of id that Members returns took its
+// status, on the agent's clock (Config.Clock): when this node adopted
+// that status, or, for a tombstone it learned from another member, when
+// that member did (the age the record carried is subtracted). Zero when
+// the snapshot holds no record of id.
+func (a *Agent) Since(id NodeID) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.since[id]
 }
 
 // Alive returns the ALIVE members of the snapshot (self included).

@@ -115,6 +115,31 @@ func TestAgentCrashBecomesDeadAndLeaveBecomesLeft(t *testing.T) {
 	waitFor(t, 5*time.Second, "leaver LEFT everywhere", func() bool { return c.allSee(4, isStatus(Left), 4, 5) })
 }
 
+// Since tells when each record took its status: a member crashed after
+// the agents converged is DEAD since a time after the crash, on every
+// agent; an id the table does not hold has none.
+func TestAgentSinceIsWhenTheStatusWasTaken(t *testing.T) {
+	c := startMem(t, 4)
+	waitFor(t, 5*time.Second, "converged", func() bool { return c.allSee(3, isStatus(Alive)) })
+	id := c.agents[3].Self().ID
+	for i, a := range c.agents[:3] {
+		if a.Since(id).IsZero() {
+			t.Fatalf("agent %d: no time for an ALIVE record", i)
+		}
+	}
+	crashed := time.Now()
+	c.net.Crash("m3")
+	waitFor(t, 5*time.Second, "crashed node DEAD everywhere", func() bool { return c.allSee(3, isStatus(Dead), 3) })
+	for i, a := range c.agents[:3] {
+		if since := a.Since(id); since.Before(crashed) || since.After(time.Now()) {
+			t.Errorf("agent %d: DEAD since %v, want between the crash at %v and now", i, since, crashed)
+		}
+	}
+	if !c.agents[0].Since(NodeID{0xee}).IsZero() {
+		t.Error("a time for an id the table does not hold")
+	}
+}
+
 func TestSubscribersSeeJoinedThenDead(t *testing.T) {
 	c := startMem(t, 4)
 	id := c.agents[3].Self().ID

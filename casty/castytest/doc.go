@@ -22,8 +22,11 @@
 //   - nil: the operation returned its output at the recorded time.
 //   - indeterminate (Indeterminate: ErrTimeout, ErrQuorumUnavailable
 //     but ErrNoReadQuorum, ErrActorUnavailable, a cancelled ctx): it may
-//     have taken effect, at
-//     any time after its call, or never. The checker gives it a return
+//     have taken effect, at any time after its call, or never.
+//     (ErrActorUnavailable from a closed system is definite, but the
+//     sentinel also reports calls whose handler may have run, and the
+//     error does not say which: counting every one as indeterminate only
+//     leaves an operation unchecked.) The checker gives it a return
 //     time of +infinity and accepts any output, as porcupine does for
 //     unknown outcomes: a later read may see it or not, but once one read
 //     has seen it, later reads must too. An indeterminate operation the

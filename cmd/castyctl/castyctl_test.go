@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,6 +152,17 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		if full != 3 {
 			t.Errorf("members -json lists %d alive full members, want 3: %+v", full, rows)
 		}
+		for _, r := range rows {
+			if r.Lite && r.State == "left" {
+				t.Errorf("members lists a lite member that left (an earlier castyctl) without -all: %+v", r)
+			}
+		}
+		// The castyctl runs above left: -all lists them.
+		wait.For(t, 20*time.Second, "members -all to list a lite member that left", func() bool {
+			code, out, _ = ctl(t, seed, "members", "-all", "-json")
+			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil &&
+				slices.ContainsFunc(rows, func(r casty.MemberStatus) bool { return r.Lite && r.State == "left" })
+		})
 	})
 
 	t.Run("ring", func(t *testing.T) {
@@ -280,7 +292,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 	})
 }
 
-// The exit codes: usage mistakes are 2, a cluster that cannot be joined 3.
+// The exit codes: usage mistakes (an invalid seed among them) are 2, a cluster that cannot be joined 3.
 func TestCastyctlExitCodes(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"state", "onlykind"}, {"ring", "a"}, {"members", "-bogus"},
 		{"members", "-tls-cert", "c.pem"}, {"schema"}, {"schema", "check", "one"}} {
@@ -290,6 +302,9 @@ func TestCastyctlExitCodes(t *testing.T) {
 	}
 	if code, _, _ := ctl(t, "", "members"); code != exitUsage {
 		t.Errorf("no seeds: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, errOut := ctl(t, "127.0.0.1:70001", "members"); code != exitUsage || !strings.Contains(errOut, "127.0.0.1:70001") {
+		t.Errorf("a seed with an invalid port: exit %d, want %d naming it (%s)", code, exitUsage, errOut)
 	}
 	var stdout, stderr bytes.Buffer
 	o := &options{seeds: "127.0.0.1:1", timeout: 500 * time.Millisecond, stdout: &stdout, stderr: &stderr,

@@ -24,9 +24,12 @@ func newTable(w io.Writer, header ...string) *table {
 func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
 func (t *table) flush() error        { return t.tw.Flush() }
 
-// members prints the member table, this tool's own record left out.
+// members prints the member table as a full member sees it, this tool's
+// own record left out, and lite members that left (earlier castyctl runs
+// among them) unless -all.
 func (o *options) members(ctx context.Context, args []string) error {
 	fs := o.flags("members")
+	all := fs.Bool("all", false, "also list the lite members that left")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -39,24 +42,43 @@ func (o *options) members(ctx context.Context, args []string) error {
 		return err
 	}
 	defer o.release(sys)
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	_, table, err := sys.MemberTableVia(rctx)
+	if err != nil {
+		// No full member could say (one of a release without the
+		// request): this lite member's own table, which misses members
+		// that stopped answering before it joined.
+		fmt.Fprintf(o.stderr, "castyctl members: %v; showing this tool's own view\n", err)
+		table = sys.MemberTable()
+	}
 	rows := []casty.MemberStatus{}
-	for _, m := range sys.MemberTable() {
-		if m.ID != sys.ID() {
+	for _, m := range table {
+		if m.ID != sys.ID() && (*all || !m.Lite || m.State != "left") {
 			rows = append(rows, m)
 		}
 	}
 	if o.json {
 		return o.printJSON(rows)
 	}
-	t := newTable(o.stdout, "ADDRESS", "ID", "ROLE", "STATE", "INCARNATION")
+	t := newTable(o.stdout, "ADDRESS", "ID", "ROLE", "STATE", "FOR", "INCARNATION")
 	for _, m := range rows {
 		role := "member"
 		if m.Lite {
 			role = "lite"
 		}
-		t.row(m.Addr, m.ID, role, m.State, fmt.Sprint(m.Incarnation))
+		t.row(m.Addr, m.ID, role, m.State, age(m.For), fmt.Sprint(m.Incarnation))
 	}
 	return t.flush()
+}
+
+// age prints how long a record has held its state: tenths of a second
+// under a minute, whole seconds above.
+func age(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // ring prints the ownership of the key space, or one key's placement.

@@ -16,7 +16,7 @@
 // casty://role/operator. Without the role they fail with
 // casty.ErrForbidden (exit code 4).
 //
-//	castyctl -seeds 10.0.0.1:7001 members
+//	castyctl -seeds 10.0.0.1:7001 members [-all]
 //	castyctl -seeds 10.0.0.1:7001 ring
 //	castyctl -seeds 10.0.0.1:7001 ring shop.Order order-42
 //	castyctl -seeds 10.0.0.1:7001 ring -replicas 3 shop.Account acct-7
@@ -25,10 +25,14 @@
 //	castyctl -seeds 10.0.0.1:7001 waiting
 //	castyctl -seeds 10.0.0.1:7001 accept-loss -yes 3f2df870-f2c5-55aa-2dab-0f108d2bc35b
 //
-// members prints the member table as this lite member learned it: every
-// member's address, node id, role (member or lite), state (alive,
-// suspect, left, dead; departed and dead members until their tombstones
-// expire) and incarnation. castyctl's own record is left out.
+// members prints the member table as a full member sees it (a lite
+// member that has just joined knows nothing yet of a member that stopped
+// answering before): every member's address, node id, role (member or
+// lite), state (alive, suspect, left, dead; departed and dead members
+// until their tombstones expire), how long it has been in that state
+// (FOR: for a member suspected a second ago, about a second), and
+// incarnation. castyctl's own record is left out, and so are lite members
+// that left (earlier castyctl runs among them) unless -all.
 //
 // ring without arguments prints, for each live full member, how many
 // ring ranges (virtual nodes) it owns, the share of the key space they
@@ -119,7 +123,7 @@
 //
 //	0  success (schema check: no breaking change)
 //	1  schema check found a breaking change
-//	2  usage: unknown command, bad flag or argument, no seeds, accept-loss without -yes
+//	2  usage: unknown command, bad flag or argument, no seeds or an invalid one, accept-loss without -yes
 //	3  the cluster could not be joined (no seed answered, TLS or cluster name refused)
 //	4  the operation failed (an error from the cluster, an unreadable schema)
 //	5  state: the actor is not active

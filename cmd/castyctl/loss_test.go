@@ -163,3 +163,52 @@ func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 		return true
 	})
 }
+
+// A member that stops answering shows in castyctl members as suspect, with
+// how long, at once — also to a castyctl that joins after it stopped,
+// whose own table cannot hold it (its liveness cannot be checked): the
+// table is a full member's.
+func TestCastyctlMembersShowsAMemberJustCrashedAsSuspect(t *testing.T) {
+	cfg := castytest.TestConfig()
+	cfg.SuspicionTimeout = time.Minute // suspect, not yet dead, for the whole test
+	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
+	crashed := c.Member(2)
+	c.Crash(2)
+	const least = 300 * time.Millisecond
+	wait.For(t, 20*time.Second, "the live members to suspect the crashed member for a while", func() bool {
+		for _, i := range []int{0, 1} {
+			if !slices.ContainsFunc(c.Member(i).MemberTable(), func(m casty.MemberStatus) bool {
+				return m.ID == crashed.ID() && m.State == "suspect" && m.For >= least
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+	lite := c.Lite() // joins after the crash
+	code, out, errOut := ctlOn(t, lite, "members")
+	t.Logf("castyctl members:\n%s", out)
+	if code != exitOK {
+		t.Fatalf("members: exit %d: %s", code, errOut)
+	}
+	var row []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 6 && f[1] == crashed.ID() {
+			row = f
+		}
+	}
+	if row == nil || row[3] != "suspect" {
+		t.Fatalf("members does not list %s as suspect:\n%s", crashed.ID(), out)
+	}
+	if d, err := time.ParseDuration(row[4]); err != nil || d < least {
+		t.Errorf("FOR column %q: want how long it has been suspect, at least %v", row[4], least)
+	}
+	code, out, _ = ctlOn(t, lite, "members", "-json")
+	var rows []casty.MemberStatus
+	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
+		t.Fatalf("members -json: exit %d, %v:\n%s", code, err, out)
+	}
+	if i := slices.IndexFunc(rows, func(m casty.MemberStatus) bool { return m.ID == crashed.ID() }); i < 0 || rows[i].State != "suspect" || rows[i].For < least {
+		t.Errorf("members -json: %+v, want %s suspect for some time", rows, crashed.ID())
+	}
+}

@@ -76,7 +76,8 @@ func (e exitError) Error() string { return e.err.Error() }
 const usage = `usage: castyctl [flags] COMMAND [flags] [args]
 
 Cluster commands (join as a lite member through -seeds):
-  members                      the member table: address, id, role, state, incarnation
+  members [-all]               the member table as a full member sees it: address,
+                               id, role, state, for how long, incarnation
   ring [-replicas N]           ranges and share of the key space each member owns
   ring [-replicas N] KIND KEY  the owner and replicas of one key
   spy [-kind G] [-key G] [-payloads] [-n N] [-for D]
@@ -239,6 +240,9 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	jctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	sys, err := casty.Connect(jctx, seeds, opts...)
+	if errors.Is(err, casty.ErrInvalidSeed) {
+		return nil, usagef("%v", err)
+	}
 	if err != nil {
 		return nil, exitError{exitUnreachable, err}
 	}
@@ -249,6 +253,9 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	stillSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		t := sys.MemberTable()
+		for i := range t {
+			t[i].For = 0 // grows by itself: not a change
+		}
 		if !slices.Equal(t, last) {
 			last, stillSince = t, time.Now()
 		} else if len(sys.Members()) > 0 && time.Since(stillSince) >= o.settle {

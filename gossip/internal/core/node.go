@@ -213,6 +213,11 @@ func (n *Node) Self() Member { return n.self }
 // Members returns the member table (tombstones included), sorted by id.
 func (n *Node) Members() []Member { return n.table.Members() }
 
+// Since returns the local time at which id's record took its current
+// status (backdated by the age a tombstone carried when it came from
+// another member); zero when the table holds no record of id.
+func (n *Node) Since(id NodeID) time.Time { return n.table.Since(id) }
+
 // Member returns the table's record for id.
 func (n *Node) Member(id NodeID) (Member, bool) { return n.table.Get(id) }
 
