@@ -129,28 +129,39 @@ func produce[E any](ctx context.Context, seq iter.Seq2[E, error], out chan<- ite
 
 // consume reads the actor's elements for the caller until the stream ends.
 // done carries the call's outcome; an error not already delivered in-band
-// is delivered last.
-func consume[E any](yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func()) {
+// is delivered last. Once ctx (the caller's, or derived from it) is done,
+// no other element is delivered: the stream ends with ctxErr(), whether the
+// handler saw it first or not — as a stream from another member does.
+func consume[E any](ctx context.Context, yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func(), ctxErr func() error) {
 	var zero E
 	for {
 		select {
 		case it := <-out:
+			if ctx.Err() != nil {
+				cancel()
+				<-done
+				yield(zero, ctxErr())
+				return
+			}
 			if !yield(it.v, it.err) || it.err != nil {
 				cancel()
 				<-done
 				return
 			}
 		case err := <-done:
-			for {
+		drain:
+			for ctx.Err() == nil {
 				select {
 				case it := <-out:
 					if !yield(it.v, it.err) || it.err != nil {
 						return
 					}
-					continue
 				default:
+					break drain
 				}
-				break
+			}
+			if ctx.Err() != nil {
+				err = ctxErr()
 			}
 			if err != nil {
 				yield(zero, err)
@@ -275,13 +286,13 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 				yield(zero, err)
 				return
 			}
-			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg, true)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			if fc != nil {
-				remoteStreamSeq[E](ctx, fc)(yield)
+			if fl != nil {
+				remoteStreamSeq[E](ctx, fl)(yield)
 				return
 			}
 		}
@@ -292,7 +303,7 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		e.Streaming()
 		done := make(chan error, 1)
 		go func() { done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
-		consume(yield, e.out, done, cancel)
+		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 	}
 }
 
@@ -347,12 +358,12 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		ctx = context.Background()
 	}
 	if cl := ref.sys.cl; cl != nil {
-		fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+		fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, false)
 		if err != nil {
 			return zero, err
 		}
-		if fc != nil {
-			return remoteUpload[E, R](ctx, fc, elems)
+		if fl != nil {
+			return remoteUpload[E, R](ctx, fl, elems)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -417,13 +428,13 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 			ctx = context.Background()
 		}
 		if cl := ref.sys.cl; cl != nil {
-			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, true)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			if fc != nil {
-				remoteDuplex[E, F](ctx, fc, elems)(yield)
+			if fl != nil {
+				remoteDuplex[E, F](ctx, fl, elems)(yield)
 				return
 			}
 		}
@@ -443,7 +454,7 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 			defer close(fed)
 			feed(ctx, guarded(elems), e.in, handlerDone)
 		}()
-		consume(yield, e.out, done, cancel)
+		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 		cancel()
 		<-fed
 	}

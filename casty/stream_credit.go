@@ -1,0 +1,158 @@
+package casty
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/casty-go/casty/actor"
+)
+
+// Element credit across members. A stream opened with the credit flag
+// (envelope.go, reqCredit) counts elements as well as bytes: each side
+// tells the other, in 'C' frames, how many more elements ('E' frames) it
+// may send, starting with StreamBuffer, and grants more as its consumer
+// takes them. So a producer is at most StreamBuffer elements ahead of what
+// its consumer has taken, wherever the two run — the same bound as the
+// local channel — and the mux stream's byte window (Config.StreamWindow)
+// bounds the bytes on the wire besides.
+//
+// Each side reads its stream on a goroutine of its own (flow.run) that
+// never blocks: the peer sends at most the credit granted, and the frames
+// buffer holds that much, so a credit frame is read even while the handler
+// or the caller takes no element, and neither direction can stall the
+// other.
+
+const frameCredit byte = 'C'
+
+// grantEvery is how many taken elements a consumer collects before it
+// grants them back in one credit frame.
+const grantEvery = StreamBuffer / 2
+
+// errOverCredit: the peer sent more elements than it was granted, or
+// granted more than a buffer holds.
+var errOverCredit = errors.New("casty: the peer broke the stream's element credit")
+
+type frame struct {
+	kind byte
+	b    []byte
+}
+
+// flow is one side of a stream counted in credit frames.
+type flow struct {
+	fc      *frameConn
+	frames  chan frame    // the peer's frames other than credit, in order; closed when run returns
+	credit  chan struct{} // one token per element this side may still send
+	done    chan struct{} // closed when run returns
+	err     error         // why run returned; read after done
+	unacked int           // elements taken and not yet granted back (the consumer's goroutine only)
+
+	// The call, for the caller's errors (ctxErr).
+	kind        *actor.Kind
+	key, method string
+}
+
+func newFlow(fc *frameConn) *flow {
+	return &flow{
+		fc:     fc,
+		frames: make(chan frame, StreamBuffer+1), // StreamBuffer elements, then one closing frame
+		credit: make(chan struct{}, StreamBuffer),
+		done:   make(chan struct{}),
+	}
+}
+
+// run reads the peer's frames until the stream breaks or is closed, then
+// calls gone (when not nil). It never blocks on a consumer.
+func (f *flow) run(gone func()) {
+	defer func() {
+		close(f.frames)
+		close(f.done)
+		if gone != nil {
+			gone()
+		}
+	}()
+	for {
+		kind, b, err := f.fc.read()
+		if err != nil {
+			f.err = err
+			return
+		}
+		if kind == frameCredit {
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > StreamBuffer {
+				f.err = errOverCredit
+				return
+			}
+			for range n {
+				select {
+				case f.credit <- struct{}{}:
+				default:
+					f.err = errOverCredit
+					return
+				}
+			}
+			continue
+		}
+		select {
+		case f.frames <- frame{kind, b}:
+		default:
+			f.err = errOverCredit
+			return
+		}
+	}
+}
+
+// grant tells the peer it may send n more elements.
+func (f *flow) grant(n int) error {
+	return f.fc.write(frameCredit, binary.AppendUvarint(nil, uint64(n)))
+}
+
+// took records that the consumer took an element, and grants a batch
+// back once it has collected grantEvery of them.
+func (f *flow) took() {
+	if f.unacked++; f.unacked >= grantEvery {
+		f.grant(f.unacked) // a failed write shows as the stream breaking
+		f.unacked = 0
+	}
+}
+
+// acquire waits for credit to send one element.
+func (f *flow) acquire(ctx context.Context) error {
+	select {
+	case <-f.credit:
+		return nil
+	default:
+	}
+	select {
+	case <-f.credit:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-f.done:
+		return fmt.Errorf("%w: the stream broke: %w", ErrActorUnavailable, f.readErr())
+	}
+}
+
+// readErr is why run returned (after done).
+func (f *flow) readErr() error {
+	if f.err == nil {
+		return errors.New("closed")
+	}
+	return f.err
+}
+
+// ctxErr is the error a caller whose ctx ended gets: the one a local
+// stream gives (ctxError).
+func (f *flow) ctxErr(ctx context.Context) error {
+	return ctxError(ctx, f.kind, f.key, f.method)
+}
+
+// stop ends this side: it closes the stream for writing, unblocks run's
+// read and waits for run to return.
+func (f *flow) stop() {
+	f.fc.st.Close()
+	f.fc.st.SetReadDeadline(time.Unix(1, 0))
+	<-f.done
+}
