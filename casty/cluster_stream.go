@@ -20,8 +20,9 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-// Across nodes, each actor stream is a mux stream of its own, so yamux's
-// per-stream credit window carries backpressure end to end. The opener's
+// Across nodes, each actor stream is a mux stream of its own: yamux's
+// per-stream window bounds its bytes in flight, and credit frames its
+// elements (stream_credit.go), so backpressure is end to end. The opener's
 // header is a callReq (opStream, envelope.go); then both sides exchange
 // frames (SPEC.md):
 //
@@ -31,9 +32,9 @@ import (
 // otherwise a wireError, after which nothing else comes). Elements travel
 // as frameElem (msgpack); an in-band error as frameErr (a wireError); the
 // caller's side of an upload ends with frameEnd; a client stream's result
-// comes back as frameResult (msgpack), a failure as frameErr. Either side
-// closing the stream ends it: the server's handler sees its consumer
-// leave, the caller sees the owner die.
+// comes back as frameResult (msgpack), a failure as frameErr; frameCredit
+// grants elements. Either side closing the stream ends it: the server's
+// handler sees its consumer leave, the caller sees the owner die.
 
 const (
 	frameStatus byte = 'S'

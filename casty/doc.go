@@ -161,7 +161,9 @@
 // wire as msgpack (package wire); a Ref hashes its key onto the ring once.
 // When membership changes, activations whose keys moved are deactivated
 // (ReasonMoved) and later calls reach the new owner. Streams use one mux
-// stream each, so backpressure is end to end; Spy with ScopeCluster merges
+// stream each, counted in elements (StreamBuffer) as well as bytes
+// (Config.StreamWindow), so backpressure is end to end, and a stream's ctx
+// ends it as it does locally; Spy with ScopeCluster merges
 // every member's events.
 //
 // # Security

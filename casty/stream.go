@@ -13,8 +13,16 @@ import (
 )
 
 // StreamBuffer is how many elements a stream may run ahead of its
-// consumer, in either direction. Past it the producer waits: backpressure
-// is end to end, never an unbounded buffer.
+// consumer, in either direction, whether the actor runs on this member or
+// another. Past it the producer waits: backpressure is end to end, never an
+// unbounded buffer. Counted as a handler's yields (Stream, Duplex) or a
+// caller's sequence's elements (Upload, Duplex) against the elements the
+// other side's loop has received, a producer is at most StreamBuffer + 1
+// ahead: StreamBuffer handed over and not yet received, and the one it is
+// handing over. Locally they wait in a channel; across members the
+// receiving member holds them, and the sender sends an element only once
+// the receiver granted it credit (casty/SPEC.md, "Streams"), as its
+// consumer takes them; Config.StreamWindow also bounds the bytes in flight.
 const StreamBuffer = 16
 
 // Elems is what Upload and Duplex accept as the caller's elements: a plain
@@ -263,9 +271,16 @@ func (s *serverStream[T, Q, E]) Result() any { return nil }
 // — and returns its elements as they come. Nothing is sent until the
 // sequence is ranged over. The handler holds its actor for the stream's
 // lifetime; a consumer slower than the producer throttles it (at most
-// StreamBuffer elements ahead); breaking the loop cancels the handler and
-// frees the actor; an error arrives in-band after the elements before it.
-// Config.CallTimeout does not apply: bound a stream with ctx.
+// StreamBuffer elements ahead, on this member or another); breaking the
+// loop cancels the handler and frees the actor; an error arrives in-band
+// after the elements before it.
+//
+// Config.CallTimeout does not apply: bound a stream with ctx. Once ctx is
+// done the loop gets no other element: the stream ends with an error that
+// matches ErrTimeout and context.DeadlineExceeded (a *TimeoutError naming
+// the call) when ctx's deadline passed, context.Canceled when ctx was
+// cancelled — the same wherever the actor runs — and the handler's ctx is
+// cancelled, on another member too.
 func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) iter.Seq2[E, error], q Q) iter.Seq2[E, error] {
 	return func(yield func(E, error) bool) {
 		so := startStream(ref.sys, ref.kind, m) // nil without metrics (streamtel.go)
@@ -330,7 +345,8 @@ func (s *clientStream[T, E, R]) Result() any { return s.r }
 // elems is a plain iter.Seq[E] or an iter.Seq2[E, error] (Elems); an error
 // element ends it and reaches the handler in-band. The caller's sequence
 // runs on the caller's goroutine, at most StreamBuffer elements ahead of
-// the handler.
+// the handler, on this member or another. When ctx ends first, Upload
+// returns the error Stream ends with (ErrTimeout or context.Canceled).
 //
 // The whole upload is one message to the actor: its state is committed
 // once, when the handler returns — not per element. An upload that fails
@@ -406,7 +422,7 @@ func (s *duplexStream[T, E, F]) Result() any { return nil }
 //	for n, err := range casty.Duplex(ctx, log, (*Log).Lengths, slices.Values(lines)) {
 //
 // elems is a plain iter.Seq[E] or an iter.Seq2[E, error], as in Upload.
-// Backpressure, cancellation and in-band errors behave as in Stream; the
+// Backpressure, cancellation, ctx and in-band errors behave as in Stream; the
 // state is committed once, when the handler returns, as in Upload.
 func Duplex[T, E, F any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems S) iter.Seq2[F, error] {
 	return duplex(ctx, ref, m, seqOf[E](elems))
