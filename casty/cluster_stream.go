@@ -353,7 +353,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 			trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(method), attrKey.String(key), spanOK))
 		defer func() { endSpan(span, err, outcomeOf(err)) }()
 	}
-	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx), credit: true}
+	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx), credit: !cl.uncounted}
 	req.trace = cl.sys.tel.outgoing(ctx)
 	header := appendCallReq(nil, &req)
 	var fc *frameConn
@@ -399,7 +399,8 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	}
 	fl := newFlow(fc)
 	fl.kind, fl.key, fl.method = k, key, method
-	if receives {
+	fl.uncounted = cl.uncounted
+	if receives && !fl.uncounted {
 		fl.grant(StreamBuffer) // a failed write shows as the stream breaking
 	}
 	go fl.run(nil)

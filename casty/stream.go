@@ -137,9 +137,13 @@ func produce[E any](ctx context.Context, seq iter.Seq2[E, error], out chan<- ite
 
 // consume reads the actor's elements for the caller until the stream ends.
 // done carries the call's outcome; an error not already delivered in-band
-// is delivered last. Once ctx (the caller's, or derived from it) is done,
-// no other element is delivered: the stream ends with ctxErr(), whether the
-// handler saw it first or not — as a stream from another member does.
+// is delivered last. Once the caller's ctx is done, no other element is
+// delivered: the stream ends with ctxErr(), whether the handler saw it
+// first or not — as a stream from another member does. ctx is the
+// caller's own, not the handler's (derived from it, and cancelled with
+// cancel): a derived context is cancelled just after its parent, by the
+// goroutine that ended the parent, and the consumer may take many elements
+// meanwhile when that goroutine is descheduled.
 func consume[E any](ctx context.Context, yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func(), ctxErr func() error) {
 	var zero E
 	for {
@@ -311,13 +315,13 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 				return
 			}
 		}
-		ctx, cancel := context.WithCancel(ctx)
+		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		e := &serverStream[T, Q, E]{m: m, q: q, out: make(chan item[E], StreamBuffer)}
 		e.Init(e, meth)
 		e.Streaming()
 		done := make(chan error, 1)
-		go func() { done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
+		go func() { done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
 		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 	}
 }
@@ -454,7 +458,7 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 				return
 			}
 		}
-		ctx, cancel := context.WithCancel(ctx)
+		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		e := &duplexStream[T, E, F]{m: m, in: make(chan item[E], StreamBuffer), out: make(chan item[F], StreamBuffer)}
 		e.Init(e, meth)
@@ -463,12 +467,12 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		handlerDone := make(chan struct{})
 		fed := make(chan struct{})
 		go func() {
-			done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+			done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 			close(handlerDone)
 		}()
 		go func() {
 			defer close(fed)
-			feed(ctx, guarded(elems), e.in, handlerDone)
+			feed(hctx, guarded(elems), e.in, handlerDone)
 		}()
 		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 		cancel()

@@ -46,8 +46,12 @@ type flow struct {
 	frames  chan frame    // the peer's frames other than credit, in order; closed when run returns
 	credit  chan struct{} // one token per element this side may still send
 	done    chan struct{} // closed when run returns
+	quit    chan struct{} // closed by stop
 	err     error         // why run returned; read after done
 	unacked int           // elements taken and not yet granted back (the consumer's goroutine only)
+	// uncounted: the stream was opened without the credit flag; its
+	// window alone bounds it (tests play an older opener this way).
+	uncounted bool
 
 	// The call, for the caller's errors (ctxErr).
 	kind        *actor.Kind
@@ -60,11 +64,13 @@ func newFlow(fc *frameConn) *flow {
 		frames: make(chan frame, StreamBuffer+1), // StreamBuffer elements, then one closing frame
 		credit: make(chan struct{}, StreamBuffer),
 		done:   make(chan struct{}),
+		quit:   make(chan struct{}),
 	}
 }
 
 // run reads the peer's frames until the stream breaks or is closed, then
-// calls gone (when not nil). It never blocks on a consumer.
+// calls gone (when not nil). It never blocks on a consumer, unless the
+// stream is uncounted.
 func (f *flow) run(gone func()) {
 	defer func() {
 		close(f.frames)
@@ -95,6 +101,15 @@ func (f *flow) run(gone func()) {
 			}
 			continue
 		}
+		if f.uncounted {
+			select { // the window alone bounds the peer: wait for the consumer
+			case f.frames <- frame{kind, b}:
+			case <-f.quit:
+				f.err = errors.New("closed")
+				return
+			}
+			continue
+		}
 		select {
 		case f.frames <- frame{kind, b}:
 		default:
@@ -112,6 +127,9 @@ func (f *flow) grant(n int) error {
 // took records that the consumer took an element, and grants a batch
 // back once it has collected grantEvery of them.
 func (f *flow) took() {
+	if f.uncounted {
+		return
+	}
 	if f.unacked++; f.unacked >= grantEvery {
 		f.grant(f.unacked) // a failed write shows as the stream breaking
 		f.unacked = 0
@@ -120,6 +138,9 @@ func (f *flow) took() {
 
 // acquire waits for credit to send one element.
 func (f *flow) acquire(ctx context.Context) error {
+	if f.uncounted {
+		return ctx.Err()
+	}
 	select {
 	case <-f.credit:
 		return nil
@@ -152,6 +173,7 @@ func (f *flow) ctxErr(ctx context.Context) error {
 // stop ends this side: it closes the stream for writing, unblocks run's
 // read and waits for run to return.
 func (f *flow) stop() {
+	close(f.quit)
 	f.fc.st.Close()
 	f.fc.st.SetReadDeadline(time.Unix(1, 0))
 	<-f.done

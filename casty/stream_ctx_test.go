@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestStreamCtxEndsRemoteStreamLikeLocal(t *testing.T) {
 					}
 				}
 				if afterDone > 0 {
-					t.Errorf("%d elements arrived after ctx ended", afterDone)
+					t.Errorf("%d elements arrived after ctx ended (got %d, final %v, produced %d)", afterDone, got, final, spoutProduced.Load())
 				}
 				switch how {
 				case "deadline":
@@ -192,5 +193,43 @@ func TestStreamRemoteBackpressureCountsElements(t *testing.T) {
 				t.Fatalf("the caller's sequence ran %d elements ahead of the handler; the bound is %d", a, bound)
 			}
 		})
+	}
+}
+
+// A member still serves an opener that does not count elements (a node
+// that predates credit frames): its streams run whole, bounded by the mux
+// stream's window alone.
+func TestStreamFromAnUncountedOpener(t *testing.T) {
+	nodes := startCluster(t, 2)
+	casty.OpenStreamsUncounted(nodes[0])
+	ctx := context.Background()
+	ref := Spouts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Spouts.Name()))
+	n := 0
+	for _, err := range casty.Stream(ctx, ref, (*Spout).Count, 1000) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1000 {
+		t.Fatalf("stream: %d elements, want 1000", n)
+	}
+	if got, err := casty.Upload(ctx, ref, (*Spout).Sink, fed(1000)); err != nil || got != 1000 {
+		t.Fatalf("upload: %d, %v", got, err)
+	}
+	logRef := Logs.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Logs.Name()))
+	want := lines(500)
+	i := 0
+	for l, err := range casty.Duplex(ctx, logRef, (*Log).Lengths, slices.Values(want)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l != len(want[i]) {
+			t.Fatalf("duplex element %d: %d", i, l)
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("duplex: %d results, want %d", i, len(want))
 	}
 }
