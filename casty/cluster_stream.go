@@ -341,12 +341,11 @@ func (r *remoteStream) next(ctx context.Context) (byte, []byte, error) {
 // ---- caller side ----
 
 // openStream opens a stream to the key's owner, retrying once if the ring
-// moved (nothing has run yet), counted in credit frames (stream_credit.go);
-// receives says whether the caller takes elements from the handler (Stream,
-// Duplex), which it then grants StreamBuffer of. The flow it returns is
-// running: its caller must stop it. It returns nil when this node owns the
-// key.
-func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte, receives bool) (_ *flow, err error) {
+// moved (nothing has run yet), counted in credit frames (stream_credit.go).
+// For a handler of shape that sends elements (Stream, Duplex) it grants
+// StreamBuffer of them. The flow it returns is running: its caller must
+// stop it. It returns nil when this node owns the key.
+func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte, shape actor.Shape) (_ *flow, err error) {
 	if t := cl.sys.tel; t != nil && t.tracer != nil {
 		var span trace.Span
 		ctx, span = t.tracer.Start(ctx, k.Name+"."+method, trace.WithSpanKind(trace.SpanKindClient),
@@ -400,10 +399,14 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	fl := newFlow(fc)
 	fl.kind, fl.key, fl.method = k, key, method
 	fl.uncounted = cl.uncounted
-	if receives && !fl.uncounted {
+	if shape != actor.ClientStream && !fl.uncounted {
 		fl.grant(StreamBuffer) // a failed write shows as the stream breaking
 	}
-	go fl.run(nil)
+	if fl.direct = shape == actor.ServerStream; fl.direct {
+		fl.unhook = context.AfterFunc(ctx, func() { fc.st.SetReadDeadline(time.Unix(1, 0)) })
+	} else {
+		go fl.run(nil)
+	}
 	return fl, nil
 }
 
@@ -413,18 +416,13 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 func readElems[E any](ctx context.Context, fl *flow, yield func(E, error) bool) {
 	var zero E
 	for {
-		var f frame
-		ok := false
-		select {
-		case f, ok = <-fl.frames:
-		case <-ctx.Done():
-		}
+		f, err := fl.next(ctx)
 		if ctx.Err() != nil {
 			yield(zero, fl.ctxErr(ctx))
 			return
 		}
-		if !ok {
-			yield(zero, fmt.Errorf("%w: stream from the owner broke: %w", ErrActorUnavailable, fl.readErr()))
+		if err != nil {
+			yield(zero, fmt.Errorf("%w: stream from the owner broke: %w", ErrActorUnavailable, err))
 			return
 		}
 		switch f.kind {

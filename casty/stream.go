@@ -305,7 +305,7 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 				yield(zero, err)
 				return
 			}
-			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg, true)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg, actor.ServerStream)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -378,7 +378,7 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		ctx = context.Background()
 	}
 	if cl := ref.sys.cl; cl != nil {
-		fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, false)
+		fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, actor.ClientStream)
 		if err != nil {
 			return zero, err
 		}
@@ -448,7 +448,7 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 			ctx = context.Background()
 		}
 		if cl := ref.sys.cl; cl != nil {
-			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, true)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, actor.DuplexStream)
 			if err != nil {
 				yield(zero, err)
 				return

@@ -19,11 +19,12 @@ import (
 // local channel — and the mux stream's byte window (Config.StreamWindow)
 // bounds the bytes on the wire besides.
 //
-// Each side reads its stream on a goroutine of its own (flow.run) that
-// never blocks: the peer sends at most the credit granted, and the frames
-// buffer holds that much, so a credit frame is read even while the handler
-// or the caller takes no element, and neither direction can stall the
-// other.
+// Each side that may receive credit reads its stream on a goroutine of its
+// own (flow.run) that never blocks: the peer sends at most the credit
+// granted, and the frames buffer holds that much, so a credit frame is read
+// even while the handler or the caller takes no element, and neither
+// direction can stall the other. The caller of a server stream, to whom no
+// credit comes, reads its elements directly (flow.direct).
 
 const frameCredit byte = 'C'
 
@@ -52,6 +53,11 @@ type flow struct {
 	// uncounted: the stream was opened without the credit flag; its
 	// window alone bounds it (tests play an older opener this way).
 	uncounted bool
+	// direct: no run goroutine; the consumer reads the stream itself
+	// (next). Only for the caller of a server stream, to whom no credit
+	// frame comes: nothing can be stuck behind its elements.
+	direct bool
+	unhook func() bool // direct: stops ctx's end from unblocking the read
 
 	// The call, for the caller's errors (ctxErr).
 	kind        *actor.Kind
@@ -170,11 +176,36 @@ func (f *flow) ctxErr(ctx context.Context) error {
 	return ctxError(ctx, f.kind, f.key, f.method)
 }
 
+// next returns the peer's next frame other than credit, for the consumer;
+// ctx's end interrupts the wait.
+func (f *flow) next(ctx context.Context) (frame, error) {
+	if f.direct {
+		if err := ctx.Err(); err != nil {
+			return frame{}, err
+		}
+		kind, b, err := f.fc.read() // ctx's end unblocks it (openStream)
+		return frame{kind, b}, err
+	}
+	select {
+	case fr, ok := <-f.frames:
+		if !ok {
+			return frame{}, f.readErr()
+		}
+		return fr, nil
+	case <-ctx.Done():
+		return frame{}, ctx.Err()
+	}
+}
+
 // stop ends this side: it closes the stream for writing, unblocks run's
 // read and waits for run to return.
 func (f *flow) stop() {
 	close(f.quit)
 	f.fc.st.Close()
 	f.fc.st.SetReadDeadline(time.Unix(1, 0))
-	<-f.done
+	if f.direct {
+		f.unhook()
+	} else {
+		<-f.done
+	}
 }
