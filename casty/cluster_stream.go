@@ -505,7 +505,8 @@ func remoteUpload[E, R any](ctx context.Context, fl *flow, elems iter.Seq2[E, er
 	cancel()
 	fl.stop()
 	<-werr
-	if !got {
+	if !got || f.kind != frameResult && ctx.Err() != nil {
+		// No answer, or a failure once ctx ended: ctx's error, as locally.
 		if ctx.Err() != nil {
 			return r, fl.ctxErr(ctx)
 		}

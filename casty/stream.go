@@ -349,8 +349,9 @@ func (s *clientStream[T, E, R]) Result() any { return s.r }
 // elems is a plain iter.Seq[E] or an iter.Seq2[E, error] (Elems); an error
 // element ends it and reaches the handler in-band. The caller's sequence
 // runs on the caller's goroutine, at most StreamBuffer elements ahead of
-// the handler, on this member or another. When ctx ends first, Upload
-// returns the error Stream ends with (ErrTimeout or context.Canceled).
+// the handler, on this member or another. An upload that fails once ctx
+// has ended returns the error Stream ends with (ErrTimeout or
+// context.Canceled); one whose handler returned keeps its result.
 //
 // The whole upload is one message to the actor: its state is committed
 // once, when the handler returns — not per element. An upload that fails
@@ -386,7 +387,7 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 			return remoteUpload[E, R](ctx, fl, elems)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := &clientStream[T, E, R]{m: m, in: make(chan item[E], StreamBuffer)}
 	e.Init(e, meth)
@@ -394,11 +395,17 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 	done := make(chan error, 1)
 	handlerDone := make(chan struct{})
 	go func() {
-		done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+		done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 		close(handlerDone)
 	}()
-	feed(ctx, guarded(elems), e.in, handlerDone)
+	feed(hctx, guarded(elems), e.in, handlerDone)
 	if err := <-done; err != nil {
+		if ctx.Err() != nil {
+			// The handler failed once ctx ended (most likely on the error
+			// element ctx's end gave it): the caller gets ctx's error, as
+			// from another member.
+			return zero, ctxError(ctx, ref.kind, ref.key, meth.Name)
+		}
 		return zero, err
 	}
 	return e.r, nil

@@ -233,3 +233,55 @@ func TestStreamFromAnUncountedOpener(t *testing.T) {
 		t.Fatalf("duplex: %d results, want %d", i, len(want))
 	}
 }
+
+// An upload's ctx ending ends it with the same error wherever its actor
+// runs, and frees the actor.
+func TestStreamCtxEndsRemoteUploadLikeLocal(t *testing.T) {
+	nodes := startCluster(t, 2)
+	placements := map[string]*casty.System{"local": nodes[0], "remote": nodes[1]}
+	for _, where := range []string{"local", "remote"} {
+		for _, how := range []string{"deadline", "cancel"} {
+			t.Run(where+"/"+how, func(t *testing.T) {
+				key := keyOn(t, placements[where], nodes[0], Spouts.Name())
+				ref := Spouts.Ref(nodes[0], key)
+				var ctx context.Context
+				var cancel context.CancelFunc
+				if how == "deadline" {
+					ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+				} else {
+					ctx, cancel = context.WithCancel(context.Background())
+				}
+				defer cancel()
+				elems := func(yield func(string) bool) {
+					for i := range 1000 {
+						if !yield(fmt.Sprintf("%010d", i)) {
+							return
+						}
+						if i == 0 {
+							if how == "cancel" {
+								cancel()
+							}
+							<-ctx.Done() // the caller's input outlives its ctx
+						}
+					}
+				}
+				_, err := casty.Upload(ctx, ref, (*Spout).Sink, iter.Seq[string](elems))
+				switch how {
+				case "deadline":
+					if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, casty.ErrTimeout) {
+						t.Fatalf("the upload ended with %v, want ErrTimeout (context.DeadlineExceeded)", err)
+					}
+				case "cancel":
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("the upload ended with %v, want context.Canceled", err)
+					}
+				}
+				cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer ccancel()
+				if _, err := casty.Call0(cctx, ref, (*Spout).Ping); err != nil {
+					t.Fatalf("the actor is still held after its upload ended: %v", err)
+				}
+			})
+		}
+	}
+}
