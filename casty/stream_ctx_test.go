@@ -56,6 +56,25 @@ func (*Spout) Sink(ctx context.Context, in iter.Seq2[string, error]) (int, error
 	return int(n), nil
 }
 
+// Echo yields each of the caller's elements back, counting them as
+// produced; it notes when it stops before its input ends.
+func (*Spout) Echo(ctx context.Context, in iter.Seq2[string, error]) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for v, err := range in {
+			if err != nil { // the caller left, or its input failed
+				spoutStopped.Store(true)
+				yield("", err)
+				return
+			}
+			spoutProduced.Add(1)
+			if !yield(v, nil) {
+				spoutStopped.Store(true)
+				return
+			}
+		}
+	}
+}
+
 // Ping answers at once: it gets through only when no stream holds the actor.
 func (*Spout) Ping(ctx context.Context) (int, error) { return 1, nil }
 
@@ -81,69 +100,86 @@ func fed(n int) iter.Seq[string] {
 func TestStreamCtxEndsRemoteStreamLikeLocal(t *testing.T) {
 	nodes := startCluster(t, 2)
 	placements := map[string]*casty.System{"local": nodes[0], "remote": nodes[1]}
+	streams := map[string]func(context.Context, casty.Ref[Spout]) iter.Seq2[string, error]{
+		"Stream": func(ctx context.Context, ref casty.Ref[Spout]) iter.Seq2[string, error] {
+			return casty.Stream(ctx, ref, (*Spout).Count, 1000)
+		},
+		"Duplex": func(ctx context.Context, ref casty.Ref[Spout]) iter.Seq2[string, error] {
+			return casty.Duplex(ctx, ref, (*Spout).Echo, fed(1000))
+		},
+	}
 	for _, where := range []string{"local", "remote"} {
 		for _, how := range []string{"deadline", "cancel"} {
-			t.Run(where+"/"+how, func(t *testing.T) {
-				key := keyOn(t, placements[where], nodes[0], Spouts.Name())
-				ref := Spouts.Ref(nodes[0], key)
-				spoutProduced.Store(0)
-				spoutStopped.Store(false)
-				var ctx context.Context
-				var cancel context.CancelFunc
-				if how == "deadline" {
-					ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
-				} else {
-					ctx, cancel = context.WithCancel(context.Background())
-				}
-				defer cancel()
-				got, afterDone := 0, 0
-				var final error
-				for _, err := range casty.Stream(ctx, ref, (*Spout).Count, 1000) {
-					if err != nil {
-						final = err
-						break
-					}
-					if ctx.Err() != nil {
-						afterDone++
-					}
-					got++
-					if got == 1 {
-						if how == "cancel" {
-							cancel()
-						}
-						<-ctx.Done() // the consumer outlives its ctx
-					}
-				}
-				if afterDone > 0 {
-					t.Errorf("%d elements arrived after ctx ended (got %d, final %v, produced %d)", afterDone, got, final, spoutProduced.Load())
-				}
-				switch how {
-				case "deadline":
-					if !errors.Is(final, context.DeadlineExceeded) || !errors.Is(final, casty.ErrTimeout) {
-						t.Fatalf("after %d elements the stream ended with %v, want ErrTimeout (context.DeadlineExceeded)", got, final)
-					}
-					var te *casty.TimeoutError
-					if !errors.As(final, &te) || te.Key != key || te.Method != "Count" {
-						t.Fatalf("the timeout does not name the stream: %#v", final)
-					}
-				case "cancel":
-					if !errors.Is(final, context.Canceled) {
-						t.Fatalf("after %d elements the stream ended with %v, want context.Canceled", got, final)
-					}
-				}
-				if got > 0 {
-					waitFor(t, 5*time.Second, "the handler to see its consumer leave", spoutStopped.Load)
-				}
-				if p := spoutProduced.Load(); p >= 1000 {
-					t.Fatalf("the handler produced all %d elements for a consumer that left", p)
-				}
-				cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer ccancel()
-				if _, err := casty.Call0(cctx, ref, (*Spout).Ping); err != nil {
-					t.Fatalf("the actor is still held after its stream ended: %v", err)
-				}
-			})
+			for _, shape := range []string{"Stream", "Duplex"} {
+				t.Run(where+"/"+how+"/"+shape, func(t *testing.T) {
+					ctxEndsStream(t, nodes[0], placements[where], how, streams[shape])
+				})
+			}
 		}
+	}
+}
+
+// ctxEndsStream opens a stream through via to an actor owner holds, with a
+// ctx that ends (how: "deadline" or "cancel") while the consumer holds its
+// first element, and checks how the stream ends.
+func ctxEndsStream(t *testing.T, via, owner *casty.System, how string, open func(context.Context, casty.Ref[Spout]) iter.Seq2[string, error]) {
+	key := keyOn(t, owner, via, Spouts.Name())
+	ref := Spouts.Ref(via, key)
+	spoutProduced.Store(0)
+	spoutStopped.Store(false)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if how == "deadline" {
+		ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+	defer cancel()
+	got, afterDone := 0, 0
+	var final error
+	for _, err := range open(ctx, ref) {
+		if err != nil {
+			final = err
+			break
+		}
+		if ctx.Err() != nil {
+			afterDone++
+		}
+		got++
+		if got == 1 {
+			if how == "cancel" {
+				cancel()
+			}
+			<-ctx.Done() // the consumer outlives its ctx
+		}
+	}
+	if afterDone > 0 {
+		t.Errorf("%d elements arrived after ctx ended (got %d, final %v, produced %d)", afterDone, got, final, spoutProduced.Load())
+	}
+	switch how {
+	case "deadline":
+		if !errors.Is(final, context.DeadlineExceeded) || !errors.Is(final, casty.ErrTimeout) {
+			t.Fatalf("after %d elements the stream ended with %v, want ErrTimeout (context.DeadlineExceeded)", got, final)
+		}
+		var te *casty.TimeoutError
+		if !errors.As(final, &te) || te.Key != key || (te.Method != "Count" && te.Method != "Echo") {
+			t.Fatalf("the timeout does not name the stream: %#v", final)
+		}
+	case "cancel":
+		if !errors.Is(final, context.Canceled) {
+			t.Fatalf("after %d elements the stream ended with %v, want context.Canceled", got, final)
+		}
+	}
+	if got > 0 {
+		waitFor(t, 5*time.Second, "the handler to see its consumer leave", spoutStopped.Load)
+	}
+	if p := spoutProduced.Load(); p >= 1000 {
+		t.Fatalf("the handler produced all %d elements for a consumer that left", p)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if _, err := casty.Call0(cctx, ref, (*Spout).Ping); err != nil {
+		t.Fatalf("the actor is still held after its stream ended: %v", err)
 	}
 }
 
@@ -180,6 +216,37 @@ func TestStreamRemoteBackpressureCountsElements(t *testing.T) {
 			}
 			if maxAhead > bound {
 				t.Fatalf("the producer ran %d elements ahead of its consumer; the bound is %d", maxAhead, bound)
+			}
+		})
+		t.Run(where+"/Duplex", func(t *testing.T) {
+			spoutProduced.Store(0)
+			sinkFed.Store(0)
+			consumed, maxAhead, maxFedAhead := int64(0), int64(0), int64(0)
+			for _, err := range casty.Duplex(context.Background(), ref, (*Spout).Echo, fed(1000)) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				consumed++
+				if ahead := spoutProduced.Load() - consumed; ahead > maxAhead {
+					maxAhead = ahead
+				}
+				if ahead := sinkFed.Load() - consumed; ahead > maxFedAhead {
+					maxFedAhead = ahead
+				}
+				if consumed < 50 {
+					time.Sleep(time.Millisecond) // a paced consumer
+				}
+			}
+			if consumed != 1000 {
+				t.Fatalf("%d elements, want 1000", consumed)
+			}
+			if maxAhead > bound {
+				t.Fatalf("the handler ran %d elements ahead of its consumer; the bound is %d", maxAhead, bound)
+			}
+			// The caller's input is at most a bound ahead of the handler, which
+			// is at most a bound ahead of the consumer.
+			if maxFedAhead > 2*bound {
+				t.Fatalf("the caller's input ran %d elements ahead of the results consumed; the bound is %d", maxFedAhead, 2*bound)
 			}
 		})
 		t.Run(where+"/Upload", func(t *testing.T) {
