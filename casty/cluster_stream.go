@@ -169,7 +169,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	}
 	inv := &remoteStream{meth: meth, fc: fc, cancel: cancel}
 	if req.credit {
-		inv.fl = newFlow(fc)
+		inv.fl = newFlow(fc, cl.sys.cfg.StreamWindow)
 	}
 	if meth.Shape == actor.ServerStream && meth.Arg != nil {
 		p := reflect.New(meth.Arg)
@@ -327,15 +327,8 @@ func (r *remoteStream) next(ctx context.Context) (byte, []byte, error) {
 	if r.fl == nil {
 		return r.fc.read()
 	}
-	select {
-	case f, ok := <-r.fl.frames:
-		if !ok {
-			return 0, nil, r.fl.readErr()
-		}
-		return f.kind, f.b, nil
-	case <-ctx.Done():
-		return 0, nil, ctx.Err()
-	}
+	f, err := r.fl.next(ctx)
+	return f.kind, f.b, err
 }
 
 // ---- caller side ----
@@ -396,7 +389,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	if err != nil || fc == nil {
 		return nil, err
 	}
-	fl := newFlow(fc)
+	fl := newFlow(fc, cl.sys.cfg.StreamWindow)
 	fl.kind, fl.key, fl.method = k, key, method
 	fl.uncounted = cl.uncounted
 	if shape != actor.ClientStream && !fl.uncounted {

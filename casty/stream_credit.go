@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/casty-go/casty/actor"
@@ -50,6 +51,13 @@ type flow struct {
 	quit    chan struct{} // closed by stop
 	err     error         // why run returned; read after done
 	unacked int           // elements taken and not yet granted back (the consumer's goroutine only)
+	// run stops reading once the frames it holds for the consumer reach
+	// budget bytes (Config.StreamWindow), unless this side's producer
+	// waits for credit, which may come only behind them.
+	budget  int64
+	held    atomic.Int64  // bytes of the frames in frames
+	waiting atomic.Int32  // producers waiting in acquire
+	wake    chan struct{} // poked when held shrinks or a producer starts waiting
 	// uncounted: the stream was opened without the credit flag; its
 	// window alone bounds it (tests play an older opener this way).
 	uncounted bool
@@ -64,9 +72,11 @@ type flow struct {
 	key, method string
 }
 
-func newFlow(fc *frameConn) *flow {
+func newFlow(fc *frameConn, budget int) *flow {
 	return &flow{
 		fc:     fc,
+		budget: int64(budget),
+		wake:   make(chan struct{}, 1),
 		frames: make(chan frame, StreamBuffer+1), // StreamBuffer elements, then one closing frame
 		credit: make(chan struct{}, StreamBuffer),
 		done:   make(chan struct{}),
@@ -75,8 +85,10 @@ func newFlow(fc *frameConn) *flow {
 }
 
 // run reads the peer's frames until the stream breaks or is closed, then
-// calls gone (when not nil). It never blocks on a consumer, unless the
-// stream is uncounted.
+// calls gone (when not nil). It never blocks on a consumer's pace while
+// this side waits for credit; otherwise it pauses once it holds budget
+// bytes, leaving the rest to the mux stream's window. An uncounted stream
+// has no credit: run waits for its consumer.
 func (f *flow) run(gone func()) {
 	defer func() {
 		close(f.frames)
@@ -86,6 +98,14 @@ func (f *flow) run(gone func()) {
 		}
 	}()
 	for {
+		for f.held.Load() >= f.budget && f.waiting.Load() == 0 {
+			select {
+			case <-f.wake:
+			case <-f.quit:
+				f.err = errors.New("closed")
+				return
+			}
+		}
 		kind, b, err := f.fc.read()
 		if err != nil {
 			f.err = err
@@ -107,6 +127,7 @@ func (f *flow) run(gone func()) {
 			}
 			continue
 		}
+		f.held.Add(int64(len(b)))
 		if f.uncounted {
 			select { // the window alone bounds the peer: wait for the consumer
 			case f.frames <- frame{kind, b}:
@@ -152,6 +173,10 @@ func (f *flow) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
+	// The credit may be behind frames run holds back: it reads on.
+	f.waiting.Add(1)
+	defer f.waiting.Add(-1)
+	f.poke()
 	select {
 	case <-f.credit:
 		return nil
@@ -191,9 +216,19 @@ func (f *flow) next(ctx context.Context) (frame, error) {
 		if !ok {
 			return frame{}, f.readErr()
 		}
+		f.held.Add(-int64(len(fr.b)))
+		f.poke()
 		return fr, nil
 	case <-ctx.Done():
 		return frame{}, ctx.Err()
+	}
+}
+
+// poke wakes run if it paused.
+func (f *flow) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,6 +52,24 @@ func (*Spout) Sink(ctx context.Context, in iter.Seq2[string, error]) (int, error
 		}
 		if n < 50 {
 			time.Sleep(time.Millisecond) // a paced consumer
+		}
+	}
+	return int(n), nil
+}
+
+// SlowSink is Sink with a slower pace.
+func (*Spout) SlowSink(ctx context.Context, in iter.Seq2[string, error]) (int, error) {
+	n := int64(0)
+	for _, err := range in {
+		if err != nil {
+			return int(n), err
+		}
+		n++
+		if ahead := sinkFed.Load() - n; ahead > sinkAhead.Load() {
+			sinkAhead.Store(ahead)
+		}
+		if n < 20 {
+			time.Sleep(5 * time.Millisecond) // a slow consumer
 		}
 	}
 	return int(n), nil
@@ -350,5 +369,37 @@ func TestStreamCtxEndsRemoteUploadLikeLocal(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Large elements are bounded in bytes as well: a member holds at most
+// Config.StreamWindow bytes of the caller's elements for a handler that
+// has not taken them (plus the one that crossed it), with the mux
+// stream's window in flight besides — fewer than StreamBuffer of them here.
+func TestStreamRemoteUploadHoldsAWindowOfBigElements(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ref := Spouts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Spouts.Name()))
+	const size = 128 << 10
+	window := casty.DefaultConfig().StreamWindow
+	big := func(yield func(string) bool) {
+		chunk := strings.Repeat("x", size)
+		for range 100 {
+			sinkFed.Add(1)
+			if !yield(chunk) {
+				return
+			}
+		}
+	}
+	sinkFed.Store(0)
+	sinkAhead.Store(0)
+	n, err := casty.Upload(context.Background(), ref, (*Spout).SlowSink, iter.Seq[string](big))
+	if err != nil || n != 100 {
+		t.Fatalf("upload: %d, %v", n, err)
+	}
+	// Held by the handler's member, in flight, and one in the caller's
+	// hand, one being written, one the handler is taking.
+	bound := int64(2*window/size + 3)
+	if a := sinkAhead.Load(); a > bound {
+		t.Fatalf("the caller's sequence ran %d elements of %d KiB ahead of the handler; the bound is %d", a, size>>10, bound)
 	}
 }
