@@ -115,7 +115,9 @@ type Config struct {
 	// within one node are not encoded and have no limit.
 	MaxMessage int
 	// StreamWindow is the per-stream credit window in bytes: how many
-	// bytes of a stream to or from another member may be in flight. A
+	// bytes of a stream to or from another member may be in flight, and
+	// how many of the elements its consumer has not taken the receiving
+	// member holds (plus one element; see StreamBuffer for a Duplex). A
 	// stream is bounded in elements besides: its producer is at most
 	// StreamBuffer elements ahead of its consumer, however small they are.
 	// Default 256 KiB.

@@ -20,9 +20,12 @@ import (
 // other side's loop has received, a producer is at most StreamBuffer + 1
 // ahead: StreamBuffer handed over and not yet received, and the one it is
 // handing over. Locally they wait in a channel; across members the
-// receiving member holds them, and the sender sends an element only once
-// the receiver granted it credit (casty/SPEC.md, "Streams"), as its
-// consumer takes them; Config.StreamWindow also bounds the bytes in flight.
+// sender sends an element only once the receiving member granted it
+// credit (casty/SPEC.md, "Streams"), as its consumer takes them, and
+// Config.StreamWindow bounds the bytes besides: at most that many in
+// flight, and at most that many (plus one element) held by the receiving
+// member — all StreamBuffer only while its own side of a Duplex waits for
+// credit.
 const StreamBuffer = 16
 
 // Elems is what Upload and Duplex accept as the caller's elements: a plain
