@@ -530,9 +530,11 @@ func remoteDuplex[E, F any](ctx context.Context, fl *flow, elems iter.Seq2[E, er
 			defer close(done)
 			writeElems(wctx, fl, guarded(elems))
 		}()
+		defer func() { // also when the caller's loop body panics
+			cancel()
+			fl.stop()
+			<-done
+		}()
 		readElems(ctx, fl, yield)
-		cancel()
-		fl.stop()
-		<-done
 	}
 }
