@@ -191,7 +191,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	case inv.fl != nil:
 		go inv.fl.run(cancel)
 		defer inv.fl.stop()
-		if meth.Shape != actor.ServerStream && inv.fl.grant(StreamBuffer) != nil {
+		if meth.Shape != actor.ServerStream && inv.fl.grant(streamCredit) != nil {
 			return
 		}
 	case meth.Shape == actor.ServerStream:
@@ -336,7 +336,7 @@ func (r *remoteStream) next(ctx context.Context) (byte, []byte, error) {
 // openStream opens a stream to the key's owner, retrying once if the ring
 // moved (nothing has run yet), counted in credit frames (stream_credit.go).
 // For a handler of shape that sends elements (Stream, Duplex) it grants
-// StreamBuffer of them. The flow it returns is running: its caller must
+// streamCredit of them. The flow it returns is running: its caller must
 // stop it. It returns nil when this node owns the key.
 func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte, shape actor.Shape) (_ *flow, err error) {
 	if t := cl.sys.tel; t != nil && t.tracer != nil {
@@ -393,7 +393,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	fl.kind, fl.key, fl.method = k, key, method
 	fl.uncounted = cl.uncounted
 	if shape != actor.ClientStream && !fl.uncounted {
-		fl.grant(StreamBuffer) // a failed write shows as the stream breaking
+		fl.grant(streamCredit) // a failed write shows as the stream breaking
 	}
 	if fl.direct = shape == actor.ServerStream; fl.direct {
 		fl.unhook = context.AfterFunc(ctx, func() { fc.st.SetReadDeadline(time.Unix(1, 0)) })

@@ -29,9 +29,16 @@ import (
 
 const frameCredit byte = 'C'
 
+// streamCredit is the credit each side grants, the most elements it lets
+// the other have sent and its consumer not yet taken: StreamBuffer, the
+// local channel's size, so a stream is bounded alike wherever its actor
+// runs. A stream then moves at most streamCredit elements per round trip
+// between the members.
+const streamCredit = StreamBuffer
+
 // grantEvery is how many taken elements a consumer collects before it
 // grants them back in one credit frame.
-const grantEvery = StreamBuffer / 2
+const grantEvery = streamCredit / 2
 
 // errOverCredit: the peer sent more elements than it was granted, or
 // granted more than a buffer holds.
@@ -77,8 +84,8 @@ func newFlow(fc *frameConn, budget int) *flow {
 		fc:     fc,
 		budget: int64(budget),
 		wake:   make(chan struct{}, 1),
-		frames: make(chan frame, StreamBuffer+1), // StreamBuffer elements, then one closing frame
-		credit: make(chan struct{}, StreamBuffer),
+		frames: make(chan frame, streamCredit+1), // the elements granted, then one closing frame
+		credit: make(chan struct{}, streamCredit),
 		done:   make(chan struct{}),
 		quit:   make(chan struct{}),
 	}
@@ -113,7 +120,7 @@ func (f *flow) run(gone func()) {
 		}
 		if kind == frameCredit {
 			n, k := binary.Uvarint(b)
-			if k <= 0 || n > StreamBuffer {
+			if k <= 0 || n > streamCredit {
 				f.err = errOverCredit
 				return
 			}
