@@ -111,3 +111,31 @@ func BenchmarkStreamIntsRemote(b *testing.B) {
 	}
 	reportPerElem(b)
 }
+
+// BenchmarkStreamBigRemote: one op is a server stream of 64 elements of
+// 16 KiB from an actor on another member; MB/s is the figure.
+func BenchmarkStreamBigRemote(b *testing.B) {
+	nodes := benchCluster(b, 2)
+	ctx := context.Background()
+	key := ""
+	for i := 0; ; i++ {
+		key = "b" + strconv.Itoa(i)
+		if m, _ := nodes[0].OwnerOf(Pumps.Name(), key); m.Addr == nodes[1].Addr() {
+			break
+		}
+	}
+	ref := Pumps.Ref(nodes[0], key)
+	b.SetBytes(64 * 16 << 10)
+	for b.Loop() {
+		n := 0
+		for _, err := range casty.Stream(ctx, ref, (*Pump).Big, 64) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 64 {
+			b.Fatalf("%d elements, want 64", n)
+		}
+	}
+}
