@@ -119,7 +119,12 @@
 //     member refuses a request naming a longer chain from its count alone,
 //     before allocating anything for it (SPEC.md).
 //   - Messages: Config.MaxMessage (4 MiB) per call argument or result;
-//     Config.MaxStreams (1024) streams at once per connection.
+//     Config.MaxStreams (1024) streams at once per connection. A stream
+//     from another member holds at most Config.StreamWindow (256 KiB) of
+//     the elements its consumer has not taken, plus one element — up to
+//     StreamBuffer (16) elements while its own side of a Duplex waits for
+//     credit — and its producer waits once StreamBuffer elements are
+//     ahead; a peer that sends past its credit breaks the stream.
 //   - Replicated state: Config.MaxReplicatedBytes (default: none);
 //     ErrReplicaFull.
 //   - The transport's own bounds, at mux's defaults (mux.Config): inbound
