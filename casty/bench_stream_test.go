@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"iter"
+	"strconv"
 	"testing"
 
 	"github.com/casty-go/casty/casty"
@@ -79,4 +80,62 @@ func reportPerElem(b *testing.B) {
 	elems := float64(b.N) * streamElems
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/elems, "ns/elem")
 	b.ReportMetric(elems/b.Elapsed().Seconds(), "elems/s")
+}
+
+// BenchmarkStreamIntsRemote: one op is a server stream of streamElems
+// small ints from an actor on another member of a 2-member cluster,
+// consumed as fast as they come.
+func BenchmarkStreamIntsRemote(b *testing.B) {
+	nodes := benchCluster(b, 2)
+	ctx := context.Background()
+	key := ""
+	for i := 0; ; i++ {
+		key = "s" + strconv.Itoa(i)
+		if m, _ := nodes[0].OwnerOf(IntSources.Name(), key); m.Addr == nodes[1].Addr() {
+			break
+		}
+	}
+	ref := IntSources.Ref(nodes[0], key)
+	b.ReportAllocs()
+	for b.Loop() {
+		sum := 0
+		for v, err := range casty.Stream(ctx, ref, (*IntSource).Count, streamElems) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += v
+		}
+		if sum != streamElems*(streamElems-1)/2 {
+			b.Fatalf("sum %d, want %d", sum, streamElems*(streamElems-1)/2)
+		}
+	}
+	reportPerElem(b)
+}
+
+// BenchmarkStreamBigRemote: one op is a server stream of 64 elements of
+// 16 KiB from an actor on another member; MB/s is the figure.
+func BenchmarkStreamBigRemote(b *testing.B) {
+	nodes := benchCluster(b, 2)
+	ctx := context.Background()
+	key := ""
+	for i := 0; ; i++ {
+		key = "b" + strconv.Itoa(i)
+		if m, _ := nodes[0].OwnerOf(Pumps.Name(), key); m.Addr == nodes[1].Addr() {
+			break
+		}
+	}
+	ref := Pumps.Ref(nodes[0], key)
+	b.SetBytes(64 * 16 << 10)
+	for b.Loop() {
+		n := 0
+		for _, err := range casty.Stream(ctx, ref, (*Pump).Big, 64) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 64 {
+			b.Fatalf("%d elements, want 64", n)
+		}
+	}
 }

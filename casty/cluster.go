@@ -106,6 +106,9 @@ type cluster struct {
 	logger *slog.Logger
 	netLim *limiter // rate-limits network warnings (netlog.go)
 	lost   sync.Map // reflect.Type → struct{}: error types logged as lost on the wire (remote_error.go)
+	// uncounted makes this node open streams without the credit flag, as a
+	// node that predates it does (tests only; stream_credit.go).
+	uncounted bool
 
 	closeOnce sync.Once
 

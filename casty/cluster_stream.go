@@ -20,8 +20,9 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-// Across nodes, each actor stream is a mux stream of its own, so yamux's
-// per-stream credit window carries backpressure end to end. The opener's
+// Across nodes, each actor stream is a mux stream of its own: yamux's
+// per-stream window bounds its bytes in flight, and credit frames its
+// elements (stream_credit.go), so backpressure is end to end. The opener's
 // header is a callReq (opStream, envelope.go); then both sides exchange
 // frames (SPEC.md):
 //
@@ -31,9 +32,9 @@ import (
 // otherwise a wireError, after which nothing else comes). Elements travel
 // as frameElem (msgpack); an in-band error as frameErr (a wireError); the
 // caller's side of an upload ends with frameEnd; a client stream's result
-// comes back as frameResult (msgpack), a failure as frameErr. Either side
-// closing the stream ends it: the server's handler sees its consumer
-// leave, the caller sees the owner die.
+// comes back as frameResult (msgpack), a failure as frameErr; frameCredit
+// grants elements. Either side closing the stream ends it: the server's
+// handler sees its consumer leave, the caller sees the owner die.
 
 const (
 	frameStatus byte = 'S'
@@ -167,6 +168,9 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 		st.SetWriteDeadline(time.Unix(1, 0))
 	}
 	inv := &remoteStream{meth: meth, fc: fc, cancel: cancel}
+	if req.credit {
+		inv.fl = newFlow(fc, cl.sys.cfg.StreamWindow)
+	}
 	if meth.Shape == actor.ServerStream && meth.Arg != nil {
 		p := reflect.New(meth.Arg)
 		if len(req.Arg) > 0 {
@@ -179,9 +183,18 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	}
 	inv.Init(inv, meth)
 	inv.Streaming()
-	// The caller closing its end cancels the handler: watch for it. Uploads
-	// read the stream themselves, so only pure server streams watch here.
-	if meth.Shape == actor.ServerStream {
+	// The caller closing its end cancels the handler: watch for it. A
+	// stream counted in credit frames reads everything on its flow's
+	// goroutine (stream_credit.go), which does; otherwise uploads read the
+	// stream themselves, so only pure server streams watch here.
+	switch {
+	case inv.fl != nil:
+		go inv.fl.run(cancel)
+		defer inv.fl.stop()
+		if meth.Shape != actor.ServerStream && inv.fl.grant(streamCredit) != nil {
+			return
+		}
+	case meth.Shape == actor.ServerStream:
 		go func() {
 			io.Copy(io.Discard, fc.r)
 			cancel()
@@ -211,6 +224,7 @@ type remoteStream struct {
 	meth    *actor.Method
 	fc      *frameConn
 	cancel  context.CancelFunc
+	fl      *flow // nil unless the caller counts elements in credit frames
 	arg     reflect.Value
 	result  reflect.Value
 	sentErr bool
@@ -256,6 +270,9 @@ func (r *remoteStream) produce(ctx context.Context, seq reflect.Value) error {
 			r.fc.writeError(frameErr, encodeError(&actor.FailedError{Kind: "", Message: failed.Error(), Err: failed}))
 			return []reflect.Value{reflect.ValueOf(false)}
 		}
+		if r.fl != nil && r.fl.acquire(ctx) != nil {
+			return []reflect.Value{reflect.ValueOf(false)} // the caller left
+		}
 		if err := r.fc.writeValue(frameElem, args[0].Interface()); err != nil {
 			r.cancel() // the caller is gone
 			return []reflect.Value{reflect.ValueOf(false)}
@@ -274,7 +291,7 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 	return reflect.MakeFunc(seqT, func(args []reflect.Value) []reflect.Value {
 		yield := args[0]
 		for {
-			kind, b, err := r.fc.read()
+			kind, b, err := r.next(ctx)
 			if err != nil {
 				yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(fmt.Errorf("%w: the caller went away: %w", ErrActorUnavailable, err))})
 				r.cancel()
@@ -284,6 +301,9 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 			case frameEnd:
 				return nil
 			case frameElem:
+				if r.fl != nil {
+					r.fl.took()
+				}
 				p := reflect.New(elemT)
 				if err := wire.Unmarshal(b, p.Interface()); err != nil {
 					yield.Call([]reflect.Value{reflect.Zero(elemT), reflect.ValueOf(err)})
@@ -304,18 +324,30 @@ func (r *remoteStream) incoming(ctx context.Context) reflect.Value {
 	})
 }
 
+// next returns the caller's next frame for the handler's input.
+func (r *remoteStream) next(ctx context.Context) (byte, []byte, error) {
+	if r.fl == nil {
+		return r.fc.read()
+	}
+	f, err := r.fl.next(ctx)
+	return f.kind, f.b, err
+}
+
 // ---- caller side ----
 
 // openStream opens a stream to the key's owner, retrying once if the ring
-// moved (nothing has run yet). It returns nil when this node owns the key.
-func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte) (_ *frameConn, err error) {
+// moved (nothing has run yet), counted in credit frames (stream_credit.go).
+// For a handler of shape that sends elements (Stream, Duplex) it grants
+// streamCredit of them. The flow it returns is running: its caller must
+// stop it. It returns nil when this node owns the key.
+func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method string, arg []byte, shape actor.Shape) (_ *flow, err error) {
 	if t := cl.sys.tel; t != nil && t.tracer != nil {
 		var span trace.Span
 		ctx, span = t.tracer.Start(ctx, k.Name+"."+method, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attrKind.String(k.Name), attrMethod.String(method), attrKey.String(key), spanOK))
 		defer func() { endSpan(span, err, outcomeOf(err)) }()
 	}
-	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx)}
+	req := callReq{Op: opStream, Kind: k.Name, Key: key, Method: method, Arg: arg, Chain: actor.ChainOf(ctx), credit: !cl.uncounted}
 	req.trace = cl.sys.tel.outgoing(ctx)
 	header := appendCallReq(nil, &req)
 	var fc *frameConn
@@ -356,27 +388,43 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 		}
 		return nil, we.decode()
 	})
-	return fc, err
+	if err != nil || fc == nil {
+		return nil, err
+	}
+	fl := newFlow(fc, cl.sys.cfg.StreamWindow)
+	fl.kind, fl.key, fl.method = k, key, method
+	fl.uncounted = cl.uncounted
+	if shape != actor.ClientStream && !fl.uncounted {
+		fl.grant(streamCredit) // a failed write shows as the stream breaking
+	}
+	if fl.direct = shape == actor.ServerStream; fl.direct {
+		fl.unhook = context.AfterFunc(ctx, func() { fc.st.SetReadDeadline(time.Unix(1, 0)) })
+	} else {
+		go fl.run(nil)
+	}
+	return fl, nil
 }
 
-// readElems yields the owner's elements until the stream ends.
-func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) bool) {
+// readElems yields the owner's elements until the stream ends. Once ctx
+// is done it yields no other element: the stream ends with ctx's error, as
+// a local one does (ctxError).
+func readElems[E any](ctx context.Context, fl *flow, yield func(E, error) bool) {
 	var zero E
-	stop := context.AfterFunc(ctx, func() { fc.st.Close() })
-	defer stop()
 	for {
-		kind, b, err := fc.read()
+		f, err := fl.next(ctx)
+		if ctx.Err() != nil {
+			yield(zero, fl.ctxErr(ctx))
+			return
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
 			yield(zero, fmt.Errorf("%w: stream from the owner broke: %w", ErrActorUnavailable, err))
 			return
 		}
-		switch kind {
+		switch f.kind {
 		case frameElem:
+			fl.took()
 			var v E
-			if err := wire.Unmarshal(b, &v); err != nil {
+			if err := wire.Unmarshal(f.b, &v); err != nil {
 				yield(zero, err)
 				return
 			}
@@ -384,7 +432,7 @@ func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) b
 				return
 			}
 		case frameErr:
-			we, err := decodeWireError(b)
+			we, err := decodeWireError(f.b)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -395,82 +443,100 @@ func readElems[E any](ctx context.Context, fc *frameConn, yield func(E, error) b
 				yield(zero, we.decode())
 			}
 			return
-		default: // frameEnd
+		case frameEnd:
+			return
+		default:
+			yield(zero, fmt.Errorf("%w: unexpected frame %q from the owner", ErrActorUnavailable, f.kind))
 			return
 		}
 	}
 }
 
-// writeElems sends the caller's elements, then the end frame.
-func writeElems[E any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) error {
+// writeElems sends the caller's elements, each once the owner granted
+// credit for it, then the end frame.
+func writeElems[E any](ctx context.Context, fl *flow, elems iter.Seq2[E, error]) error {
 	if elems != nil {
 		for v, err := range elems {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			if err != nil {
-				fc.writeError(frameErr, encodeError(&actor.FailedError{Message: err.Error(), Err: err}))
+				fl.fc.writeError(frameErr, encodeError(&actor.FailedError{Message: err.Error(), Err: err}))
 				return err
 			}
-			if err := fc.writeValue(frameElem, v); err != nil {
+			if err := fl.acquire(ctx); err != nil {
+				return err
+			}
+			if err := fl.fc.writeValue(frameElem, v); err != nil {
 				return err
 			}
 		}
 	}
-	return fc.write(frameEnd, nil)
+	return fl.fc.write(frameEnd, nil)
 }
 
-func remoteStreamSeq[E any](ctx context.Context, fc *frameConn) iter.Seq2[E, error] {
+func remoteStreamSeq[E any](ctx context.Context, fl *flow) iter.Seq2[E, error] {
 	return func(yield func(E, error) bool) {
-		defer fc.st.Close()
-		readElems(ctx, fc, yield)
+		defer fl.stop() // the owner's handler sees its consumer leave
+		readElems(ctx, fl, yield)
 	}
 }
 
-func remoteUpload[E, R any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) (R, error) {
+func remoteUpload[E, R any](ctx context.Context, fl *flow, elems iter.Seq2[E, error]) (R, error) {
 	var r R
-	defer fc.st.Close()
-	stop := context.AfterFunc(ctx, func() { fc.st.Close() })
-	defer stop()
+	wctx, cancel := context.WithCancel(ctx)
 	werr := make(chan error, 1)
-	go func() { werr <- writeElems(ctx, fc, guarded(elems)) }()
-	kind, b, err := fc.read()
-	fc.st.Close()
-	<-werr
-	if err != nil {
-		if ctx.Err() != nil {
-			return r, ctx.Err()
+	go func() { werr <- writeElems(wctx, fl, guarded(elems)) }()
+	var f frame
+	got := false
+	select {
+	case f, got = <-fl.frames:
+	case <-ctx.Done():
+		select { // an answer already here still counts: the handler ran
+		case f, got = <-fl.frames:
+		default:
 		}
-		return r, fmt.Errorf("%w: upload to the owner broke: %w", ErrActorUnavailable, err)
 	}
-	switch kind {
+	cancel()
+	fl.stop()
+	<-werr
+	if !got || f.kind != frameResult && ctx.Err() != nil {
+		// No answer, or a failure once ctx ended: ctx's error, as locally.
+		if ctx.Err() != nil {
+			return r, fl.ctxErr(ctx)
+		}
+		return r, fmt.Errorf("%w: upload to the owner broke: %w", ErrActorUnavailable, fl.readErr())
+	}
+	switch f.kind {
 	case frameResult:
-		if len(b) > 0 {
-			err = wire.Unmarshal(b, &r)
+		var err error
+		if len(f.b) > 0 {
+			err = wire.Unmarshal(f.b, &r)
 		}
 		return r, err
 	case frameErr:
-		we, err := decodeWireError(b)
+		we, err := decodeWireError(f.b)
 		if err != nil {
 			return r, err
 		}
 		return r, we.decode()
 	}
-	return r, fmt.Errorf("%w: unexpected frame %q", ErrActorUnavailable, kind)
+	return r, fmt.Errorf("%w: unexpected frame %q", ErrActorUnavailable, f.kind)
 }
 
-func remoteDuplex[E, F any](ctx context.Context, fc *frameConn, elems iter.Seq2[E, error]) iter.Seq2[F, error] {
+func remoteDuplex[E, F any](ctx context.Context, fl *flow, elems iter.Seq2[E, error]) iter.Seq2[F, error] {
 	return func(yield func(F, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			writeElems(ctx, fc, guarded(elems))
+			writeElems(wctx, fl, guarded(elems))
 		}()
-		readElems(ctx, fc, yield)
-		cancel()
-		fc.st.Close()
-		<-done
+		defer func() { // also when the caller's loop body panics
+			cancel()
+			fl.stop()
+			<-done
+		}()
+		readElems(ctx, fl, yield)
 	}
 }

@@ -114,7 +114,13 @@ type Config struct {
 	// data through Upload and Stream, whose elements each fit in it. Calls
 	// within one node are not encoded and have no limit.
 	MaxMessage int
-	// StreamWindow is the per-stream credit window in bytes. Default 256 KiB.
+	// StreamWindow is the per-stream credit window in bytes: how many
+	// bytes of a stream to or from another member may be in flight, and
+	// how many of the elements its consumer has not taken the receiving
+	// member holds (plus one element; see StreamBuffer for a Duplex). A
+	// stream is bounded in elements besides: its producer is at most
+	// StreamBuffer elements ahead of its consumer, however small they are.
+	// Default 256 KiB.
 	StreamWindow int
 	// MaxStreams caps concurrent streams per connection. Default 1024.
 	MaxStreams int

@@ -145,7 +145,12 @@
 //     before allocating anything for it (SPEC.md).
 //   - Messages: Config.MaxMessage (4 MiB) per call argument, result or
 //     stream element, ErrMessageTooLarge; Config.MaxStreams (1024)
-//     streams at once per connection.
+//     streams at once per connection. A stream from another member holds
+//     at most Config.StreamWindow (256 KiB) of the elements its consumer
+//     has not taken, plus one element — up to StreamBuffer (16) elements
+//     while its own side of a Duplex waits for credit — and its producer
+//     waits once StreamBuffer elements are ahead; a peer that sends past
+//     its credit breaks the stream.
 //   - Replicated state: Config.MaxReplicatedBytes (default: none);
 //     ErrReplicaFull.
 //   - The transport's own bounds, at mux's defaults (mux.Config): inbound
@@ -187,7 +192,9 @@
 // wire as msgpack (package wire); a Ref hashes its key onto the ring once.
 // When membership changes, activations whose keys moved are deactivated
 // (ReasonMoved) and later calls reach the new owner. Streams use one mux
-// stream each, so backpressure is end to end; Spy with ScopeCluster merges
+// stream each, counted in elements (StreamBuffer) as well as bytes
+// (Config.StreamWindow), so backpressure is end to end, and a stream's ctx
+// ends it as it does locally; Spy with ScopeCluster merges
 // every member's events.
 //
 // # Security

@@ -44,6 +44,7 @@ type callReq struct {
 	at       placement   // the key's ring point, when the caller knows it (points.go)
 	trace    traceCtx    // the caller's span, when it traces (telemetry.go)
 	early    uint64      // the caller's tag for an early answer (early.go); 0: none
+	credit   bool        // opStream: both sides count elements in credit frames (cluster_stream.go)
 	from     ring.NodeID // the member the request came from (serving side, for early)
 
 	// What decoding resolved the names to: set for declared kinds.
@@ -64,7 +65,8 @@ type callResp struct {
 // and reflection-driven msgpack for them cost more than the rest of the
 // call's own work.
 //
-//	request:  op u8 | flags u8 (1: ring point present) | kind str | key str
+//	request:  op u8 | flags u8 (1: ring point present; 8: a stream counted
+//	          in credit frames) | kind str | key str
 //	          | [point u64, big endian] | method str | deadline varint
 //	          | chain uvarint n (at most MaxCallChain), n × str
 //	          | [trace id 16 bytes | span id 8 bytes | trace flags u8
@@ -191,6 +193,7 @@ const (
 	reqPlaced byte = 1 // a ring point follows the key
 	reqTraced byte = 2 // a trace context follows the chain
 	reqEarly  byte = 4 // an early-answer tag follows the trace context (early.go)
+	reqCredit byte = 8 // a stream whose both sides count elements in credit frames (cluster_stream.go)
 )
 
 // traceCtx is a W3C trace context (traceparent's ids and flags, and the
@@ -218,6 +221,9 @@ func appendCallReqHead(dst []byte, r *callReq) []byte {
 	}
 	if r.early != 0 {
 		flags |= reqEarly
+	}
+	if r.credit {
+		flags |= reqCredit
 	}
 	e.b = append(e.b, r.Op, flags)
 	e.str(r.Kind)
@@ -317,7 +323,8 @@ func decodeCallReq(b []byte, r *callReq) error {
 			d.fail("early tag 0") // it would re-encode as none
 		}
 	}
-	if d.err == nil && flags&^(reqPlaced|reqTraced|reqEarly) != 0 {
+	r.credit = flags&reqCredit != 0
+	if d.err == nil && flags&^(reqPlaced|reqTraced|reqEarly|reqCredit) != 0 {
 		d.fail("unknown flags")
 	}
 	r.Arg = d.rest()

@@ -473,3 +473,8 @@ func GossipTableBounds(cfg Config) (table, clients int) {
 func CutStreamsBeforeStatus(s *System) {
 	s.cl.node.HandleStreams(func(_ *mux.Session, st *mux.Stream) { st.Close() })
 }
+
+// OpenStreamsUncounted makes s open its streams without the credit flag,
+// as a node that predates credit frames does: its streams are bounded by
+// the mux stream's window alone.
+func OpenStreamsUncounted(s *System) { s.cl.uncounted = true }

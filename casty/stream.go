@@ -13,8 +13,19 @@ import (
 )
 
 // StreamBuffer is how many elements a stream may run ahead of its
-// consumer, in either direction. Past it the producer waits: backpressure
-// is end to end, never an unbounded buffer.
+// consumer, in either direction, whether the actor runs on this member or
+// another. Past it the producer waits: backpressure is end to end, never an
+// unbounded buffer. Counted as a handler's yields (Stream, Duplex) or a
+// caller's sequence's elements (Upload, Duplex) against the elements the
+// other side's loop has received, a producer is at most StreamBuffer + 1
+// ahead: StreamBuffer handed over and not yet received, and the one it is
+// handing over. Locally they wait in a channel; across members the
+// sender sends an element only once the receiving member granted it
+// credit (casty/SPEC.md, "Streams"), as its consumer takes them, and
+// Config.StreamWindow bounds the bytes besides: at most that many in
+// flight, and at most that many (plus one element) held by the receiving
+// member — all StreamBuffer only while its own side of a Duplex waits for
+// credit.
 const StreamBuffer = 16
 
 // Elems is what Upload and Duplex accept as the caller's elements: a plain
@@ -129,28 +140,43 @@ func produce[E any](ctx context.Context, seq iter.Seq2[E, error], out chan<- ite
 
 // consume reads the actor's elements for the caller until the stream ends.
 // done carries the call's outcome; an error not already delivered in-band
-// is delivered last.
-func consume[E any](yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func()) {
+// is delivered last. Once the caller's ctx is done, no other element is
+// delivered: the stream ends with ctxErr(), whether the handler saw it
+// first or not — as a stream from another member does. ctx is the
+// caller's own, not the handler's (derived from it, and cancelled with
+// cancel): a derived context is cancelled just after its parent, by the
+// goroutine that ended the parent, and the consumer may take many elements
+// meanwhile when that goroutine is descheduled.
+func consume[E any](ctx context.Context, yield func(E, error) bool, out <-chan item[E], done <-chan error, cancel func(), ctxErr func() error) {
 	var zero E
 	for {
 		select {
 		case it := <-out:
+			if ctx.Err() != nil {
+				cancel()
+				<-done
+				yield(zero, ctxErr())
+				return
+			}
 			if !yield(it.v, it.err) || it.err != nil {
 				cancel()
 				<-done
 				return
 			}
 		case err := <-done:
-			for {
+		drain:
+			for ctx.Err() == nil {
 				select {
 				case it := <-out:
 					if !yield(it.v, it.err) || it.err != nil {
 						return
 					}
-					continue
 				default:
+					break drain
 				}
-				break
+			}
+			if ctx.Err() != nil {
+				err = ctxErr()
 			}
 			if err != nil {
 				yield(zero, err)
@@ -252,9 +278,16 @@ func (s *serverStream[T, Q, E]) Result() any { return nil }
 // — and returns its elements as they come. Nothing is sent until the
 // sequence is ranged over. The handler holds its actor for the stream's
 // lifetime; a consumer slower than the producer throttles it (at most
-// StreamBuffer elements ahead); breaking the loop cancels the handler and
-// frees the actor; an error arrives in-band after the elements before it.
-// Config.CallTimeout does not apply: bound a stream with ctx.
+// StreamBuffer elements ahead, on this member or another); breaking the
+// loop cancels the handler and frees the actor; an error arrives in-band
+// after the elements before it.
+//
+// Config.CallTimeout does not apply: bound a stream with ctx. Once ctx is
+// done the loop gets no other element: the stream ends with an error that
+// matches ErrTimeout and context.DeadlineExceeded (a *TimeoutError naming
+// the call) when ctx's deadline passed, context.Canceled when ctx was
+// cancelled — the same wherever the actor runs — and the handler's ctx is
+// cancelled, on another member too.
 func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Context, Q) iter.Seq2[E, error], q Q) iter.Seq2[E, error] {
 	return func(yield func(E, error) bool) {
 		so := startStream(ref.sys, ref.kind, m) // nil without metrics (streamtel.go)
@@ -275,24 +308,24 @@ func Stream[T, Q, E any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 				yield(zero, err)
 				return
 			}
-			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, arg, actor.ServerStream)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			if fc != nil {
-				remoteStreamSeq[E](ctx, fc)(yield)
+			if fl != nil {
+				remoteStreamSeq[E](ctx, fl)(yield)
 				return
 			}
 		}
-		ctx, cancel := context.WithCancel(ctx)
+		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		e := &serverStream[T, Q, E]{m: m, q: q, out: make(chan item[E], StreamBuffer)}
 		e.Init(e, meth)
 		e.Streaming()
 		done := make(chan error, 1)
-		go func() { done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
-		consume(yield, e.out, done, cancel)
+		go func() { done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope) }()
+		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 	}
 }
 
@@ -319,7 +352,9 @@ func (s *clientStream[T, E, R]) Result() any { return s.r }
 // elems is a plain iter.Seq[E] or an iter.Seq2[E, error] (Elems); an error
 // element ends it and reaches the handler in-band. The caller's sequence
 // runs on the caller's goroutine, at most StreamBuffer elements ahead of
-// the handler.
+// the handler, on this member or another. An upload that fails once ctx
+// has ended returns the error Stream ends with (ErrTimeout or
+// context.Canceled); one whose handler returned keeps its result.
 //
 // The whole upload is one message to the actor: its state is committed
 // once, when the handler returns — not per element. An upload that fails
@@ -347,15 +382,15 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		ctx = context.Background()
 	}
 	if cl := ref.sys.cl; cl != nil {
-		fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+		fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, actor.ClientStream)
 		if err != nil {
 			return zero, err
 		}
-		if fc != nil {
-			return remoteUpload[E, R](ctx, fc, elems)
+		if fl != nil {
+			return remoteUpload[E, R](ctx, fl, elems)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := &clientStream[T, E, R]{m: m, in: make(chan item[E], StreamBuffer)}
 	e.Init(e, meth)
@@ -363,11 +398,17 @@ func upload[T, E, R any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 	done := make(chan error, 1)
 	handlerDone := make(chan struct{})
 	go func() {
-		done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+		done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 		close(handlerDone)
 	}()
-	feed(ctx, guarded(elems), e.in, handlerDone)
+	feed(hctx, guarded(elems), e.in, handlerDone)
 	if err := <-done; err != nil {
+		if ctx.Err() != nil {
+			// The handler failed once ctx ended (most likely on the error
+			// element ctx's end gave it): the caller gets ctx's error, as
+			// from another member.
+			return zero, ctxError(ctx, ref.kind, ref.key, meth.Name)
+		}
 		return zero, err
 	}
 	return e.r, nil
@@ -395,7 +436,7 @@ func (s *duplexStream[T, E, F]) Result() any { return nil }
 //	for n, err := range casty.Duplex(ctx, log, (*Log).Lengths, slices.Values(lines)) {
 //
 // elems is a plain iter.Seq[E] or an iter.Seq2[E, error], as in Upload.
-// Backpressure, cancellation and in-band errors behave as in Stream; the
+// Backpressure, cancellation, ctx and in-band errors behave as in Stream; the
 // state is committed once, when the handler returns, as in Upload.
 func Duplex[T, E, F any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) iter.Seq2[F, error], elems S) iter.Seq2[F, error] {
 	return duplex(ctx, ref, m, seqOf[E](elems))
@@ -417,17 +458,17 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 			ctx = context.Background()
 		}
 		if cl := ref.sys.cl; cl != nil {
-			fc, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil)
+			fl, err := cl.openStream(ctx, ref.kind, ref.key, meth.Name, nil, actor.DuplexStream)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			if fc != nil {
-				remoteDuplex[E, F](ctx, fc, elems)(yield)
+			if fl != nil {
+				remoteDuplex[E, F](ctx, fl, elems)(yield)
 				return
 			}
 		}
-		ctx, cancel := context.WithCancel(ctx)
+		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		e := &duplexStream[T, E, F]{m: m, in: make(chan item[E], StreamBuffer), out: make(chan item[F], StreamBuffer)}
 		e.Init(e, meth)
@@ -436,14 +477,14 @@ func duplex[T, E, F any](ctx context.Context, ref Ref[T], m func(*T, context.Con
 		handlerDone := make(chan struct{})
 		fed := make(chan struct{})
 		go func() {
-			done <- ask(ctx, ref.sys, ref.kind, ref.key, &e.Envelope)
+			done <- ask(hctx, ref.sys, ref.kind, ref.key, &e.Envelope)
 			close(handlerDone)
 		}()
 		go func() {
 			defer close(fed)
-			feed(ctx, guarded(elems), e.in, handlerDone)
+			feed(hctx, guarded(elems), e.in, handlerDone)
 		}()
-		consume(yield, e.out, done, cancel)
+		consume(ctx, yield, e.out, done, cancel, func() error { return ctxError(ctx, ref.kind, ref.key, meth.Name) })
 		cancel()
 		<-fed
 	}
