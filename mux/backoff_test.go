@@ -114,6 +114,8 @@ func TestConfigValidate(t *testing.T) {
 		"tiny message":    func(c *Config) { c.MaxMessage = 10 },
 		"streams":         func(c *Config) { c.MaxStreams = 0 },
 		"requests":        func(c *Config) { c.MaxRequests = 0 },
+		"queued bytes":    func(c *Config) { c.MaxQueuedBytes = 0 },
+		"partial bytes":   func(c *Config) { c.MaxPartialBytes = -1 },
 		"partial":         func(c *Config) { c.PartialMessageTimeout = 0 },
 		"inbound conns":   func(c *Config) { c.MaxInboundConns = 0 },
 		"per host":        func(c *Config) { c.MaxInboundConnsPerHost = 0 },

@@ -96,12 +96,63 @@ func (w *connWriter) highWater(ch byte) int {
 	return w.s.node.cfg.MaxMessage
 }
 
+// full reports whether channel ch has highWater bytes queued: a sender
+// with a ctx would wait.
+func (w *connWriter) full(ch byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.q[ch])-w.off[ch] >= w.highWater(ch)
+}
+
+// waitRoom waits until channel ch has less than highWater bytes queued,
+// the connection fails (its error) or ctx ends (ctx's error).
+func (w *connWriter) waitRoom(ctx context.Context, ch byte) error {
+	w.mu.Lock()
+	for len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
+		if !w.writing {
+			w.writing = true
+			if w.writeRound() {
+				w.drainAsync()
+			}
+			w.mu.Lock()
+			continue
+		}
+		space := w.space
+		w.waiting++
+		w.mu.Unlock()
+		select {
+		case <-space:
+		case <-ctx.Done():
+			w.mu.Lock()
+			w.waiting--
+			w.mu.Unlock()
+			return ctx.Err()
+		}
+		w.mu.Lock()
+		w.waiting--
+	}
+	err := w.err
+	w.mu.Unlock()
+	return err
+}
+
 // enqueue appends the bytes produced by fill to channel ch and makes sure
-// they get written. With a nil ctx it never waits for space (answers and
-// cancels, bounded by the requests that caused them).
+// they get written. With a nil ctx it never waits for space (cancels and
+// the reader's refusals, bounded by the requests that caused them);
+// handlers' answers wait (answerCtx, budget.go).
 func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte, held bool) error {
 	w.mu.Lock()
 	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
+		if !w.writing {
+			// Nobody writes (the queue holds answers a batch held back):
+			// write a round now, or the room would never come.
+			w.writing = true
+			if w.writeRound() {
+				w.drainAsync()
+			}
+			w.mu.Lock()
+			continue
+		}
 		space := w.space
 		w.waiting++
 		w.mu.Unlock()
@@ -497,8 +548,10 @@ type reader struct {
 	// When each lane's partly received envelope started arriving (zero:
 	// none), and the read deadline that bounds the earliest of them
 	// (zero: none set). See trackPartial.
-	partial  [numLanes]time.Time
-	deadline time.Time
+	partial [numLanes]time.Time
+	// The bytes of each lane's partly received envelope (budget.go).
+	partialBytes [numLanes]int
+	deadline     time.Time
 }
 
 // trackPartial records, after a record of lane ch was parsed, whether the
@@ -596,6 +649,9 @@ func (s *Session) readRecord() error {
 		if rest > 0 || !rd.partial[ch].IsZero() {
 			s.trackPartial(ch, used > 0, rest)
 		}
+		if err == nil && (rest > 0 || rd.partialBytes[ch] > 0) {
+			err = s.checkPartial(ch, rest)
+		}
 		if cap(buf) > 1<<20 && rest < 1<<10 {
 			buf = append([]byte(nil), buf...)
 		}
@@ -629,6 +685,9 @@ func (s *Session) readFailed(err error) {
 	case errors.Is(err, ErrProtocol):
 		if errors.Is(err, ErrRecordForged) {
 			s.node.traffic.forged.Add(1)
+		}
+		if errors.Is(err, ErrPartialBudget) {
+			s.node.overload.partialClosed.Add(1)
 		}
 		s.violation(err)
 	case errors.Is(err, os.ErrDeadlineExceeded) && !s.rd.deadline.IsZero():

@@ -42,6 +42,12 @@ var (
 	// Traffic.RecordsForged counts it.
 	ErrRecordForged = fmt.Errorf("%w: a sealed record failed authentication", ErrProtocol)
 
+	// ErrPartialBudget is why a connection closed when the messages it
+	// held partly received went past Config.MaxPartialBytes. It wraps
+	// ErrProtocol and reaches callers inside ErrConnectionLost;
+	// Overload.PartialClosed counts it.
+	ErrPartialBudget = fmt.Errorf("%w: partly received messages exceed MaxPartialBytes", ErrProtocol)
+
 	// ErrInvalidConfig wraps the reason a Config failed Validate.
 	ErrInvalidConfig = errors.New("mux: invalid config")
 

@@ -89,8 +89,9 @@ type Node struct {
 	contests      map[NodeID]chan struct{} // peers whose newcomer awaits a claim check; closed when decided
 	adm           admission                // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
-	authRand      io.Reader       // the handshake's challenges; nil: crypto/rand (tests set it)
-	traffic       trafficCounters // bytes through sessions' connections (stats.go)
+	authRand      io.Reader        // the handshake's challenges; nil: crypto/rand (tests set it)
+	traffic       trafficCounters  // bytes through sessions' connections (stats.go)
+	overload      overloadCounters // what the byte budgets refused (budget.go)
 }
 
 // authRandom is where the handshake's challenges come from.
