@@ -116,6 +116,7 @@ func TestConfigValidate(t *testing.T) {
 		"requests":        func(c *Config) { c.MaxRequests = 0 },
 		"queued bytes":    func(c *Config) { c.MaxQueuedBytes = 0 },
 		"partial bytes":   func(c *Config) { c.MaxPartialBytes = -1 },
+		"partial total":   func(c *Config) { c.MaxPartialBytesTotal = c.MaxPartialBytes - 1 },
 		"partial":         func(c *Config) { c.PartialMessageTimeout = 0 },
 		"inbound conns":   func(c *Config) { c.MaxInboundConns = 0 },
 		"per host":        func(c *Config) { c.MaxInboundConnsPerHost = 0 },

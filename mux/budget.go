@@ -98,15 +98,29 @@ func (s *Session) partialLimit() int {
 // more than the budget.
 func (s *Session) checkPartial(ch byte, rest int) error {
 	rd := s.rd
+	node := s.node.partialHeld.Add(int64(rest - rd.partialBytes[ch]))
 	rd.partialBytes[ch] = rest
 	total := 0
 	for _, n := range rd.partialBytes {
 		total += n
 	}
 	if limit := s.partialLimit(); total > limit {
-		return fmt.Errorf("%w (%d bytes held, limit %d)", ErrPartialBudget, total, limit)
+		return fmt.Errorf("%w (%d bytes held on the connection, limit %d)", ErrPartialBudget, total, limit)
+	}
+	if limit := max(s.node.cfg.MaxPartialBytesTotal, s.partialLimit()); rest > 0 && node > int64(limit) {
+		return fmt.Errorf("%w (%d bytes held by the node, MaxPartialBytesTotal %d)", ErrPartialBudget, node, limit)
 	}
 	return nil
+}
+
+// dropPartial gives back the node's count of the session's partly
+// received bytes, once its reader has stopped.
+func (s *Session) dropPartial() {
+	rd := s.rd
+	for ch, n := range rd.partialBytes {
+		s.node.partialHeld.Add(-int64(n))
+		rd.partialBytes[ch] = 0
+	}
 }
 
 // awaitRoom is called before a handler starts. While its lane's send

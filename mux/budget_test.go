@@ -225,16 +225,16 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 		return runs.Load()+sb.starting.Load()+int64(o.Refused+o.RefusedBytes) == sent
 	}
 	waitFor(t, 10*time.Second, "every request run, waiting to start or refused", handled)
+	close(stop)
+	<-sampled
+	if q, bound := maxQueued.Load(), int64(maxMessage+envelopeHeaderSize+answerSize); q > bound {
+		t.Fatalf("%d bytes queued for a peer that does not read, want at most %d", q, bound)
+	}
 	if r := runs.Load(); r == sent {
 		t.Fatalf("all %d handlers ran while the peer read none of their answers", r)
 	}
 	if err := legit(); err != nil {
 		t.Fatalf("another peer's request during the flood: %v", err)
-	}
-	close(stop)
-	<-sampled
-	if q, bound := maxQueued.Load(), int64(maxMessage+envelopeHeaderSize+answerSize); q > bound {
-		t.Fatalf("%d bytes queued for a peer that does not read, want at most %d", q, bound)
 	}
 	if b.Overload().AnswersWaited == 0 {
 		t.Fatal("no handler waited for room while the peer did not read")
@@ -330,4 +330,70 @@ func TestPartialMessagesWithinTheBudgetAreKept(t *testing.T) {
 	if err := sb.Err(); err != nil {
 		t.Fatalf("closed with %v, within the budget", err)
 	}
+}
+
+// Connections each within MaxPartialBytes cannot add up past
+// MaxPartialBytesTotal: the one whose record would take the node past it
+// is closed with ErrPartialBudget, the others are kept, and the node's
+// count goes back to zero as they close.
+func TestPartialMessagesAreBoundedPerNode(t *testing.T) {
+	const (
+		maxMessage = 512 << 10
+		part       = 400 << 10
+		total      = 2 << 20
+	)
+	cb := testConfig(2)
+	cb.MaxMessage = maxMessage
+	cb.MaxPartialBytes, cb.MaxPartialBytesTotal = 1<<20, total
+	cb.PartialMessageTimeout = time.Minute
+	b := newNode(t, cb)
+	b.HandleRequests(LaneMessage, echo)
+	addr := listen(t, b)
+	dial := func(id byte) *Session {
+		c := testConfig(id)
+		c.MaxMessage = maxMessage
+		n := newNode(t, c)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := n.Dial(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	held := func(want int64) {
+		t.Helper()
+		waitFor(t, 5*time.Second, "the partial bytes counted", func() bool { return b.partialHeld.Load() == want })
+	}
+	var kept []*Session
+	for i := range 2 { // 1.6 MiB held by two connections
+		s := dial(byte(10 + i))
+		sendPartial(s, LaneControl, maxMessage, part)
+		sendPartial(s, LaneMessage, maxMessage, part)
+		held(int64(2 * (i + 1) * (part + envelopeHeaderSize)))
+		kept = append(kept, s)
+	}
+	third := dial(20)
+	sendPartial(third, LaneControl, maxMessage, part) // 2.0 MiB: within
+	held(5 * (part + envelopeHeaderSize))
+	sendPartial(third, LaneMessage, maxMessage, part) // 2.4 MiB: past it
+	select {
+	case <-third.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a connection taking the node past MaxPartialBytesTotal was kept for 5 s")
+	}
+	held(4 * (part + envelopeHeaderSize))
+	if err := legitPeer(t, addr, LaneMessage, make([]byte, 300<<10))(); err != nil {
+		t.Fatalf("another peer's request during the flood: %v", err)
+	}
+	if got := b.Overload().PartialClosed; got != 1 {
+		t.Fatalf("Overload.PartialClosed = %d, want 1", got)
+	}
+	for _, s := range kept {
+		if _, err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("a connection within the budget: %v", err)
+		}
+		s.Close()
+	}
+	held(0)
 }

@@ -183,6 +183,16 @@ type Config struct {
 	// Must be > 0.
 	MaxPartialBytes int
 
+	// MaxPartialBytesTotal caps the bytes of partly received messages
+	// held by all of the node's connections together, so that many
+	// connections each within MaxPartialBytes cannot add up. The
+	// connection whose record takes the node past it is closed with
+	// ErrPartialBudget (counted in Overload.PartialClosed); under such a
+	// flood a legitimate peer's large message may be the one that
+	// does, and its requester sees ErrConnectionLost. Default 256 MiB.
+	// Must be >= MaxPartialBytes.
+	MaxPartialBytesTotal int
+
 	// MaxInboundConns caps the inbound connections (accepted by Serve)
 	// open at once, in handshake or established. Serve closes a connection
 	// beyond it as soon as it is accepted, and logs it. Default 4096.
@@ -309,6 +319,7 @@ func DefaultConfig() Config {
 		MaxRequests:            1024,
 		MaxQueuedBytes:         64 << 20,
 		MaxPartialBytes:        16 << 20,
+		MaxPartialBytesTotal:   256 << 20,
 		MaxInboundConns:        4096,
 		MaxInboundConnsPerHost: 256,
 		MaxHandshakes:          128,
@@ -361,6 +372,8 @@ func (c *Config) Validate() error {
 		return bad("MaxQueuedBytes must be > 0")
 	case c.MaxPartialBytes <= 0:
 		return bad("MaxPartialBytes must be > 0")
+	case c.MaxPartialBytesTotal < c.MaxPartialBytes:
+		return bad("MaxPartialBytesTotal must be >= MaxPartialBytes")
 	case c.MaxInboundConns <= 0:
 		return bad("MaxInboundConns must be > 0")
 	case c.MaxInboundConnsPerHost <= 0 || c.MaxInboundConnsPerHost > c.MaxInboundConns:

@@ -681,6 +681,7 @@ func (s *Session) runJobs(err error) bool {
 
 // readFailed ends the session for the error that stopped its reader.
 func (s *Session) readFailed(err error) {
+	s.dropPartial()
 	switch {
 	case errors.Is(err, ErrProtocol):
 		if errors.Is(err, ErrRecordForged) {

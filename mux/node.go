@@ -92,6 +92,7 @@ type Node struct {
 	authRand      io.Reader        // the handshake's challenges; nil: crypto/rand (tests set it)
 	traffic       trafficCounters  // bytes through sessions' connections (stats.go)
 	overload      overloadCounters // what the byte budgets refused (budget.go)
+	partialHeld   atomic.Int64     // bytes of partly received messages, all sessions (budget.go)
 }
 
 // authRandom is where the handshake's challenges come from.
