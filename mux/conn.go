@@ -640,6 +640,15 @@ func (s *Session) readRecord() error {
 		return err
 	}
 	buf := rd.lanes[ch]
+	if len(buf) >= envelopeHeaderSize {
+		// The rest of an envelope whose header (validated) is in: grow
+		// the buffer to its whole size at once rather than by doubling,
+		// so what a partial message holds is what MaxPartialBytes counts.
+		need := envelopeHeaderSize + int(binary.BigEndian.Uint32(buf)) + rd.rr.tag
+		if cap(buf) < need && len(buf)+n+rd.rr.tag <= need {
+			buf = append(make([]byte, 0, need), buf...)
+		}
+	}
 	if buf, err = rd.rr.appendBody(buf, n); err == nil {
 		ln := s.lanes[ch]
 		var used int
