@@ -18,14 +18,21 @@ import (
 //     declares, before it is decompressed.
 //   - Answers wait for room: a handler's answer waits while its lane
 //     already has MaxMessage bytes queued for the socket (the same rule
-//     as a request or message sent by this node), so a peer that reads
-//     slowly makes handlers wait, not the queue grow; while they wait
-//     their answers count in MaxQueuedBytes, so its further requests are
-//     refused. An answer is never dropped: it leaves once the peer reads,
-//     or the connection closes (the requester sees ErrConnectionLost,
-//     indeterminate, which is the truth).
-//   - MaxPartialBytes: the bytes of the connection's partly received
-//     envelopes; past it the connection closes with ErrPartialBudget.
+//     as a request or message sent by this node), and while the lane is
+//     that full the connection's handlers start one at a time
+//     (awaitRoom), so a peer that reads slowly makes handlers wait, not
+//     the queue grow; while they wait their answers count in
+//     MaxQueuedBytes, so its further requests are refused. An answer is
+//     never dropped: it leaves once the peer reads, or the connection
+//     closes (the requester sees ErrConnectionLost, indeterminate, which
+//     is the truth). Dropping it, or answering CodeOverloaded after the
+//     handler ran, would tell the requester that work done was not.
+//     What this does not bound: the answers of handlers that were
+//     already running when the lane filled (at most MaxRequests).
+//   - MaxPartialBytes and MaxPartialBytesTotal: the bytes of partly
+//     received envelopes, of the connection and of the whole node
+//     (Node.partialHeld); the connection whose record goes past either
+//     closes with ErrPartialBudget.
 
 // overloadCounters are a node's Overload.
 type overloadCounters struct {

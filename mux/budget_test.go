@@ -233,6 +233,10 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 	if r := runs.Load(); r == sent {
 		t.Fatalf("all %d handlers ran while the peer read none of their answers", r)
 	}
+	t.Logf("peer not reading: %d of %d handlers ran, %d wait to start, %d refused; "+
+		"queued for the socket at most %d bytes; held for requests and answers %d bytes (peak %d)",
+		runs.Load(), sent, sb.starting.Load(), b.Overload().Refused+b.Overload().RefusedBytes,
+		maxQueued.Load(), sb.queued.Load(), sb.queuedPeak.Load())
 	if err := legit(); err != nil {
 		t.Fatalf("another peer's request during the flood: %v", err)
 	}

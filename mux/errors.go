@@ -159,8 +159,9 @@ const (
 	// CodeResponseTooLarge: the handler's response exceeded MaxMessage.
 	CodeResponseTooLarge uint16 = 3
 	// CodeOverloaded: the peer was already handling Config.MaxRequests
-	// requests of this connection and refused this one without running
-	// its handler.
+	// requests of this connection, or this one did not fit in
+	// Config.MaxQueuedBytes, and it refused this one without running its
+	// handler.
 	CodeOverloaded uint16 = 4
 	// CodeUser is the first code free for applications.
 	CodeUser uint16 = 16
