@@ -51,8 +51,9 @@ type Overload struct {
 	RefusedBytes uint64
 	// PartialClosed counts connections closed with ErrPartialBudget.
 	PartialClosed uint64
-	// AnswersWaited counts handlers' answers that found their lane's send
-	// queue full (the peer reads slowly) and waited for room.
+	// AnswersWaited counts the times a request found its lane's send
+	// queue full (the peer reads slowly) and waited for room: before its
+	// handler started, or with its answer.
 	AnswersWaited uint64
 }
 
