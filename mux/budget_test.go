@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -400,4 +402,54 @@ func TestPartialMessagesAreBoundedPerNode(t *testing.T) {
 		s.Close()
 	}
 	held(0)
+}
+
+// TestQueuedBytesFigures measures, with CASTY_FIGURES=1, the heap a flood
+// of compressed 4 MiB requests queued behind a busy handler costs at the
+// default budgets: CASTY_FIGURES=1 go test -run TestQueuedBytesFigures -v ./mux/
+func TestQueuedBytesFigures(t *testing.T) {
+	if os.Getenv("CASTY_FIGURES") == "" {
+		t.Skip("figures: set CASTY_FIGURES=1")
+	}
+	const sent = 512
+	release := make(chan struct{})
+	var runs atomic.Int64
+	_, b, sa, sb := connect(t, viaTCP, testConfig(1), testConfig(2), func(a, b *Node) {
+		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+			HandOff(ctx)
+			runs.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, nil
+		})
+	})
+	payload := make([]byte, 4<<20) // zeros: about 150 bytes with zstd
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before, sentBytes := heap(), b.Traffic().BytesIn
+	errs := make(chan error, sent)
+	for range sent {
+		go func() {
+			_, err := sa.Request(context.Background(), LaneMessage, payload)
+			errs <- err
+		}()
+	}
+	waitFor(t, 30*time.Second, "every request run or refused", func() bool {
+		return runs.Load()+int64(b.Overload().RefusedBytes) == sent
+	})
+	after := heap()
+	t.Logf("%d compressed requests of 4 MiB (%d bytes received): %d run, %d refused; "+
+		"held %d bytes (peak %d); heap %+d bytes (MaxQueuedBytes %d)",
+		sent, b.Traffic().BytesIn-sentBytes, runs.Load(), b.Overload().RefusedBytes,
+		sb.queued.Load(), sb.queuedPeak.Load(), int64(after)-int64(before), b.cfg.MaxQueuedBytes)
+	close(release)
+	for range sent {
+		<-errs
+	}
 }
