@@ -108,6 +108,20 @@ func (w *connWriter) full(ch byte) bool {
 // the connection fails (its error) or ctx ends (ctx's error).
 func (w *connWriter) waitRoom(ctx context.Context, ch byte) error {
 	w.mu.Lock()
+	err := w.waitRoomLocked(ctx, ch)
+	if err == nil {
+		err = w.err
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// waitRoomLocked is waitRoom with w.mu held (and held again when it
+// returns); it returns ctx's error, or nil once there is room or the
+// connection failed (w.err). With nobody writing (the queue holds
+// answers a batch held back) it writes a round itself, or the room
+// would never come.
+func (w *connWriter) waitRoomLocked(ctx context.Context, ch byte) error {
 	for len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
 		if !w.writing {
 			w.writing = true
@@ -125,15 +139,12 @@ func (w *connWriter) waitRoom(ctx context.Context, ch byte) error {
 		case <-ctx.Done():
 			w.mu.Lock()
 			w.waiting--
-			w.mu.Unlock()
 			return ctx.Err()
 		}
 		w.mu.Lock()
 		w.waiting--
 	}
-	err := w.err
-	w.mu.Unlock()
-	return err
+	return nil
 }
 
 // enqueue appends the bytes produced by fill to channel ch and makes sure
@@ -142,30 +153,11 @@ func (w *connWriter) waitRoom(ctx context.Context, ch byte) error {
 // handlers' answers wait (answerCtx, budget.go).
 func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte, held bool) error {
 	w.mu.Lock()
-	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
-		if !w.writing {
-			// Nobody writes (the queue holds answers a batch held back):
-			// write a round now, or the room would never come.
-			w.writing = true
-			if w.writeRound() {
-				w.drainAsync()
-			}
-			w.mu.Lock()
-			continue
-		}
-		space := w.space
-		w.waiting++
-		w.mu.Unlock()
-		select {
-		case <-space:
-		case <-ctx.Done():
-			w.mu.Lock()
-			w.waiting--
+	if ctx != nil {
+		if err := w.waitRoomLocked(ctx, ch); err != nil {
 			w.mu.Unlock()
-			return ctx.Err()
+			return err
 		}
-		w.mu.Lock()
-		w.waiting--
 	}
 	if w.err != nil {
 		err := w.err
