@@ -115,6 +115,7 @@ func TestConfigValidate(t *testing.T) {
 		"streams":         func(c *Config) { c.MaxStreams = 0 },
 		"requests":        func(c *Config) { c.MaxRequests = 0 },
 		"queued bytes":    func(c *Config) { c.MaxQueuedBytes = 0 },
+		"queued total":    func(c *Config) { c.MaxQueuedBytesTotal = c.MaxQueuedBytes - 1 },
 		"partial bytes":   func(c *Config) { c.MaxPartialBytes = -1 },
 		"partial total":   func(c *Config) { c.MaxPartialBytesTotal = c.MaxPartialBytes - 1 },
 		"partial":         func(c *Config) { c.PartialMessageTimeout = 0 },

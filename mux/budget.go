@@ -47,7 +47,7 @@ type Overload struct {
 	// Config.MaxRequests requests of their connection were in flight.
 	Refused uint64
 	// RefusedBytes counts requests refused with CodeOverloaded because
-	// they did not fit in Config.MaxQueuedBytes.
+	// they did not fit in Config.MaxQueuedBytes or MaxQueuedBytesTotal.
 	RefusedBytes uint64
 	// PartialClosed counts connections closed with ErrPartialBudget.
 	PartialClosed uint64
@@ -69,16 +69,24 @@ func (n *Node) Overload() Overload {
 // hold adds n (negative: releases) to the bytes the session holds for the
 // peer's requests, and keeps the peak (tests read it).
 func (s *Session) hold(n int) {
-	v := s.queued.Add(int64(n))
-	for p := s.queuedPeak.Load(); v > p && !s.queuedPeak.CompareAndSwap(p, v); p = s.queuedPeak.Load() {
+	peak(&s.queuedPeak, s.queued.Add(int64(n)))
+	peak(&s.node.queuedPeak, s.node.queuedHeld.Add(int64(n)))
+}
+
+// peak raises p to v if v is more.
+func peak(p *atomic.Int64, v int64) {
+	for old := p.Load(); v > old && !p.CompareAndSwap(old, v); old = p.Load() {
 	}
 }
 
 // admits reports whether a request of n decoded bytes fits in
-// Config.MaxQueuedBytes: always when the session holds nothing else.
+// Config.MaxQueuedBytes and Config.MaxQueuedBytesTotal: always when the
+// session holds nothing else.
 func (s *Session) admits(n int) bool {
 	q := s.queued.Load()
-	return q == 0 || q+int64(n) <= int64(s.node.cfg.MaxQueuedBytes)
+	cfg := &s.node.cfg
+	return q == 0 || q+int64(n) <= int64(cfg.MaxQueuedBytes) &&
+		s.node.queuedHeld.Load()+int64(n) <= int64(max(cfg.MaxQueuedBytesTotal, cfg.MaxQueuedBytes))
 }
 
 // refuse answers request id with CodeOverloaded, saying which limit
@@ -88,7 +96,8 @@ func (l *lane) refuse(id uint64, bytes bool) {
 	msg := fmt.Sprintf("%d requests in flight on this connection (MaxRequests)", s.node.cfg.MaxRequests)
 	if bytes {
 		s.node.overload.refusedBytes.Add(1)
-		msg = fmt.Sprintf("requests on this connection hold %d bytes (MaxQueuedBytes %d)", s.queued.Load(), s.node.cfg.MaxQueuedBytes)
+		msg = fmt.Sprintf("requests hold %d bytes on this connection (MaxQueuedBytes %d), %d on the node (MaxQueuedBytesTotal %d)",
+			s.queued.Load(), s.node.cfg.MaxQueuedBytes, s.node.queuedHeld.Load(), s.node.cfg.MaxQueuedBytesTotal)
 	} else {
 		s.node.overload.refused.Add(1)
 	}

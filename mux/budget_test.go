@@ -448,3 +448,77 @@ func TestQueuedBytesFigures(t *testing.T) {
 		<-errs
 	}
 }
+
+// Connections each within MaxQueuedBytes cannot add up past
+// MaxQueuedBytesTotal: past it a request is refused unless its
+// connection holds nothing else, so a peer that holds nothing is still
+// served.
+func TestQueuedRequestBytesAreBoundedPerNode(t *testing.T) {
+	const (
+		size  = 256 << 10
+		conn  = 1 << 20
+		total = conn + conn/2
+	)
+	cb := testConfig(2)
+	cb.MaxQueuedBytes, cb.MaxQueuedBytesTotal = conn, total
+	b := newNode(t, cb)
+	release := make(chan struct{})
+	var runs atomic.Int64
+	b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+		if len(p) < size {
+			return p, nil
+		}
+		HandOff(ctx)
+		runs.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return p[:1], nil
+	})
+	addr := listen(t, b)
+	defer close(release)
+	flood := func(id byte, sent int) (admitted, refused int) {
+		c := testConfig(id)
+		n := newNode(t, c)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := n.Dial(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := runs.Load()
+		errs := make(chan error, sent)
+		for range sent {
+			go func() {
+				_, err := s.Request(context.Background(), LaneMessage, make([]byte, size))
+				errs <- err
+			}()
+		}
+		waitFor(t, 5*time.Second, "every request run or refused", func() bool {
+			return runs.Load()-before+int64(len(errs)) == int64(sent)
+		})
+		for range len(errs) {
+			if err := <-errs; !overloaded(err) {
+				t.Fatalf("got %v, want a request run or refused with CodeOverloaded", err)
+			}
+			refused++
+		}
+		return sent - refused, refused
+	}
+	if a, r := flood(10, 8); a != conn/size || r != 8-conn/size {
+		t.Fatalf("first connection: %d admitted, %d refused; want %d and %d", a, r, conn/size, 8-conn/size)
+	}
+	if a, r := flood(11, 8); a != (total-conn)/size || r != 8-(total-conn)/size {
+		t.Fatalf("second connection: %d admitted, %d refused; want %d within the node's budget", a, r, (total-conn)/size)
+	}
+	if p := b.queuedPeak.Load(); p > total {
+		t.Fatalf("the node held %d bytes of requests, MaxQueuedBytesTotal %d", p, total)
+	}
+	if a, _ := flood(12, 2); a != 1 {
+		t.Fatalf("a connection holding nothing: %d admitted past the node's budget, want 1", a)
+	}
+	if err := legitPeer(t, addr, LaneMessage, []byte("small"))(); err != nil {
+		t.Fatalf("another peer's request during the flood: %v", err)
+	}
+}

@@ -183,6 +183,15 @@ type Config struct {
 	// Must be > 0.
 	MaxPartialBytes int
 
+	// MaxQueuedBytesTotal caps what MaxQueuedBytes counts over all of the
+	// node's connections together, so that many connections each within
+	// their budget cannot add up: past it, a request is refused with
+	// CodeOverloaded unless its connection holds nothing else (each
+	// connection may still have one request run, so connections that
+	// hold little keep being served while others flood). Default 1 GiB.
+	// Must be >= MaxQueuedBytes.
+	MaxQueuedBytesTotal int
+
 	// MaxPartialBytesTotal caps the bytes of partly received messages
 	// held by all of the node's connections together, so that many
 	// connections each within MaxPartialBytes cannot add up. The
@@ -318,6 +327,7 @@ func DefaultConfig() Config {
 		PartialMessageTimeout:  30 * time.Second,
 		MaxRequests:            1024,
 		MaxQueuedBytes:         64 << 20,
+		MaxQueuedBytesTotal:    1 << 30,
 		MaxPartialBytes:        16 << 20,
 		MaxPartialBytesTotal:   256 << 20,
 		MaxInboundConns:        4096,
@@ -370,6 +380,8 @@ func (c *Config) Validate() error {
 		return bad("MaxRequests must be > 0")
 	case c.MaxQueuedBytes <= 0:
 		return bad("MaxQueuedBytes must be > 0")
+	case c.MaxQueuedBytesTotal < c.MaxQueuedBytes:
+		return bad("MaxQueuedBytesTotal must be >= MaxQueuedBytes")
 	case c.MaxPartialBytes <= 0:
 		return bad("MaxPartialBytes must be > 0")
 	case c.MaxPartialBytesTotal < c.MaxPartialBytes:

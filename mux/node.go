@@ -93,6 +93,8 @@ type Node struct {
 	traffic       trafficCounters  // bytes through sessions' connections (stats.go)
 	overload      overloadCounters // what the byte budgets refused (budget.go)
 	partialHeld   atomic.Int64     // bytes of partly received messages, all sessions (budget.go)
+	queuedHeld    atomic.Int64     // what Session.queued counts, all sessions (budget.go)
+	queuedPeak    atomic.Int64     // the most queuedHeld ever was (tests read it)
 }
 
 // authRandom is where the handshake's challenges come from.
