@@ -148,7 +148,7 @@
 //     the place of an idle one rather than being refused, so idle
 //     connections cannot keep a new member out), requests
 //     handled at once per connection (1024) and the bytes they hold
-//     (64 MiB, at their decoded size; beyond either, refused unrun, which
+//     (64 MiB, 1 GiB per node, at their decoded size; beyond, refused unrun, which
 //     a caller sees as ErrOverloaded), answers to a slow reader waiting
 //     for it rather than piling up, partly received messages (16 MiB per
 //     connection, 256 MiB per node; beyond, the connection is closed),

@@ -12,9 +12,11 @@ import (
 //
 //   - MaxQueuedBytes: the peer's requests held (waiting to run or
 //     running, at their decoded size) and the answers of finished
-//     handlers waiting for room to be sent (Session.queued). A request
-//     that does not fit is refused with CodeOverloaded: its handler does
-//     not run. A compressed request is judged by the size its frame
+//     handlers waiting for room to be sent (Session.queued), and
+//     MaxQueuedBytesTotal, the same over all connections
+//     (Node.queuedHeld). A request that does not fit is refused with
+//     CodeOverloaded: its handler does not run; one whose connection
+//     holds nothing always fits. A compressed request is judged by the size its frame
 //     declares, before it is decompressed.
 //   - Answers wait for room: a handler's answer waits while its lane
 //     already has MaxMessage bytes queued for the socket (the same rule

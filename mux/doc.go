@@ -135,7 +135,8 @@
 //     FirstByteTimeout; requests handled at once per connection (beyond:
 //     refused with CodeOverloaded, handler not run); the bytes per
 //     connection of the peer's requests held, at their decoded size, and
-//     of their answers waiting to be sent (MaxQueuedBytes; beyond:
+//     of their answers waiting to be sent, and the same over all
+//     connections (MaxQueuedBytes, MaxQueuedBytesTotal; beyond:
 //     refused the same way, a compressed request judged by the size its
 //     frame declares before it is decompressed); the bytes of partly
 //     received messages, per connection (MaxPartialBytes) and per node
