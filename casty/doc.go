@@ -159,8 +159,13 @@
 //     2 s and bounded by Config.HandshakeTimeout; a new connection takes
 //     the place of an idle one rather than being refused, so idle
 //     connections cannot keep a new member out), requests
-//     handled at once per connection (1024; beyond, refused unrun, which a
-//     caller sees as ErrOverloaded), and 30 s for a partly received message.
+//     handled at once per connection (1024) and the bytes they hold at
+//     their decoded size (64 MiB per connection, 1 GiB per node; beyond,
+//     refused unrun, which a caller sees as ErrOverloaded), answers to a
+//     slow reader waiting
+//     for it rather than piling up, partly received messages (16 MiB per
+//     connection, 256 MiB per node; beyond, the connection is closed),
+//     and 30 s for a partly received message.
 //
 // README.md ("Limits") lists them all with their defaults.
 //

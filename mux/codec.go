@@ -27,6 +27,10 @@ type codec interface {
 	// decompress returns src decompressed; more than max bytes of output
 	// is an error (a compression bomb).
 	decompress(src []byte, max int) ([]byte, error)
+	// declaredSize is the size src says it decompresses to, if it says
+	// (a zstd frame's content size; decompress holds it to that), read
+	// without decoding.
+	declaredSize(src []byte) (int, bool)
 }
 
 var errDecompressedTooLarge = errors.New("decompressed payload exceeds the message limit")
@@ -92,6 +96,8 @@ func (zlibCodec) decompress(src []byte, max int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+func (zlibCodec) declaredSize([]byte) (int, bool) { return 0, false }
 
 // initialGuess is the first buffer for a decompressed size nobody
 // declared: four times the compressed size, at least 4 KiB, at most limit.
@@ -179,6 +185,14 @@ const zstdMaxRatio = (128 << 10) / 4
 // copies may touch without reallocating the buffer (its
 // compressedBlockOverAlloc).
 const zstdSlack = 32
+
+func (zstdCodec) declaredSize(src []byte) (int, bool) {
+	var h zstd.Header
+	if h.Decode(src) != nil || !h.HasFCS || h.FrameContentSize > maxWireLength {
+		return 0, false // decompress judges it
+	}
+	return int(h.FrameContentSize), true
+}
 
 func (c zstdCodec) decompress(src []byte, max int) ([]byte, error) {
 	var h zstd.Header

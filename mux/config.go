@@ -159,6 +159,49 @@ type Config struct {
 	// be > 0.
 	MaxRequests int
 
+	// MaxQueuedBytes caps, per connection, the bytes of the peer's
+	// requests this node holds: requests waiting to run or running,
+	// counted at their decoded (decompressed) size, plus the answers of
+	// finished handlers still waiting for room to be sent. A request
+	// that would take the connection past it is answered at once with a
+	// RemoteError of code CodeOverloaded and its handler does not run,
+	// as for MaxRequests; a compressed one is refused before it is
+	// decompressed, from the size its frame declares. A request is
+	// always admitted when the connection holds nothing else, so one of
+	// MaxMessage bytes runs whatever the budget. Node.Overload counts
+	// the refusals. Default 64 MiB. Must be > 0.
+	MaxQueuedBytes int
+
+	// MaxPartialBytes caps, per connection, the bytes of partly received
+	// messages (the envelopes of the three lanes whose first bytes
+	// arrived and whose rest has not). A connection that goes past it is
+	// closed with ErrPartialBudget, before the next record is read, and
+	// Node.Overload counts it. A peer that sends messages of MaxMessage
+	// bytes on all three lanes at once can hold 3 × (MaxMessage + 14)
+	// bytes: a smaller budget cuts it off, and the effective budget is
+	// never below MaxMessage + 14 (one whole message). Default 16 MiB.
+	// Must be > 0.
+	MaxPartialBytes int
+
+	// MaxQueuedBytesTotal caps what MaxQueuedBytes counts over all of the
+	// node's connections together, so that many connections each within
+	// their budget cannot add up: past it, a request is refused with
+	// CodeOverloaded unless its connection holds nothing else (each
+	// connection may still have one request run, so connections that
+	// hold little keep being served while others flood). Default 1 GiB.
+	// Must be >= MaxQueuedBytes.
+	MaxQueuedBytesTotal int
+
+	// MaxPartialBytesTotal caps the bytes of partly received messages
+	// held by all of the node's connections together, so that many
+	// connections each within MaxPartialBytes cannot add up. The
+	// connection whose record takes the node past it is closed with
+	// ErrPartialBudget (counted in Overload.PartialClosed); under such a
+	// flood a legitimate peer's large message may be the one that
+	// does, and its requester sees ErrConnectionLost. Default 256 MiB.
+	// Must be >= MaxPartialBytes.
+	MaxPartialBytesTotal int
+
 	// MaxInboundConns caps the inbound connections (accepted by Serve)
 	// open at once, in handshake or established. Serve closes a connection
 	// beyond it as soon as it is accepted, and logs it. Default 4096.
@@ -283,6 +326,10 @@ func DefaultConfig() Config {
 		MaxStreams:             1024,
 		PartialMessageTimeout:  30 * time.Second,
 		MaxRequests:            1024,
+		MaxQueuedBytes:         64 << 20,
+		MaxQueuedBytesTotal:    1 << 30,
+		MaxPartialBytes:        16 << 20,
+		MaxPartialBytesTotal:   256 << 20,
 		MaxInboundConns:        4096,
 		MaxInboundConnsPerHost: 256,
 		MaxHandshakes:          128,
@@ -331,6 +378,14 @@ func (c *Config) Validate() error {
 		return bad("PartialMessageTimeout must be > 0")
 	case c.MaxRequests <= 0:
 		return bad("MaxRequests must be > 0")
+	case c.MaxQueuedBytes <= 0:
+		return bad("MaxQueuedBytes must be > 0")
+	case c.MaxQueuedBytesTotal < c.MaxQueuedBytes:
+		return bad("MaxQueuedBytesTotal must be >= MaxQueuedBytes")
+	case c.MaxPartialBytes <= 0:
+		return bad("MaxPartialBytes must be > 0")
+	case c.MaxPartialBytesTotal < c.MaxPartialBytes:
+		return bad("MaxPartialBytesTotal must be >= MaxPartialBytes")
 	case c.MaxInboundConns <= 0:
 		return bad("MaxInboundConns must be > 0")
 	case c.MaxInboundConnsPerHost <= 0 || c.MaxInboundConnsPerHost > c.MaxInboundConns:

@@ -96,12 +96,41 @@ func (w *connWriter) highWater(ch byte) int {
 	return w.s.node.cfg.MaxMessage
 }
 
-// enqueue appends the bytes produced by fill to channel ch and makes sure
-// they get written. With a nil ctx it never waits for space (answers and
-// cancels, bounded by the requests that caused them).
-func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte, held bool) error {
+// full reports whether channel ch has highWater bytes queued: a sender
+// with a ctx would wait.
+func (w *connWriter) full(ch byte) bool {
 	w.mu.Lock()
-	for ctx != nil && len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
+	defer w.mu.Unlock()
+	return len(w.q[ch])-w.off[ch] >= w.highWater(ch)
+}
+
+// waitRoom waits until channel ch has less than highWater bytes queued,
+// the connection fails (its error) or ctx ends (ctx's error).
+func (w *connWriter) waitRoom(ctx context.Context, ch byte) error {
+	w.mu.Lock()
+	err := w.waitRoomLocked(ctx, ch)
+	if err == nil {
+		err = w.err
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// waitRoomLocked is waitRoom with w.mu held (and held again when it
+// returns); it returns ctx's error, or nil once there is room or the
+// connection failed (w.err). With nobody writing (the queue holds
+// answers a batch held back) it writes a round itself, or the room
+// would never come.
+func (w *connWriter) waitRoomLocked(ctx context.Context, ch byte) error {
+	for len(w.q[ch])-w.off[ch] >= w.highWater(ch) && w.err == nil {
+		if !w.writing {
+			w.writing = true
+			if w.writeRound() {
+				w.drainAsync()
+			}
+			w.mu.Lock()
+			continue
+		}
 		space := w.space
 		w.waiting++
 		w.mu.Unlock()
@@ -110,11 +139,25 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 		case <-ctx.Done():
 			w.mu.Lock()
 			w.waiting--
-			w.mu.Unlock()
 			return ctx.Err()
 		}
 		w.mu.Lock()
 		w.waiting--
+	}
+	return nil
+}
+
+// enqueue appends the bytes produced by fill to channel ch and makes sure
+// they get written. With a nil ctx it never waits for space (cancels and
+// the reader's refusals, bounded by the requests that caused them);
+// handlers' answers wait (answerCtx, budget.go).
+func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []byte, held bool) error {
+	w.mu.Lock()
+	if ctx != nil {
+		if err := w.waitRoomLocked(ctx, ch); err != nil {
+			w.mu.Unlock()
+			return err
+		}
 	}
 	if w.err != nil {
 		err := w.err
@@ -497,8 +540,10 @@ type reader struct {
 	// When each lane's partly received envelope started arriving (zero:
 	// none), and the read deadline that bounds the earliest of them
 	// (zero: none set). See trackPartial.
-	partial  [numLanes]time.Time
-	deadline time.Time
+	partial [numLanes]time.Time
+	// The bytes of each lane's partly received envelope (budget.go).
+	partialBytes [numLanes]int
+	deadline     time.Time
 }
 
 // trackPartial records, after a record of lane ch was parsed, whether the
@@ -587,6 +632,15 @@ func (s *Session) readRecord() error {
 		return err
 	}
 	buf := rd.lanes[ch]
+	if len(buf) >= envelopeHeaderSize {
+		// The rest of an envelope whose header (validated) is in: grow
+		// the buffer to its whole size at once rather than by doubling,
+		// so what a partial message holds is what MaxPartialBytes counts.
+		need := envelopeHeaderSize + int(binary.BigEndian.Uint32(buf)) + rd.rr.tag
+		if cap(buf) < need && len(buf)+n+rd.rr.tag <= need {
+			buf = append(make([]byte, 0, need), buf...)
+		}
+	}
 	if buf, err = rd.rr.appendBody(buf, n); err == nil {
 		ln := s.lanes[ch]
 		var used int
@@ -595,6 +649,9 @@ func (s *Session) readRecord() error {
 		buf = buf[:rest]
 		if rest > 0 || !rd.partial[ch].IsZero() {
 			s.trackPartial(ch, used > 0, rest)
+		}
+		if err == nil && (rest > 0 || rd.partialBytes[ch] > 0) {
+			err = s.checkPartial(ch, rest)
 		}
 		if cap(buf) > 1<<20 && rest < 1<<10 {
 			buf = append([]byte(nil), buf...)
@@ -625,10 +682,14 @@ func (s *Session) runJobs(err error) bool {
 
 // readFailed ends the session for the error that stopped its reader.
 func (s *Session) readFailed(err error) {
+	s.dropPartial()
 	switch {
 	case errors.Is(err, ErrProtocol):
 		if errors.Is(err, ErrRecordForged) {
 			s.node.traffic.forged.Add(1)
+		}
+		if errors.Is(err, ErrPartialBudget) {
+			s.node.overload.partialClosed.Add(1)
 		}
 		s.violation(err)
 	case errors.Is(err, os.ErrDeadlineExceeded) && !s.rd.deadline.IsZero():

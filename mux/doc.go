@@ -133,8 +133,24 @@
 //     has not sent a byte yet, so idle connections cannot keep a peer out;
 //     refused only when there is none to take), each silent for at most
 //     FirstByteTimeout; requests handled at once per connection (beyond:
-//     refused with CodeOverloaded, handler not run); how long a message
-//     may stay partly received (beyond: a violation). Node.Admission
+//     refused with CodeOverloaded, handler not run); the bytes per
+//     connection of the peer's requests held, at their decoded size, and
+//     of their answers waiting to be sent, and the same over all
+//     connections (MaxQueuedBytes, MaxQueuedBytesTotal; beyond:
+//     refused the same way, a compressed request judged by the size its
+//     frame declares before it is decompressed); the bytes of partly
+//     received messages, per connection (MaxPartialBytes) and per node
+//     (MaxPartialBytesTotal; beyond either: the connection is closed with
+//     ErrPartialBudget); how long a message may stay partly received
+//     (beyond: a violation). A handler's answer waits while its lane
+//     already has MaxMessage bytes queued for the socket, as every send
+//     with a context does, and while it does the connection's other
+//     handlers start one at a time: a peer that does not read its answers
+//     holds its handlers, not a growing queue. Waiting rather than
+//     dropping keeps the work acknowledged: an answer is sent once the
+//     peer reads, or its requester sees ErrConnectionLost
+//     (indeterminate) when the connection dies. Node.Overload counts the
+//     requests refused and the connections closed. Node.Admission
 //     counts what was refused, evicted and silent, and one WARN line per
 //     10 s at most logs it. Serve outlives temporary Accept errors such
 //     as running out of file descriptors.

@@ -42,6 +42,12 @@ var (
 	// Traffic.RecordsForged counts it.
 	ErrRecordForged = fmt.Errorf("%w: a sealed record failed authentication", ErrProtocol)
 
+	// ErrPartialBudget is why a connection closed when the messages it
+	// held partly received went past Config.MaxPartialBytes. It wraps
+	// ErrProtocol and reaches callers inside ErrConnectionLost;
+	// Overload.PartialClosed counts it.
+	ErrPartialBudget = fmt.Errorf("%w: partly received messages exceed MaxPartialBytes", ErrProtocol)
+
 	// ErrInvalidConfig wraps the reason a Config failed Validate.
 	ErrInvalidConfig = errors.New("mux: invalid config")
 
@@ -153,8 +159,9 @@ const (
 	// CodeResponseTooLarge: the handler's response exceeded MaxMessage.
 	CodeResponseTooLarge uint16 = 3
 	// CodeOverloaded: the peer was already handling Config.MaxRequests
-	// requests of this connection and refused this one without running
-	// its handler.
+	// requests of this connection, or this one did not fit in
+	// Config.MaxQueuedBytes, and it refused this one without running its
+	// handler.
 	CodeOverloaded uint16 = 4
 	// CodeUser is the first code free for applications.
 	CodeUser uint16 = 16

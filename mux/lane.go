@@ -3,12 +3,15 @@ package mux
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // errOverloaded is prepareRequest's answer to a request beyond
-// Config.MaxRequests: the reader refuses it with CodeOverloaded.
-var errOverloaded = errors.New("mux: too many requests in flight")
+// Config.MaxRequests, errOverBudget to one beyond Config.MaxQueuedBytes:
+// the reader refuses it with CodeOverloaded.
+var (
+	errOverloaded = errors.New("mux: too many requests in flight")
+	errOverBudget = errors.New("mux: requests hold too many bytes")
+)
 
 // lane is one message channel of a session: a stream of envelopes in
 // each direction, carried in the connection's records (see conn.go).
@@ -60,6 +63,12 @@ func (l *lane) dispatch(env envelope, jobs *[]task) error {
 		if s.codec == nil {
 			return protocolError("compressed envelope without a negotiated codec")
 		}
+		if env.typ == frameRequest {
+			if n, ok := s.codec.declaredSize(payload); ok && n <= s.node.cfg.MaxMessage && !s.admits(n) {
+				l.refuse(env.id, true) // judged by its declared size, before decompressing it
+				return nil
+			}
+		}
 		var err error
 		if payload, err = s.codec.decompress(payload, s.node.cfg.MaxMessage); err != nil {
 			return protocolError("decompression failed: %v", err)
@@ -68,9 +77,8 @@ func (l *lane) dispatch(env envelope, jobs *[]task) error {
 	switch env.typ {
 	case frameRequest:
 		job, err := s.prepareRequest(l, env.id, payload)
-		if err == errOverloaded {
-			msg := fmt.Sprintf("%d requests in flight on this connection (MaxRequests)", s.node.cfg.MaxRequests)
-			_ = l.send(nil, frameError, env.id, encodeRemoteError(CodeOverloaded, msg, s.node.cfg.MaxMessage))
+		if err == errOverloaded || err == errOverBudget {
+			l.refuse(env.id, err == errOverBudget)
 			return nil
 		}
 		if job != nil {

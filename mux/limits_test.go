@@ -278,7 +278,7 @@ func TestRequestsBeyondMaxRequestsAreRefusedWithoutRunning(t *testing.T) {
 	cb.MaxRequests = limit
 	release := make(chan struct{})
 	var running, peak atomic.Int32
-	_, _, sa, _ := connect(t, viaTCP, testConfig(1), cb, func(a, b *Node) {
+	_, b, sa, _ := connect(t, viaTCP, testConfig(1), cb, func(a, b *Node) {
 		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
 			HandOff(ctx)
 			now := running.Add(1)
@@ -320,6 +320,9 @@ func TestRequestsBeyondMaxRequestsAreRefusedWithoutRunning(t *testing.T) {
 	}
 	if p := peak.Load(); p != limit {
 		t.Fatalf("at most %d handlers ran at once, want %d", p, limit)
+	}
+	if o := b.Overload(); o.Refused != sent-limit || o.RefusedBytes != 0 {
+		t.Fatalf("Node.Overload() = %+v, want %d refused for MaxRequests", o, sent-limit)
 	}
 	if _, err := sa.Request(context.Background(), LaneMessage, []byte("y")); err != nil {
 		t.Fatalf("a request after the burst: %v", err)

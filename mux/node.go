@@ -89,8 +89,12 @@ type Node struct {
 	contests      map[NodeID]chan struct{} // peers whose newcomer awaits a claim check; closed when decided
 	adm           admission                // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
-	authRand      io.Reader       // the handshake's challenges; nil: crypto/rand (tests set it)
-	traffic       trafficCounters // bytes through sessions' connections (stats.go)
+	authRand      io.Reader        // the handshake's challenges; nil: crypto/rand (tests set it)
+	traffic       trafficCounters  // bytes through sessions' connections (stats.go)
+	overload      overloadCounters // what the byte budgets refused (budget.go)
+	partialHeld   atomic.Int64     // bytes of partly received messages, all sessions (budget.go)
+	queuedHeld    atomic.Int64     // what Session.queued counts, all sessions (budget.go)
+	queuedPeak    atomic.Int64     // the most queuedHeld ever was (tests read it)
 }
 
 // authRandom is where the handshake's challenges come from.

@@ -51,6 +51,15 @@ type Session struct {
 	created   time.Time    // when the handshake completed
 	lastPong  atomic.Int64 // unix nanoseconds of the last answered keepalive; 0 = none yet
 
+	// Bytes held for the peer's requests: their payloads while they wait
+	// or run, then their answers until queued (budget.go); and the most
+	// ever held.
+	queued, queuedPeak atomic.Int64
+	// turn lets one handler at a time start while the peer does not read
+	// its answers (budget.go).
+	turn     chan struct{}
+	starting atomic.Int64 // handlers waiting to start (a gauge; tests read it)
+
 	lanes   [numLanes]*lane
 	inboxes [numLanes]inbox // one-way messages waiting for their handler
 	nextID  atomic.Uint64
@@ -85,6 +94,7 @@ func (n *Node) newSession(conn net.Conn, outbound bool, peer NodeID, addr string
 		inflight: make(map[uint64]*reqCtx),
 		done:     make(chan struct{}),
 		idle:     make(chan struct{}, 1),
+		turn:     make(chan struct{}, 1),
 	}
 	if codecName != "" {
 		s.codec = codecByName(codecName, &n.zstd)
@@ -416,8 +426,13 @@ func (s *Session) prepareRequest(ln *lane, id uint64, payload []byte) (task, err
 		s.mu.Unlock()
 		return nil, errOverloaded
 	}
+	if !s.admits(len(payload)) {
+		s.mu.Unlock()
+		return nil, errOverBudget
+	}
 	s.inflight[id] = &r.ctx
 	s.mu.Unlock()
+	s.hold(len(payload))
 	return r, nil
 }
 
@@ -434,7 +449,24 @@ type inbound struct {
 
 func (r *inbound) run() {
 	s, ln, id := r.s, r.ln, r.id
+	held := len(r.payload) // counted in s.queued by prepareRequest
+	defer func() { s.hold(-held) }()
+	turn, ok := r.awaitRoom()
+	if turn {
+		defer func() { <-s.turn }()
+	}
+	if !ok {
+		// The requester gave up, or the connection failed, while the
+		// handler waited to start: it does not run, and nothing is sent.
+		s.mu.Lock()
+		delete(s.inflight, id)
+		s.signalIdleLocked()
+		s.mu.Unlock()
+		r.ctx.cancel()
+		return
+	}
 	resp, err := s.callHandler(&r.ctx, ln.id, r.payload)
+	r.payload = nil
 	s.mu.Lock()
 	_, stillWanted := s.inflight[id]
 	delete(s.inflight, id)
@@ -463,10 +495,14 @@ func (r *inbound) run() {
 		if !errors.As(err, &re) {
 			re = &RemoteError{Code: CodeApplication, Message: err.Error()}
 		}
-		_ = ln.sendOpt(nil, frameError, id, encodeRemoteError(re.Code, re.Message, max), r.held)
+		r.sendAnswer(frameError, encodeRemoteError(re.Code, re.Message, max))
 		return
 	}
-	_ = ln.sendOpt(nil, frameResponse, id, resp, r.held)
+	// The answer takes the request's place in MaxQueuedBytes until it is
+	// queued for the socket.
+	s.hold(len(resp) - held)
+	held = len(resp)
+	r.sendAnswer(frameResponse, resp)
 }
 
 func (s *Session) callHandler(ctx context.Context, l Lane, payload []byte) (resp []byte, err error) {
