@@ -9,9 +9,9 @@
 // time. Validation walks the type recursively and rejects anything that
 // cannot be encoded faithfully — channels, functions, complex numbers,
 // unsafe pointers, interfaces and uintptrs — with an error naming the full
-// field path:
+// field path of each such field, and how to leave it out:
 //
-//	shop.Order.Lines[].Sku: chan int is not serializable
+//	shop.Order.Lines[].Sku: chan int is not serializable (to leave the field out, unexport it or tag it `msgpack:"-"`)
 //
 // A named struct type a registered type uses is validated when it is
 // registered itself, in any order; Registry.Unregistered reports those

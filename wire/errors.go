@@ -31,14 +31,19 @@ type TypeError struct {
 	Path string // where in the type the problem is
 	Type string // the offending Go type, as written in Go
 	Why  string // "is not serializable", "is not registered", ...
+	Fix  string // how to fix it, when the path names a struct field ("" otherwise)
 	Err  error  // the sentinel: ErrNotSerializable, ErrDuplicateName or ErrNotRegistered
 }
 
 func (e *TypeError) Error() string {
-	if e.Path == "" {
-		return e.Type + " " + e.Why
+	msg := e.Type + " " + e.Why
+	if e.Path != "" {
+		msg = e.Path + ": " + msg
 	}
-	return e.Path + ": " + e.Type + " " + e.Why
+	if e.Fix != "" {
+		msg += " (" + e.Fix + ")"
+	}
+	return msg
 }
 
 // Unwrap returns the sentinel the error belongs to.

@@ -28,7 +28,7 @@ func Example() {
 	// Output:
 	// shop.Reservation <nil>
 	// <nil> {o-7 2}
-	// shop.Bad.Notify: chan string is not serializable
+	// shop.Bad.Notify: chan string is not serializable (to leave the field out, unexport it or tag it `msgpack:"-"`)
 }
 
 // Scalars take a direct path; everything else goes through the codec, with

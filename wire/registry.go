@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -217,6 +218,8 @@ func (r *Registry) checkLocked(t reflect.Type, path string, visiting map[reflect
 			return nil
 		}
 		visiting[t] = true
+		// Every field is checked, so one error names all that are wrong.
+		var errs []error
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if !f.IsExported() || f.Tag.Get("msgpack") == "-" {
@@ -226,11 +229,15 @@ func (r *Registry) checkLocked(t reflect.Type, path string, visiting map[reflect
 			if tag, _, _ := strings.Cut(f.Tag.Get("msgpack"), ","); tag != "" {
 				name = tag
 			}
-			if err := r.checkLocked(f.Type, path+"."+name, visiting, f.Anonymous && f.Type.Kind() == reflect.Struct); err != nil {
-				return err
+			err := r.checkLocked(f.Type, path+"."+name, visiting, f.Anonymous && f.Type.Kind() == reflect.Struct)
+			if te, ok := err.(*TypeError); ok && te.Fix == "" && te.Err == ErrNotSerializable {
+				te.Fix = "to leave the field out, unexport it or tag it `msgpack:\"-\"`"
+			}
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	default: // chan, func, interface, complex, uintptr, unsafe.Pointer
 		return bad("is not serializable")
 	}

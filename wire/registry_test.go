@@ -90,6 +90,30 @@ func TestRegisterRejectsWithFieldPath(t *testing.T) {
 	}
 }
 
+// One error names every field that cannot cross the wire, each with the
+// way to leave it out, not only the first.
+func TestRegisterNamesEveryBadField(t *testing.T) {
+	type Bad struct {
+		F    func()
+		OK   int
+		C    chan int
+		Deep struct{ U uintptr }
+	}
+	_, err := NewRegistry().Register(reflect.TypeFor[Bad](), "shop.Bad")
+	want := []string{
+		"shop.Bad.F: func() is not serializable (to leave the field out, unexport it or tag it `msgpack:\"-\"`)",
+		"shop.Bad.C: chan int is not serializable (to leave the field out, unexport it or tag it `msgpack:\"-\"`)",
+		"shop.Bad.Deep.U: uintptr is not serializable (to leave the field out, unexport it or tag it `msgpack:\"-\"`)",
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("got %v, want:\n%s", err, strings.Join(want, "\n"))
+	}
+	var te *TypeError
+	if !errors.Is(err, ErrNotSerializable) || !errors.As(err, &te) || te.Path != "shop.Bad.F" {
+		t.Fatalf("%v: want ErrNotSerializable and the first *TypeError at shop.Bad.F", err)
+	}
+}
+
 // A type may be registered before the types it uses: Unregistered names,
 // with its path, each one still missing, and nothing once it is there.
 func TestRegisterInAnyOrder(t *testing.T) {
