@@ -53,6 +53,8 @@ type replicator struct {
 	maxPage int // the largest state page a commit may carry
 	timeout time.Duration
 
+	undeclared sync.Map // kind name → struct{}: kinds this member was sent but does not declare (warned once)
+
 	mu     sync.Mutex // guards rep, pl and every replica.Session and replica.Sync
 	rep    *replica.Replica
 	pl     *layout // the placement this member adopted
@@ -250,6 +252,9 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		}
 		return nil, errDrift
 	}
+	if kinds.declaredOf(m.Kind) == nil {
+		r.warnUndeclared(m.Kind, from)
+	}
 	reply := replies.Get().(*replica.Msg)
 	defer putReply(reply)
 	r.mu.Lock()
@@ -286,6 +291,26 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		r.syncOut.Add(int64(len(b)))
 	}
 	return b, err
+}
+
+// warnUndeclared says, once per kind, that another member replicates a
+// kind this member's program does not declare. Its replica still stores
+// the commits it is sent (so a rolling deploy that adds a kind keeps
+// writing it), but the member never syncs that kind's ranges — it syncs
+// the kinds it declares — so where it joined after the kind's keys were
+// written it holds no vote for them: their replica sets run one copy
+// short until it runs a program that declares the kind. (Refusing the
+// commits instead would fail the new kind's writes during every rolling
+// deploy that adds one.)
+func (r *replicator) warnUndeclared(kind string, from *mux.Session) {
+	if _, warned := r.undeclared.LoadOrStore(kind, struct{}{}); warned {
+		return
+	}
+	peer := ""
+	if from != nil {
+		peer = from.PeerAddr()
+	}
+	r.cl.logger.Warn("casty: another member replicates a kind this member does not declare: it stores the commits but never syncs the kind, so it holds no vote for keys written before it joined (one copy short) until its program declares the kind; run the same kinds on every member", "kind", kind, logPeer, peer)
 }
 
 // scratches holds the room a replica decodes its requests in: nothing
