@@ -158,7 +158,9 @@
 //     progress (128 in all, 8 per remote address, each silent for at most
 //     2 s and bounded by Config.HandshakeTimeout; a new connection takes
 //     the place of an idle one rather than being refused, so idle
-//     connections cannot keep a new member out), requests
+//     connections cannot keep a new member out), lite clients' sessions
+//     (1024 in all, 64 per remote address, so the rest stays for members;
+//     beyond, a lite client is refused after its handshake), requests
 //     handled at once per connection (1024) and the bytes they hold at
 //     their decoded size (64 MiB per connection, 1 GiB per node; beyond,
 //     refused unrun, which a caller sees as ErrOverloaded), answers to a

@@ -214,6 +214,31 @@ type Config struct {
 	// be in [1, MaxInboundConns].
 	MaxInboundConnsPerHost int
 
+	// MaxClientConns caps the established inbound sessions (accepted by
+	// Serve) whose peer is a client: one that announces RoleClient, or
+	// that did not prove the member credential where this node requires
+	// credentials (Session.Member false; the client and operator
+	// credentials). They count toward MaxInboundConns too; a client
+	// session beyond this bound is refused right after its handshake,
+	// with CodeTooManyClients (ErrTooManyClients to the dialler), counted
+	// in Node.Admission as ClientRefused and logged with the other
+	// refusals. So at least MaxInboundConns - MaxClientConns connections
+	// always remain for members' sessions and handshakes in progress,
+	// whatever the holders of a client credential do. In an open cluster
+	// the role a peer announces decides, as it decides everything there:
+	// a peer that claims RoleMember is counted as a member. Zero (the
+	// default) means a quarter of MaxInboundConns, at least 1 (1024 of
+	// the default 4096). Must be in [0, MaxInboundConns].
+	MaxClientConns int
+
+	// MaxClientConnsPerHost caps the client sessions (as MaxClientConns
+	// counts them) from one remote IP address; beyond it the new one is
+	// refused in the same way. So clients behind one address (a NAT)
+	// share it. Zero (the default) means 64, or MaxClientConns when that
+	// is smaller. Must be in [0, MaxClientConns] (with MaxClientConns
+	// zero: at most its default).
+	MaxClientConnsPerHost int
+
 	// MaxHandshakes caps the inbound handshakes in progress at once (TLS
 	// plus mux handshake, each bounded by HandshakeTimeout). When it is
 	// reached a new connection takes the place of one in progress rather
@@ -307,6 +332,25 @@ type Config struct {
 	OnKeepaliveFailure func(peer NodeID, err error)
 }
 
+// defaultClientConnsPerHost is MaxClientConnsPerHost's default.
+const defaultClientConnsPerHost = 64
+
+// clientConns is MaxClientConns, its default filled in.
+func (c *Config) clientConns() int {
+	if c.MaxClientConns > 0 {
+		return c.MaxClientConns
+	}
+	return max(1, c.MaxInboundConns/4)
+}
+
+// clientConnsPerHost is MaxClientConnsPerHost, its default filled in.
+func (c *Config) clientConnsPerHost() int {
+	if c.MaxClientConnsPerHost > 0 {
+		return c.MaxClientConnsPerHost
+	}
+	return min(defaultClientConnsPerHost, c.clientConns())
+}
+
 // minSecret is the shortest secret Validate accepts, in bytes.
 const minSecret = 16
 
@@ -390,6 +434,10 @@ func (c *Config) Validate() error {
 		return bad("MaxInboundConns must be > 0")
 	case c.MaxInboundConnsPerHost <= 0 || c.MaxInboundConnsPerHost > c.MaxInboundConns:
 		return bad("MaxInboundConnsPerHost must be in [1, MaxInboundConns]")
+	case c.MaxClientConns < 0 || c.MaxClientConns > c.MaxInboundConns:
+		return bad("MaxClientConns must be in [1, MaxInboundConns], or 0 for its default")
+	case c.MaxClientConnsPerHost < 0 || c.MaxClientConnsPerHost > c.clientConns():
+		return bad("MaxClientConnsPerHost must be in [1, MaxClientConns], or 0 for its default")
 	case c.MaxHandshakes <= 0:
 		return bad("MaxHandshakes must be > 0")
 	case c.MaxHandshakesPerHost <= 0 || c.MaxHandshakesPerHost > c.MaxHandshakes:

@@ -132,8 +132,16 @@
 //     (beyond: the new connection takes the place of the oldest one that
 //     has not sent a byte yet, so idle connections cannot keep a peer out;
 //     refused only when there is none to take), each silent for at most
-//     FirstByteTimeout; requests handled at once per connection (beyond:
-//     refused with CodeOverloaded, handler not run); the bytes per
+//     FirstByteTimeout; established sessions of clients (peers that
+//     announce RoleClient, or did not prove the member credential where
+//     one is required), in total and per remote host, within the inbound
+//     connections (MaxClientConns, a quarter of MaxInboundConns, and
+//     MaxClientConnsPerHost, 64; beyond: refused right after the
+//     handshake with CodeTooManyClients, ErrTooManyClients to the
+//     dialler), so the rest of MaxInboundConns stays for members (in an
+//     open cluster, whoever announces RoleMember); requests handled at
+//     once per connection (beyond: refused with CodeOverloaded, handler
+//     not run); the bytes per
 //     connection of the peer's requests held, at their decoded size, and
 //     of their answers waiting to be sent, and the same over all
 //     connections (MaxQueuedBytes, MaxQueuedBytesTotal; beyond:
@@ -151,9 +159,10 @@
 //     peer reads, or its requester sees ErrConnectionLost
 //     (indeterminate) when the connection dies. Node.Overload counts the
 //     requests refused and the connections closed. Node.Admission
-//     counts what was refused, evicted and silent, and one WARN line per
-//     10 s at most logs it. Serve outlives temporary Accept errors such
-//     as running out of file descriptors.
+//     counts what was refused, evicted and silent, and the client
+//     sessions refused, and one WARN line per 10 s at most logs it.
+//     Serve outlives temporary Accept errors such as running out of file
+//     descriptors.
 //   - Node.Traffic counts the bytes every session read and wrote (records
 //     with their headers, above TLS), for metrics: two atomic adds per
 //     socket read or write; and the sealed records that failed to open.

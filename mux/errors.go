@@ -8,7 +8,8 @@ import (
 // Sentinel errors. Compare with errors.Is.
 //
 // Definite errors (the message was not sent): ErrMessageTooLarge,
-// ErrClosed, ErrTooManyStreams, ErrInvalidConfig, *HandshakeError.
+// ErrClosed, ErrTooManyStreams, ErrInvalidConfig, *HandshakeError
+// (ErrTooManyClients among them).
 // Indeterminate errors (the peer may have received and handled the
 // request): ErrConnectionLost and the caller's context errors
 // (context.DeadlineExceeded, context.Canceled). The transport never
@@ -60,6 +61,13 @@ var (
 	// connection is closed.
 	ErrUnexpectedPeer = errors.New("mux: unexpected peer at address")
 
+	// ErrTooManyClients matches (errors.Is) the *HandshakeError a dialler
+	// gets when the listener refused its session with CodeTooManyClients:
+	// the listener's room for client sessions (Config.MaxClientConns, or
+	// MaxClientConnsPerHost for the dialler's address) is full. Definite:
+	// no session was made; dialling again later may succeed.
+	ErrTooManyClients = errors.New("mux: the listener's room for clients is full")
+
 	// errSuperseded closes a session that lost the simultaneous-dial
 	// tie-break after draining. It never reaches callers: new work moves
 	// to the winning session.
@@ -91,6 +99,12 @@ const (
 	// other than its certificate's, or a node id already bound to another
 	// member's certificate.
 	CodeIdentity HandshakeCode = 5
+	// CodeTooManyClients: the peer is a client (not a member) and the
+	// listener already holds Config.MaxClientConns client sessions, or
+	// MaxClientConnsPerHost from the peer's address. Sent after the
+	// handshake's checks (and the dialler's proof) passed, instead of the
+	// welcome. errors.Is(err, ErrTooManyClients) reports it.
+	CodeTooManyClients HandshakeCode = 6
 )
 
 // String describes the code in words.
@@ -108,6 +122,8 @@ func (c HandshakeCode) String() string {
 		return "unauthenticated"
 	case CodeIdentity:
 		return "identity refused"
+	case CodeTooManyClients:
+		return "too many clients"
 	}
 	return fmt.Sprintf("code %d", uint8(c))
 }
@@ -146,6 +162,12 @@ func (e *HandshakeError) Error() string {
 
 // Unwrap returns the underlying cause, if any.
 func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's code:
+// ErrTooManyClients for CodeTooManyClients.
+func (e *HandshakeError) Is(target error) bool {
+	return target == ErrTooManyClients && e.Code == CodeTooManyClients
+}
 
 // Remote error codes carried by an error response. Handlers may use any
 // code >= CodeUser for their own meaning.

@@ -35,6 +35,21 @@ import (
 // session's end, Node.Close), because the connection handed to Accept is
 // wrapped in an inboundConn. What is refused, evicted or silent is counted
 // (Node.Admission) and logged on one WARN line per shedLogEvery at most.
+//
+// Established sessions are counted once more by room: a session whose
+// peer is a client (clientPeer) takes a place in the clients' room,
+// MaxClientConns in all and MaxClientConnsPerHost per host, as its
+// handshake ends (takeClientRoom, from Accept); beyond either it is
+// refused with CodeTooManyClients instead of welcomed (counted as
+// ClientRefused). The place is returned with the connection's slot, when
+// it closes. Members have no room of their own: they have whatever of
+// MaxInboundConns the clients cannot take. A client beyond its room is
+// refused rather than an older client evicted: the older one may be a
+// lite client in use, and eviction would let whoever holds the client
+// credential cycle the honest ones out. No client session is evicted for
+// a member either: clients never hold more than their room, so when a
+// member finds MaxInboundConns full, members and handshakes in progress
+// hold the rest.
 
 // shedLogEvery paces the WARN line about connections shed.
 const shedLogEvery = 10 * time.Second
@@ -47,16 +62,20 @@ type admission struct {
 	handshakes map[*hsSlot]struct{}
 	hsPerHost  map[string]int
 
+	// Client sessions established (takeClientRoom), in all and per host.
+	clients        int
+	clientsPerHost map[string]int
+
 	// Connections shed per host in this window and the previous one
 	// (strikes), a window being shedLogEvery long.
 	shedCur, shedPrev map[string]uint32
 	window            time.Time
 
 	// Totals (Node.Admission), and what the next WARN line reports.
-	refused, evicted, silent atomic.Uint64
-	logged                   time.Time // when the last WARN line went out
-	since                    Admission // counts since then
-	lastLimit, lastRemote    string
+	refused, evicted, silent, clientRefused atomic.Uint64
+	logged                                  time.Time // when the last WARN line went out
+	since                                   Admission // counts since then
+	lastLimit, lastRemote                   string
 }
 
 // hsSlot is one inbound handshake in progress.
@@ -69,7 +88,8 @@ type hsSlot struct {
 }
 
 // Admission counts what Serve turned away or cut short, since the node
-// started, to keep room for peers that complete their handshakes. Each
+// started, to keep room for peers that complete their handshakes and
+// for members. Each
 // field only grows; Node.Admission reads them.
 type Admission struct {
 	// Refused counts connections closed as soon as they were accepted:
@@ -82,12 +102,54 @@ type Admission struct {
 	// Silent counts connections closed because their first byte did not
 	// arrive within Config.FirstByteTimeout.
 	Silent uint64
+	// ClientRefused counts client sessions refused right after their
+	// handshake, with CodeTooManyClients: Config.MaxClientConns or
+	// MaxClientConnsPerHost was reached.
+	ClientRefused uint64
 }
 
-// Admission reports what Serve refused, evicted or closed as silent since
-// the node started. It costs three atomic loads: metrics may poll it.
+// Admission reports what Serve refused, evicted or closed as silent, and
+// the client sessions it refused, since the node started. It costs four
+// atomic loads: metrics may poll it.
 func (n *Node) Admission() Admission {
-	return Admission{Refused: n.adm.refused.Load(), Evicted: n.adm.evicted.Load(), Silent: n.adm.silent.Load()}
+	return Admission{Refused: n.adm.refused.Load(), Evicted: n.adm.evicted.Load(),
+		Silent: n.adm.silent.Load(), ClientRefused: n.adm.clientRefused.Load()}
+}
+
+// clientPeer reports whether a peer that proved cred and announces role
+// is a client, counted in the clients' room: it announces RoleClient, or
+// may not act as a member (mayBeMember: where this node requires
+// credentials, it did not prove the member credential). In an open
+// cluster the announced role decides.
+func (c *Config) clientPeer(cred Credential, role Role) bool {
+	return role == RoleClient || !c.mayBeMember(cred, role)
+}
+
+// takeClientRoom gives the connection of an established client session a
+// place in the clients' room (it takes n.mu). It returns the name of
+// the limit that refuses it, counted and logged, or "".
+func (n *Node) takeClientRoom(c *inboundConn) (refused string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case c.client:
+		return ""
+	case n.adm.clients >= n.cfg.MaxClientConns:
+		refused = "MaxClientConns"
+	case n.adm.clientsPerHost[c.host] >= n.cfg.MaxClientConnsPerHost:
+		refused = "MaxClientConnsPerHost"
+	}
+	if refused != "" {
+		n.noteShed(shedClient, refused, c)
+		return refused
+	}
+	if n.adm.clientsPerHost == nil {
+		n.adm.clientsPerHost = make(map[string]int)
+	}
+	c.client = true
+	n.adm.clients++
+	n.adm.clientsPerHost[c.host]++
+	return ""
 }
 
 // admit takes a connection and a handshake slot for conn from host. It
@@ -230,6 +292,7 @@ const (
 	shedRefused shedKind = iota
 	shedEvicted
 	shedSilent
+	shedClient
 )
 
 // noteShed counts a connection refused, evicted or silent and logs the
@@ -246,6 +309,9 @@ func (n *Node) noteShed(kind shedKind, limit string, conn net.Conn) {
 	case shedSilent:
 		n.adm.silent.Add(1)
 		n.adm.since.Silent++
+	case shedClient:
+		n.adm.clientRefused.Add(1)
+		n.adm.since.ClientRefused++
 	}
 	n.adm.lastLimit, n.adm.lastRemote = limit, conn.RemoteAddr().String()
 	now := time.Now()
@@ -254,8 +320,8 @@ func (n *Node) noteShed(kind shedKind, limit string, conn net.Conn) {
 		return
 	}
 	s := n.adm.since
-	n.log.Warn("mux: inbound connections shed to keep room for handshakes",
-		"refused", s.Refused, "evicted", s.Evicted, "silent", s.Silent,
+	n.log.Warn("mux: inbound connections shed to keep room for handshakes and members",
+		"refused", s.Refused, "evicted", s.Evicted, "silent", s.Silent, "client_refused", s.ClientRefused,
 		"last_limit", n.adm.lastLimit, "last_remote", n.adm.lastRemote,
 		"since", sinceAttr(n.adm.logged, now))
 	n.adm.logged, n.adm.since = now, Admission{}
@@ -276,13 +342,21 @@ func (n *Node) shed(kind shedKind, limit string, conn net.Conn) {
 	n.mu.Unlock()
 }
 
-// release returns the connection slot of host.
-func (n *Node) release(host string) {
+// release returns the connection slot of c, and its place in the
+// clients' room if it has one.
+func (n *Node) release(c *inboundConn) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.adm.conns--
-	if n.adm.perHost[host]--; n.adm.perHost[host] <= 0 {
-		delete(n.adm.perHost, host)
+	if n.adm.perHost[c.host]--; n.adm.perHost[c.host] <= 0 {
+		delete(n.adm.perHost, c.host)
+	}
+	if c.client {
+		c.client = false
+		n.adm.clients--
+		if n.adm.clientsPerHost[c.host]--; n.adm.clientsPerHost[c.host] <= 0 {
+			delete(n.adm.clientsPerHost, c.host)
+		}
 	}
 }
 
@@ -290,9 +364,11 @@ func (n *Node) release(host string) {
 // the byte awaitFirstByte read.
 type inboundConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
-	first   []byte // read by awaitFirstByte, not yet returned by Read
+	node   *Node
+	host   string // remoteHost
+	client bool   // holds a place in the clients' room (node.mu)
+	once   sync.Once
+	first  []byte // read by awaitFirstByte, not yet returned by Read
 }
 
 // Read returns the byte awaitFirstByte read first, then reads on.
@@ -308,7 +384,7 @@ func (c *inboundConn) Read(b []byte) (int, error) {
 // Close closes the connection and releases its slot once.
 func (c *inboundConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { c.node.release(c) })
 	return err
 }
 
@@ -357,7 +433,8 @@ func (n *Node) awaitFirstByte(c *inboundConn, deadline time.Time) error {
 // admitted by Serve: its first byte within FirstByteTimeout, then Accept,
 // the whole bounded by HandshakeTimeout from the accept. Failures are
 // logged, except those of connections evicted (counted and logged by
-// admit) or silent (counted and logged here).
+// admit), of client sessions beyond their room (by takeClientRoom) or
+// silent (counted and logged here).
 func (n *Node) serveConn(conn *inboundConn, slot *hsSlot) {
 	ctx, cancel := context.WithDeadline(context.Background(), slot.start.Add(n.cfg.HandshakeTimeout))
 	defer cancel()
@@ -370,7 +447,7 @@ func (n *Node) serveConn(conn *inboundConn, slot *hsSlot) {
 	}
 	evicted := n.handshakeDone(slot)
 	switch {
-	case err == nil, evicted, errors.Is(err, ErrClosed):
+	case err == nil, evicted, errors.Is(err, ErrClosed), errors.Is(err, ErrTooManyClients): // the last counted and logged by takeClientRoom
 	case errors.Is(err, errSilent):
 		n.shed(shedSilent, "FirstByteTimeout", conn)
 	default:

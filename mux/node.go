@@ -131,6 +131,7 @@ func New(cfg Config) (*Node, error) {
 	if n.rand == nil {
 		n.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	n.cfg.MaxClientConns, n.cfg.MaxClientConnsPerHost = cfg.clientConns(), cfg.clientConnsPerHost()
 	n.info = localInfo{nodeID: cfg.NodeID, role: cfg.Role, cluster: cfg.ClusterName,
 		addr: cfg.AdvertiseAddr, codecs: cfg.Codecs, secret: cfg.requiresSecret(), authOnly: cfg.AuthOnly}
 	yc := yamux.DefaultConfig()
@@ -232,7 +233,7 @@ func (n *Node) Serve(ln net.Listener) error {
 		}
 		delay = 0
 		host := remoteHost(conn)
-		in := &inboundConn{Conn: conn, release: func() { n.release(host) }}
+		in := &inboundConn{Conn: conn, node: n, host: host}
 		slot, evicted, limit := n.admit(host, in)
 		if evicted != nil {
 			evicted.Close()
@@ -586,6 +587,7 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 		conn.Close()
 		return nil, ErrClosed
 	}
+	in, _ := conn.(*inboundConn) // accepted by Serve: admission counts it
 	disarm := n.handshakeDeadline(ctx, conn)
 	if n.cfg.ServerTLS != nil {
 		tlsConn := tls.Server(conn, n.cfg.ServerTLS)
@@ -699,6 +701,11 @@ func (n *Node) Accept(ctx context.Context, conn net.Conn) (*Session, error) {
 			return refuse(rej)
 		}
 		cred = stronger(cred, cert.cred)
+	}
+	if in != nil && n.cfg.clientPeer(cred, h.role) {
+		if limit := n.takeClientRoom(in); limit != "" {
+			return refuse(&reject{code: CodeTooManyClients, msg: "the room for client sessions is full (" + limit + ")"})
+		}
 	}
 	answer := w.encode()
 	var keys *sessionKeys

@@ -137,13 +137,16 @@ func (s *Session) PeerName() string { return s.peerName }
 // client or operator secret) cannot tell a member from another holder of
 // its own secret: for it, a peer that proved that secret and announces
 // RoleMember is a member.
-func (s *Session) Member() bool {
-	cfg := &s.node.cfg
+func (s *Session) Member() bool { return s.node.cfg.mayBeMember(s.cred, s.peerRole) }
+
+// mayBeMember is Session.Member for a peer that proved cred and
+// announces role.
+func (c *Config) mayBeMember(cred Credential, role Role) bool {
 	switch {
-	case !cfg.Enforcing() || s.cred == CredentialMember:
+	case !c.Enforcing() || cred == CredentialMember:
 		return true
-	case len(cfg.ClusterSecret) == 0 && !cfg.CertIdentity:
-		return s.cred != CredentialNone && s.peerRole == RoleMember
+	case len(c.ClusterSecret) == 0 && !c.CertIdentity:
+		return cred != CredentialNone && role == RoleMember
 	}
 	return false
 }
