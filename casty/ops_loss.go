@@ -65,7 +65,9 @@ type waitReport struct {
 // operator role (WithOperatorSecret, or a certificate carrying
 // casty://role/operator): without it the request fails with ErrForbidden.
 // A member id that was not removed as dead fails with ErrNotRemoved, as
-// AcceptLoss does, before any id is accepted. ctx bounds the whole request (Config.CallTimeout
+// AcceptLoss does, before any id is accepted — once every member asked
+// refused it so (one that has not adopted the removal yet refuses while
+// another that has runs it). ctx bounds the whole request (Config.CallTimeout
 // when it has no deadline). Like AcceptLoss, it gives up for good every
 // write only those members held.
 func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, error) {
@@ -94,6 +96,8 @@ func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, erro
 	members := slices.Clone(cl.view.Load().members)
 	rand.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 	var why []string
+	var notRemoved *wireError // the first member's refusal as not removed
+	var refuser Member
 	for _, m := range members {
 		var resp callResp
 		if err := cl.askMember(ctx, m, payload, deadline, &resp); err != nil {
@@ -103,10 +107,21 @@ func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, erro
 			why = append(why, err.Error())
 			continue
 		}
+		if resp.Err != nil && resp.Err.Code == codeNotRemoved {
+			// That member may not have adopted the removal yet: another
+			// that has can run it.
+			if notRemoved == nil {
+				notRemoved, refuser = resp.Err, m
+			}
+			continue
+		}
 		if resp.Err != nil {
 			return m, resp.Err.decode()
 		}
 		return m, nil
+	}
+	if notRemoved != nil {
+		return refuser, notRemoved.decode()
 	}
 	if len(why) == 0 {
 		why = append(why, "no live full member known")
