@@ -81,8 +81,9 @@ func addUntil(t *testing.T, sys *casty.System, key string) (n, failed int) {
 			return n, failed
 		}
 		switch {
-		case errors.Is(err, casty.ErrRangeMoving):
-			// Refused while the key changes hands: it did not run.
+		case errors.Is(err, casty.ErrRangeMoving), errors.Is(err, casty.ErrNoReadQuorum):
+			// Refused while the key changes hands, or its owner could not
+			// activate it yet: it did not run.
 		case !castytest.Indeterminate(err):
 			t.Fatalf("add to %s: %v, which says it did not run", key, err)
 		default:
