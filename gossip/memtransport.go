@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+
+	"github.com/casty-go/casty/gossip/internal/queue"
 )
 
 // MemNetwork is an in-memory network of MemTransports for tests (this
@@ -39,9 +41,12 @@ func (n *MemNetwork) Transport(addr string) (*MemTransport, error) {
 		return nil, fmt.Errorf("gossip: memory address %q in use", addr)
 	}
 	t := &MemTransport{net: n, addr: addr, monitored: map[string]bool{},
-		out: make(chan TransportEvent), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		events: queue.New[TransportEvent](), stop: make(chan struct{}), done: make(chan struct{})}
 	n.nodes[addr] = t
-	go t.pump()
+	go func() {
+		defer close(t.done)
+		t.events.Run(t.stop)
+	}()
 	return t, nil
 }
 
@@ -160,14 +165,12 @@ type MemTransport struct {
 	addr string
 
 	mu        sync.Mutex
-	q         []TransportEvent
 	monitored map[string]bool
 	closed    bool
 
-	out  chan TransportEvent
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	events *queue.Pump[TransportEvent]
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // Addr returns the endpoint's address.
@@ -201,12 +204,8 @@ func (t *MemTransport) enqueue(ev TransportEvent) {
 		t.mu.Unlock()
 		return
 	}
-	t.q = append(t.q, ev)
 	t.mu.Unlock()
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
+	t.events.Push(ev)
 }
 
 // Send delivers frame to addr's queue, or reports LinkLost for addr.
@@ -243,7 +242,7 @@ func (t *MemTransport) Unmonitor(addr string) {
 }
 
 // Events returns the inbound channel.
-func (t *MemTransport) Events() <-chan TransportEvent { return t.out }
+func (t *MemTransport) Events() <-chan TransportEvent { return t.events.Out() }
 
 // Close detaches the endpoint; monitors of its address see LinkLost.
 func (t *MemTransport) Close() error {
@@ -254,38 +253,9 @@ func (t *MemTransport) Close() error {
 		return nil
 	}
 	t.closed = true
-	t.q = nil
 	t.mu.Unlock()
 	close(t.stop)
 	<-t.done
 	t.net.closedAddr(t.addr)
 	return nil
-}
-
-func (t *MemTransport) pump() {
-	defer close(t.done)
-	defer close(t.out)
-	for {
-		t.mu.Lock()
-		var ev TransportEvent
-		has := len(t.q) > 0
-		if has {
-			ev = t.q[0]
-			t.q = t.q[1:]
-		}
-		t.mu.Unlock()
-		if !has {
-			select {
-			case <-t.wake:
-				continue
-			case <-t.stop:
-				return
-			}
-		}
-		select {
-		case t.out <- ev:
-		case <-t.stop:
-			return
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/gossip/internal/core"
+	"github.com/casty-go/casty/gossip/internal/queue"
 )
 
 // Agent runs one membership node (the pure state machine of
@@ -247,21 +248,22 @@ func (a *Agent) Neighbors() []Peer {
 // never dropped (a slow reader queues in memory), and a cancel function.
 // The channel is closed by cancel or Close.
 func (a *Agent) Subscribe() (<-chan Event, func()) {
-	s := &subscriber{ch: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &subscriber{events: queue.New[Event](), stop: make(chan struct{})}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		close(s.ch)
-		return s.ch, func() {}
+		s.close()
+		s.events.Run(s.stop) // returns at once, closing the channel
+		return s.events.Out(), func() {}
 	}
 	a.subs[s] = struct{}{}
 	a.mu.Unlock()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		s.pump()
+		s.events.Run(s.stop)
 	}()
-	return s.ch, func() {
+	return s.events.Out(), func() {
 		a.mu.Lock()
 		delete(a.subs, s)
 		a.mu.Unlock()
@@ -317,51 +319,13 @@ func (a *Agent) Close() error {
 	return err
 }
 
-// subscriber is an unbounded in-order event queue drained by one goroutine.
+// subscriber is one Subscribe call's unbounded in-order event queue.
 type subscriber struct {
-	mu   sync.Mutex
-	q    []Event
-	ch   chan Event
-	wake chan struct{}
-	stop chan struct{}
-	once sync.Once
+	events *queue.Pump[Event]
+	stop   chan struct{}
+	once   sync.Once
 }
 
 func (s *subscriber) close() { s.once.Do(func() { close(s.stop) }) }
 
-func (s *subscriber) push(evs []Event) {
-	s.mu.Lock()
-	s.q = append(s.q, evs...)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscriber) pump() {
-	defer close(s.ch)
-	for {
-		s.mu.Lock()
-		var ev Event
-		has := len(s.q) > 0
-		if has {
-			ev = s.q[0]
-			s.q = s.q[1:]
-		}
-		s.mu.Unlock()
-		if !has {
-			select {
-			case <-s.wake:
-				continue
-			case <-s.stop:
-				return
-			}
-		}
-		select {
-		case s.ch <- ev:
-		case <-s.stop:
-			return
-		}
-	}
-}
+func (s *subscriber) push(evs []Event) { s.events.Push(evs...) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/gossip"
+	"github.com/casty-go/casty/gossip/internal/queue"
 	"github.com/casty-go/casty/mux"
 )
 
@@ -43,9 +44,7 @@ type Transport struct {
 	peers     map[string]*muxPeer
 	monitored map[string]bool
 	closing   bool
-	q         []gossip.TransportEvent
-	wake      chan struct{}
-	out       chan gossip.TransportEvent
+	events    *queue.Pump[gossip.TransportEvent]
 	stopped   chan struct{}
 }
 
@@ -68,12 +67,15 @@ func New(node *mux.Node, addr string) *Transport {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{node: node, addr: addr, grace: linkGrace, ctx: ctx, cancel: cancel, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		peers: map[string]*muxPeer{}, monitored: map[string]bool{},
-		wake: make(chan struct{}, 1), out: make(chan gossip.TransportEvent), stopped: make(chan struct{})}
+		events: queue.New[gossip.TransportEvent](), stopped: make(chan struct{})}
 	node.HandleMessages(mux.LaneControl, func(from *mux.Session, payload []byte) {
 		t.push(gossip.TransportEvent{From: from.PeerAddr(), Frame: append([]byte(nil), payload...), ClientOnly: !from.Member()})
 	})
 	t.wg.Add(1)
-	go t.pump()
+	go func() {
+		defer t.wg.Done()
+		t.events.Run(t.ctx.Done())
+	}()
 	return t
 }
 
@@ -112,7 +114,7 @@ func (t *Transport) Unmonitor(addr string) {
 }
 
 // Events returns the inbound channel.
-func (t *Transport) Events() <-chan gossip.TransportEvent { return t.out }
+func (t *Transport) Events() <-chan gossip.TransportEvent { return t.events.Out() }
 
 // Close waits (at most 2 s) for queued frames to be handed to mux, stops
 // every goroutine, removes its LaneControl handler from the node (which it
@@ -344,40 +346,8 @@ func (t *Transport) push(ev gossip.TransportEvent) {
 		t.mu.Unlock()
 		return
 	}
-	t.q = append(t.q, ev)
 	t.mu.Unlock()
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (t *Transport) pump() {
-	defer t.wg.Done()
-	defer close(t.out)
-	for {
-		t.mu.Lock()
-		var ev gossip.TransportEvent
-		has := len(t.q) > 0
-		if has {
-			ev = t.q[0]
-			t.q = t.q[1:]
-		}
-		t.mu.Unlock()
-		if !has {
-			select {
-			case <-t.wake:
-				continue
-			case <-t.ctx.Done():
-				return
-			}
-		}
-		select {
-		case t.out <- ev:
-		case <-t.ctx.Done():
-			return
-		}
-	}
+	t.events.Push(ev)
 }
 
 // String names the transport for logs.
