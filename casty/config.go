@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
 )
 
@@ -213,8 +214,11 @@ type Config struct {
 	Shards int
 }
 
-// DefaultConfig returns the documented defaults, every field set.
+// DefaultConfig returns the documented defaults, every field set. The
+// membership protocol's are gossip's own (gossip.DefaultConfig), under
+// casty's names.
 func DefaultConfig() Config {
+	g := gossip.DefaultConfig()
 	return Config{
 		CallTimeout:         10 * time.Second,
 		IdleTimeout:         300 * time.Second,
@@ -238,23 +242,23 @@ func DefaultConfig() Config {
 		ReconnectMin:        100 * time.Millisecond,
 		ReconnectMax:        15 * time.Second,
 		CompressThreshold:   4096,
-		ActiveView:          5,
-		PassiveView:         30,
-		ActiveWalk:          6,
-		PassiveWalk:         3,
-		ShuffleInterval:     10 * time.Second,
-		ShuffleActive:       3,
-		ShufflePassive:      4,
-		SuspicionTimeout:    5 * time.Second,
-		AntiEntropyInterval: 30 * time.Second,
-		TombstoneTTL:        60 * time.Second,
-		GraftTimeout:        500 * time.Millisecond,
-		JoinTimeout:         10 * time.Second,
+		ActiveView:          g.ActiveViewSize,
+		PassiveView:         g.PassiveViewSize,
+		ActiveWalk:          g.ActiveRandomWalkLength,
+		PassiveWalk:         g.PassiveRandomWalkLength,
+		ShuffleInterval:     g.ShuffleInterval,
+		ShuffleActive:       g.ShuffleActive,
+		ShufflePassive:      g.ShufflePassive,
+		SuspicionTimeout:    g.SuspicionTimeout,
+		AntiEntropyInterval: g.AntiEntropyInterval,
+		TombstoneTTL:        g.TombstoneTTL,
+		GraftTimeout:        g.GraftTimeout,
+		JoinTimeout:         g.JoinTimeout,
 		MaxSpies:            64,
 		Shards:              32,
 
-		MemberReconnectInterval: 30 * time.Second,
-		MemberReconnectTimeout:  24 * time.Hour,
+		MemberReconnectInterval: g.ReconnectInterval,
+		MemberReconnectTimeout:  g.ReconnectTimeout,
 	}
 }
 
