@@ -632,6 +632,9 @@ func (cl *cluster) refresh() {
 	if old != nil {
 		close(old.changed)
 	}
+	if cl.rp != nil && cl.rp.mutant == "adopt-newest-only" && len(adopt) > 1 {
+		adopt = adopt[len(adopt)-1:] // skips the versions between
+	}
 	if cl.rp != nil {
 		for i, next := range adopt {
 			var prev *layout

@@ -1130,6 +1130,9 @@ func (r *replicator) setOf(pl *layout, point uint64, rp replication) replica.Set
 	for _, id := range ids {
 		set.Members = append(set.Members, replica.NodeID(id))
 	}
+	if r.mutant == "quorum-of-set" {
+		set.R = len(set.Members) // a set shrunk below R reads with a smaller quorum
+	}
 	return set
 }
 

@@ -297,6 +297,9 @@ func (r *replicator) runSync(run *syncRun) {
 				// there, and a write it did not hold sits on w others.
 				set := b.Replicas(rng.End, run.n)
 				q := replica.ReadQuorumOf(len(set), run.n, run.w)
+				if r.mutant == "quorum-of-set" {
+					q = replica.ReadQuorumOf(len(set), len(set), run.w)
+				}
 				others := slices.DeleteFunc(slices.Clone(set), func(id ring.NodeID) bool { return id == self })
 				if len(others) < len(set) {
 					q--

@@ -77,9 +77,12 @@ type clusterOptions struct {
 // (the detection power of a fault schedule, say): "write-one-fewer"
 // acknowledges a commit with one replica fewer than its write quorum (the
 // read quorum unchanged), "sync-one-fewer" finishes a range's sync with
-// one answer fewer than the read quorum. Any other name breaks nothing.
-// A cluster of mutants loses acknowledged writes: use it only to test a
-// test.
+// one answer fewer than the read quorum, "quorum-of-set" counts read
+// quorums against the replica set's size instead of the kind's Replicas
+// (a set shrunk by a removal reads fewer copies), and "adopt-newest-only"
+// adopts the newest agreed placement straight from the one it held,
+// skipping the versions between. Any other name breaks nothing. A cluster
+// of mutants loses acknowledged writes: use it only to test a test.
 func Mutant(name string) ClusterOption { return func(o *clusterOptions) { o.mutant = name } }
 
 // Seed sets the seed of every random choice the test network makes

@@ -88,6 +88,13 @@ type ScheduleConfig struct {
 	// MaxDrift bounds Skew offsets to ±MaxDrift/2. Default 500 ms
 	// (Config.MaxClockDrift's default).
 	MaxDrift time.Duration
+	// MaxStruck is how many members faults may strike at once. Default a
+	// minority, (Members-1)/2, so that a majority is always up. More lets
+	// faults overlap into double failures: a range that loses a read
+	// quorum of its copies then waits (for them, or for
+	// System.AcceptLoss), so histories must stay linearizable, but the
+	// cluster may not settle.
+	MaxStruck int
 }
 
 func (c ScheduleConfig) withDefaults() ScheduleConfig {
@@ -110,6 +117,9 @@ func (c ScheduleConfig) withDefaults() ScheduleConfig {
 		for k := Crash; k <= Skew; k++ {
 			c.Kinds = append(c.Kinds, k)
 		}
+	}
+	if c.MaxStruck <= 0 {
+		c.MaxStruck = (c.Members - 1) / 2
 	}
 	if c.MaxDrift <= 0 {
 		c.MaxDrift = 500 * time.Millisecond
@@ -135,11 +145,11 @@ func (s Schedule) String() string {
 }
 
 // NewSchedule draws a fault schedule from seed: the same seed and config
-// give the same schedule. Faults overlap, but never strike more than a
-// minority of the members at once (a Split's minority counts as struck),
-// so a majority is always up: what a schedule tests is that nothing
-// acknowledged is lost and every history stays linearizable while faults
-// come and go, not what a cluster does when most of it is gone.
+// give the same schedule. Faults overlap, but never strike more than
+// ScheduleConfig.MaxStruck members at once (a Split's minority counts as
+// struck), by default a minority, so a majority is always up: what a
+// schedule tests is that nothing acknowledged is lost and every history
+// stays linearizable while faults come and go.
 func NewSchedule(seed int64, cfg ScheduleConfig) Schedule {
 	cfg = cfg.withDefaults()
 	if cfg.Members < 1 {
@@ -167,7 +177,7 @@ func NewSchedule(seed int64, cfg ScheduleConfig) Schedule {
 				free = append(free, m)
 			}
 		}
-		room := minority - len(struck)
+		room := cfg.MaxStruck - len(struck)
 		if room < 1 || len(free) == 0 {
 			continue
 		}
@@ -178,7 +188,7 @@ func NewSchedule(seed int64, cfg ScheduleConfig) Schedule {
 		rng.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 		n := 1
 		if k == Split {
-			n = 1 + rng.IntN(min(room, len(free)))
+			n = 1 + rng.IntN(max(1, min(room, minority, len(free))))
 		}
 		f.Members = slices.Sorted(slices.Values(free[:n]))
 		switch k {

@@ -38,7 +38,11 @@ type Member struct {
 	// can measure how soon a simulator catches the break: "write-one-fewer"
 	// acknowledges a commit with one replica fewer than its write quorum,
 	// "sync-one-fewer" finishes a range's sync with one answer fewer than
-	// the read quorum. Never set outside castytest's own tests.
+	// the read quorum, "quorum-of-set" counts read quorums against the
+	// replica set's size instead of the kind's Replicas, and
+	// "adopt-newest-only" adopts the newest agreed placement version
+	// straight from the one it held, skipping those between. Never set
+	// outside castytest's own tests.
 	Mutant string
 }
 
