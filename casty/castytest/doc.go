@@ -193,7 +193,8 @@
 // NewSchedule draws a seeded schedule of faults — crashes, pauses,
 // graceful stops, isolations, minority splits, one-way cuts, lossy, slow
 // and skewed members — each held from 100 ms to several RemoveDeadAfter,
-// never striking more than a minority at once; Cluster.Run applies it,
+// never striking more than a minority at once unless
+// ScheduleConfig.MaxStruck allows double failures; Cluster.Run applies it,
 // restarting crashed and stopped members as new processes at their
 // addresses. On a virtual clock an hour of schedule against your actors
 // takes seconds, and the seed replays it (nearly: see above):
