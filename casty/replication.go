@@ -83,6 +83,7 @@ type replicator struct {
 	repliesWithheld atomic.Int64 // calls served here whose answer the caller's member handed on (early.go)
 	missedBasis     atomic.Int64 // commits this member's copy answered need-full
 	readInline      atomic.Int64 // rounds whose replies their handler read itself (mux.WaitReading)
+	copySyncs       atomic.Int64 // syncs that took their ranges from every member's copies (copySyncMembers)
 	// Commits waiting for the commit they were built on (basisOnItsWay),
 	// closed when the copy publishes one, and how long they wait
 	// (basisWait; tests change it); guarded by mu.
@@ -1344,6 +1345,11 @@ type ReplicationStats struct {
 	// LostMembers counts the members whose copies an operator gave up
 	// (AcceptLoss), as the agreed placement records them.
 	LostMembers int
+	// CopySyncs counts the syncs that, making no progress because the
+	// members they had to hear were themselves still pulling the ranges,
+	// took the ranges from every member's copies instead
+	// (replica/SPEC.md, "Copy syncs").
+	CopySyncs int64
 }
 
 // WaitingSync is one kind's ranges waiting for removed members' copies
@@ -1365,7 +1371,7 @@ func (s *System) Replication() ReplicationStats {
 	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Deposed: r.deposed, Syncing: r.pending > 0,
 		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load(),
-		RoundsReadInline: r.readInline.Load()}
+		RoundsReadInline: r.readInline.Load(), CopySyncs: r.copySyncs.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 		st.PlacementVersion = r.pl.version

@@ -233,6 +233,7 @@ func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
 	departed := map[ring.NodeID]time.Time{} // leavers with no session, since when
 	pause := 50 * time.Millisecond
+	progress, left := time.Now(), -1 // when run last synced a range; how many it had left then
 	for !r.syncDone(run) {
 		start := time.Now()
 		type batch struct {
@@ -322,10 +323,38 @@ func (r *replicator) runSync(run *syncRun) {
 			}
 			batches[i].rngs = append(batches[i].rngs, rng)
 		}
+		if left < 0 || len(rngs) < left {
+			progress, left = now, len(rngs)
+		}
+		// Stalled: the members it must hear may each be pulling the
+		// ranges from the others. A copy sync of every member that may
+		// hold their writes does not wait on anyone's sync.
+		var everyone []replica.NodeID
+		if now.Sub(progress) >= copySyncAfter*r.timeout {
+			var unreachable []ring.NodeID
+			everyone, unreachable = r.copySyncMembers(cur, v, bases, rngs, run.n, gone, forgiven)
+			for _, id := range unreachable {
+				if !slices.Contains(waiting, id) {
+					waiting = append(waiting, id)
+				}
+			}
+			if len(unreachable) > 0 {
+				everyone = nil
+			}
+		}
 		r.mu.Lock()
 		run.waiting = waiting
 		r.mu.Unlock()
 		var remaining []replica.Range
+		if everyone != nil {
+			y := replica.NewCopySync(run.kind, rngs, cur.version, cur.digest, everyone, r.rep, r.batch)
+			if r.syncRound(run, y) {
+				batches = nil // every range synced
+				r.cl.logger.Info("casty: a sync that made no progress took its ranges from every member's copies",
+					"kind", run.kind, "ranges", len(rngs), "members", len(everyone))
+				r.copySyncs.Add(1)
+			}
+		}
 		for _, bt := range batches {
 			y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
 			if !r.syncRound(run, y) {
@@ -345,6 +374,53 @@ func (r *replicator) runSync(run *syncRun) {
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// copySyncAfter, times ReplicationTimeout, is how long a sync makes no
+// progress before it asks every member for its copies (copySyncMembers).
+const copySyncAfter = 2
+
+// copySyncMembers lists the members a copy sync of rngs must hear: every
+// member that may hold a write of them — each placed member, each member
+// removed as dead whose copies no operator gave up (AcceptLoss), and each
+// member of the ranges' previous sets on bases not yet gone (a leaver
+// still handing off) — this member excepted, and removed members of a
+// Write(One) kind (forgiven: asked, not waited for, left out here). A
+// write acknowledged before the copy sync sits on a member of that list,
+// unless an operator gave its holders up: a copy leaves a member only
+// once a read quorum of the range's next holders has it, and the members
+// of every later set are in the list again (replica/SPEC.md, "Copy
+// syncs"). Those without an address in the view are returned apart: the
+// copy sync waits for them, as the ordinary sync waits for removed
+// members.
+func (r *replicator) copySyncMembers(cur *layout, v *view, bases []*ring.Ring, rngs []replica.Range, n int, gone, forgiven func(ring.NodeID) bool) (reach []replica.NodeID, unreachable []ring.NodeID) {
+	self := r.cl.self
+	seen := map[ring.NodeID]bool{self: true}
+	add := func(id ring.NodeID) {
+		if seen[id] || gone(id) || forgiven(id) {
+			return
+		}
+		seen[id] = true
+		if v.addrs[id] == "" {
+			unreachable = append(unreachable, id)
+			return
+		}
+		reach = append(reach, replica.NodeID(id))
+	}
+	for _, id := range cur.ring.Members() {
+		add(id)
+	}
+	for _, id := range cur.p.Removed {
+		add(id)
+	}
+	for _, b := range bases {
+		for _, rng := range rngs {
+			for _, id := range b.Replicas(rng.End, n) {
+				add(id)
+			}
+		}
+	}
+	return reach, unreachable
 }
 
 // answerable returns the members of a previous set to ask in a sync, and

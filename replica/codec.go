@@ -44,8 +44,9 @@ const (
 	fFacts
 	fBrief
 	fAnswer
+	fCopies
 
-	fAll = fAnswer<<1 - 1
+	fAll = fCopies<<1 - 1
 )
 
 // stampLen is the length of a stamp or ballot on the wire.
@@ -85,6 +86,7 @@ func (m *Msg) Append(b []byte) ([]byte, error) {
 	set(fFacts, len(m.Facts) > 0)
 	set(fBrief, m.Brief)
 	set(fAnswer, len(m.Answer) > 0)
+	set(fCopies, m.Copies)
 
 	b = slices.Grow(b, m.sizeHint())
 	b = append(b, wireFormat, byte(m.Op))
@@ -613,6 +615,7 @@ func (d *decoder) msg(into *Msg, scratch *decoded) (*Msg, error) {
 	}
 	m.More = mask&fMore != 0
 	m.Brief = mask&fBrief != 0
+	m.Copies = mask&fCopies != 0
 	if mask&fFacts != 0 {
 		m.Facts = d.bytes()
 	}

@@ -114,6 +114,11 @@ type Msg struct {
 	// Brief (OpSync, OpSynced) asks for, and marks, records without their
 	// pages: the keys and versions a repair compares (Repair).
 	Brief bool
+	// Copies (OpSync) asks a member that has not synced the ranges itself
+	// for the copies it holds anyway, answered StatusUnsynced with
+	// Records: a copy sync (NewCopySync) hears every member that may hold
+	// the ranges' writes and counts their copies, not their votes.
+	Copies bool
 	// (The one-byte fields come first, together: a Msg is allocated for
 	// every message, and apart they would pad it by 32 bytes.)
 	Version  uint64

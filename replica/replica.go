@@ -597,7 +597,11 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 		return
 	case !synced && !r.joining:
 		out.Status = StatusUnsynced
-		return
+		if !m.Copies {
+			return
+		}
+		// A copy sync: what this member holds of the ranges, though it
+		// has not synced them (SPEC.md, "Copy syncs").
 	case !synced:
 		// A newcomer is left out of the requester's count, but hands over
 		// the copies it has pulled so far: they may be the only live

@@ -804,3 +804,68 @@ func TestHandleIntoOverwritesWhatTheReplyHeld(t *testing.T) {
 		}
 	}
 }
+
+// Two members that each still pull a range answer a sync of it
+// StatusUnsynced — in an ordinary sync their answers are not votes, and
+// it waits — but a copy sync takes their copies: once every member asked
+// has handed over what it holds, the range is synced with the newest copy
+// of each key any of them held.
+func TestACopySyncTakesUnsyncedMembersCopies(t *testing.T) {
+	point := func(_, key string) uint64 { return uint64(len(key)) }
+	rng := Range{Start: 1, End: 3} // points 2 and 3: "xx", "yyy"
+	holder := func(key string, at int64) *Replica {
+		r := NewReplica(point)
+		r.Observe(1)
+		r.Unsync("k", rng)
+		if _, err := r.Adopt("k", Record{Key: key, Accepted: ballot(at, 1), Stamp: stamp(at, 1), Pages: []pager.Page{{Key: "V", Data: []byte{byte(at)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := holder("xx", 5), holder("yyy", 6)
+	if _, err := b.Adopt("k", Record{Key: "xx", Accepted: ballot(4, 1), Stamp: stamp(4, 1), Pages: []pager.Page{{Key: "V", Data: []byte{4}}}}); err != nil {
+		t.Fatal(err) // an older copy of "xx" than a's
+	}
+	members := []NodeID{{1}, {2}}
+	by := map[NodeID]*Replica{{1}: a, {2}: b}
+
+	local := NewReplica(point)
+	local.Observe(1)
+	local.Unsync("k", rng)
+	plain := NewSync("k", []Range{rng}, 1, 0, members, 2, local, 0)
+	for _, o := range plain.Start() {
+		plain.Step(o.To, by[o.To].Handle(o.Msg, 0))
+	}
+	if plain.Done() {
+		t.Fatal("an ordinary sync counted unsynced members as votes")
+	}
+
+	y := NewCopySync("k", []Range{rng}, 1, 0, members, local, 0)
+	outs := y.Start()
+	if len(outs) != 2 || !outs[0].Msg.Copies {
+		t.Fatalf("a copy sync's requests: %+v, want one to each member, asking for copies", outs)
+	}
+	y.Step(outs[0].To, by[outs[0].To].Handle(outs[0].Msg, 0))
+	if y.Done() {
+		t.Fatal("a copy sync finished before every member handed over its copies")
+	}
+	y.Step(outs[1].To, by[outs[1].To].Handle(outs[1].Msg, 0))
+	if !y.Done() || !local.syncedRange("k", rng) {
+		t.Fatal("a copy sync did not finish once every member handed over its copies")
+	}
+	if st, ok := local.Get("k", "xx"); !ok || st.Stamp != stamp(5, 1) {
+		t.Fatalf(`"xx" = %+v (%v), want a's newer copy`, st, ok)
+	}
+	if st, ok := local.Get("k", "yyy"); !ok || st.Stamp != stamp(6, 1) {
+		t.Fatalf(`"yyy" = %+v (%v), want b's copy`, st, ok)
+	}
+
+	// Copies travel on the wire.
+	raw, err := outs[0].Msg.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Decode(raw); err != nil || !m.Copies {
+		t.Fatalf("decoded %+v, %v: the copies flag was lost", m, err)
+	}
+}

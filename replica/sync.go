@@ -45,6 +45,7 @@ type Sync struct {
 	joining  map[NodeID]bool // of those, newcomers still taking their first ranges
 	done     bool
 	dropped  bool // abandoned: it marks nothing and takes no more replies
+	copySync bool // NewCopySync: unsynced members' copies count
 }
 
 // Unsynced returns the members that answered that they have not synced
@@ -142,7 +143,21 @@ func (y *Sync) Abandon() {
 func (y *Sync) Ranges() []Range { return y.rngs }
 
 func (y *Sync) ask(to NodeID) Out {
-	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Digest: y.digest, Ranges: y.rngs}}
+	return Out{To: to, Msg: &Msg{Op: OpSync, Kind: y.kind, Key: y.cursor[to], Version: y.version, Digest: y.digest, Ranges: y.rngs, Copies: y.copySync}}
+}
+
+// NewCopySync prepares a copy sync of kind's ranges rngs: every one of
+// members must hand over the copies it holds of them, whether or not it
+// has synced them itself (Msg.Copies), and the ranges are synced once all
+// have. The runtime asks every member that may hold a write of the ranges
+// — so the union of their copies holds every write a member still holds —
+// when the ordinary sync cannot finish because the members it must hear
+// are themselves still pulling the ranges, each from the others (SPEC.md,
+// "Copy syncs").
+func NewCopySync(kind string, rngs []Range, version, digest uint64, members []NodeID, local *Replica, batch int) *Sync {
+	y := NewJointSync(kind, rngs, version, digest, []Group{{Members: members, Need: len(members), Copies: true}}, local, batch)
+	y.copySync = true
+	return y
 }
 
 // Start asks every member of the previous set.
@@ -196,7 +211,9 @@ func (y *Sync) Step(from NodeID, m *Msg) []Out {
 		y.unsynced[from] = true
 		y.joining[from] = m.Status == StatusJoining
 	}
-	copies := m.Status == StatusJoining // a newcomer's copies: adopted, not a vote
+	// A newcomer's copies, or an unsynced member's in a copy sync: adopted,
+	// not a vote.
+	copies := m.Status == StatusJoining || y.copySync && m.Status == StatusUnsynced
 	if m.Status != StatusOK && !copies {
 		return nil // unsynced or behind: that member does not count (yet)
 	}
