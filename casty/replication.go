@@ -1338,9 +1338,12 @@ type ReplicationStats struct {
 	PlacementVersion uint64
 	// Waiting lists, by kind, the members removed as dead whose copies
 	// the syncs of ranges this member entered cannot do without: too few
-	// of those ranges' previous holders remain to make a read quorum. The
-	// ranges stay unsynced (no owner serves their keys) until those
-	// members come back or an operator gives them up (AcceptLoss).
+	// of those ranges' previous holders remain to make a read quorum, or,
+	// for a sync stalled because those holders each still pull the ranges
+	// from the others, the removed members out of reach that its copy
+	// sync must hear (replica/SPEC.md, "Copy syncs"). The ranges stay
+	// unsynced (no owner serves their keys) until those members come back
+	// or an operator gives them up (AcceptLoss).
 	Waiting []WaitingSync
 	// LostMembers counts the members whose copies an operator gave up
 	// (AcceptLoss), as the agreed placement records them.

@@ -333,12 +333,12 @@ func (r *replicator) runSync(run *syncRun) {
 		if now.Sub(progress) >= copySyncAfter*r.timeout {
 			var unreachable []ring.NodeID
 			everyone, unreachable = r.copySyncMembers(cur, v, bases, rngs, run.n, gone, forgiven)
-			for _, id := range unreachable {
-				if !slices.Contains(waiting, id) {
-					waiting = append(waiting, id)
-				}
-			}
 			if len(unreachable) > 0 {
+				// Stalled with no removed member it waits for out of
+				// reach: what the copy sync waits for is what blocks it.
+				if len(waiting) == 0 {
+					waiting = unreachable
+				}
 				everyone = nil
 			}
 		}
