@@ -30,7 +30,7 @@ func quiet() casty.Option { return casty.WithLogger(discard) }
 type sizes struct {
 	idlePerMember  int           // idle TCP connections held against each member (starvation)
 	compressed     int           // compressed 4 MiB requests sent behind a busy key
-	busyFor        time.Duration // how long the busy key is held
+	busyFor        time.Duration // how long the busy key is held at most
 	bigAnswers     int           // requests for 3 MiB answers from a reader that stopped reading
 	slowFor        time.Duration // how long the slow reader holds them
 	partialConns   int           // connections holding partial messages
@@ -43,14 +43,14 @@ type sizes struct {
 }
 
 var defaultSizes = sizes{
-	idlePerMember: 128, compressed: 64, busyFor: 3 * time.Second,
+	idlePerMember: 128, compressed: 64, busyFor: 10 * time.Second,
 	bigAnswers: 64, slowFor: 5 * time.Second,
 	partialConns: 50, partialFor: 4 * time.Second,
 	idleHosts: 17, idlePerHost: 64, legitKeys: 100, claimCalls: 16, relayMarkerLen: 48,
 }
 
 var quickSizes = sizes{
-	idlePerMember: 128, compressed: 20, busyFor: time.Second,
+	idlePerMember: 128, compressed: 20, busyFor: 10 * time.Second,
 	bigAnswers: 8, slowFor: 2 * time.Second,
 	partialConns: 4, partialFor: time.Second,
 	idleHosts: 1, idlePerHost: 66, legitKeys: 10, claimCalls: 8, relayMarkerLen: 48,
@@ -260,12 +260,11 @@ func (h *harness) attackRelay(ctx context.Context, sz sizes) result {
 		return r
 	}
 	defer c.stop()
-	relay, err := newProxy(b.addr)
+	relay, err := newProxy(b.addr, true, 0)
 	if err != nil {
 		r.outcome = "setup: " + err.Error()
 		return r
 	}
-	relay.capture = true
 	defer relay.close()
 	a, err := h.start(ctx, "member-2", relay.addr())
 	if err != nil {
@@ -414,11 +413,10 @@ func (h *harness) attackHello(ctx context.Context) result {
 		got  []byte
 	}
 	try := func(secret []byte, cluster string) (answer, error) {
-		p, err := newProxy(m.addr)
+		p, err := newProxy(m.addr, true, 0)
 		if err != nil {
 			return answer{}, err
 		}
-		p.capture = true
 		defer p.close()
 		n, err := h.muxNode(func(c *mux.Config) {
 			c.Role, c.ClientSecret, c.ClusterSecret, c.ClusterName = mux.RoleMember, nil, secret, cluster

@@ -29,7 +29,7 @@ const (
 // MaxQueuedBytes refuses what goes past 64 MiB on the connection.
 func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 	// The attacker connects through a proxy that counts what it sends.
-	p, err := newProxy(e.victim.addr)
+	p, err := newProxy(e.victim.addr, false, 0)
 	if err != nil {
 		return floodCheck{outcome: err.Error()}
 	}
@@ -42,17 +42,18 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 	if err := att.WaitMembers(ctx, 3); err != nil {
 		return floodCheck{outcome: "attacker: " + err.Error()}
 	}
-	busy := keysOf(att, Blobs.Name(), e.victim.addr, "busy-", 1)[0]
+	keys := keysOf(att, Blobs.Name(), e.victim.addr, "busy-", 2)
+	busy, opener := keys[0], keys[1]
+	gate := randomHex(8)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = casty.Call(ctx, Blobs.Ref(att, busy), (*Blob).Busy, int(e.sz.busyFor/time.Millisecond))
-	})
+	wg.Go(func() { _, _ = casty.Call(ctx, Blobs.Ref(att, busy), (*Blob).Busy, gate) })
 	up0 := p.up.Load()
 	data := make([]byte, maxMessage-64<<10)
 	var ok, overloaded, other atomic.Int64
 	var firstOther atomic.Value
+	var puts sync.WaitGroup
 	for range e.sz.compressed {
-		wg.Go(func() {
+		puts.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, e.sz.busyFor+20*time.Second)
 			defer cancel()
 			_, err := casty.Call(cctx, Blobs.Ref(att, busy), (*Blob).Put, data)
@@ -67,6 +68,18 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 			}
 		})
 	}
+	// The key stays busy until every request past the budget has been
+	// refused (those within it wait behind the busy call), or busyFor.
+	within := int64(maxQueuedBytes / len(data))
+	for deadline := time.Now().Add(e.sz.busyFor); time.Now().Before(deadline); waitABit() {
+		if overloaded.Load()+other.Load() >= int64(e.sz.compressed)-within-1 {
+			break
+		}
+	}
+	if _, err := casty.Call(ctx, Blobs.Ref(e.lite, opener), (*Blob).Open, gate); err != nil {
+		return floodCheck{outcome: "opening the busy key: " + err.Error()}
+	}
+	puts.Wait()
 	wg.Wait()
 	sent := p.up.Load() - up0
 	admitted := ok.Load()
@@ -92,7 +105,7 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 // only by MaxRequests × the answer's size (SECURITY.md, "Not yet
 // defended").
 func floodSlowReader(ctx context.Context, e *floodEnv) floodCheck {
-	p, err := newProxy(e.victim.addr)
+	p, err := newProxy(e.victim.addr, false, 0)
 	if err != nil {
 		return floodCheck{outcome: err.Error()}
 	}
@@ -154,10 +167,9 @@ func floodPartial(ctx context.Context, e *floodEnv) floodCheck {
 	var p *proxy
 	if e.h.mode.Mode != "open" {
 		var err error
-		if p, err = newProxy(e.victim.addr); err != nil {
+		if p, err = newProxy(e.victim.addr, false, 3*maxMessage-256<<10); err != nil {
 			return floodCheck{outcome: err.Error()}
 		}
-		p.upLimit = 3*maxMessage - 256<<10
 		defer p.close()
 	}
 	payload := make([]byte, maxMessage-1<<10)

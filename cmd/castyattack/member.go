@@ -33,16 +33,52 @@ func (b *Blob) Touch(ctx context.Context) (int, error) { b.Hits++; return b.Hits
 // compressed-requests flood.
 func (b *Blob) Put(ctx context.Context, data []byte) (int, error) { b.Hits++; return len(data), nil }
 
-// Busy holds the activation for ms milliseconds (or until the call is
-// given up): the busy key requests queue behind.
-func (b *Blob) Busy(ctx context.Context, ms int) (int, error) {
-	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-	defer t.Stop()
+// Busy holds the activation until gate is opened (Open, on any key of
+// the same member) or the call is given up: the busy key requests queue
+// behind.
+func (b *Blob) Busy(ctx context.Context, gate string) (int, error) {
 	select {
-	case <-t.C:
+	case <-gateOf(gate):
 	case <-ctx.Done():
 	}
-	return ms, nil
+	return 0, nil
+}
+
+// Open opens gate on this member.
+func (b *Blob) Open(ctx context.Context, gate string) (int, error) {
+	gates.Lock()
+	defer gates.Unlock()
+	ch := gateLocked(gate)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	return 0, nil
+}
+
+// gates are the member's Busy gates, by name.
+var gates struct {
+	sync.Mutex
+	m map[string]chan struct{}
+}
+
+func gateOf(name string) chan struct{} {
+	gates.Lock()
+	defer gates.Unlock()
+	return gateLocked(name)
+}
+
+func gateLocked(name string) chan struct{} {
+	if gates.m == nil {
+		gates.m = map[string]chan struct{}{}
+	}
+	ch, ok := gates.m[name]
+	if !ok {
+		ch = make(chan struct{})
+		gates.m[name] = ch
+	}
+	return ch
 }
 
 // Big answers n random bytes, which do not compress: the large answer of

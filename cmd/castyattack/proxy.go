@@ -38,12 +38,15 @@ type pair struct {
 	closed         chan struct{} // the target closed (or the pair ended)
 }
 
-func newProxy(target string) (*proxy, error) {
+// newProxy listens on 127.0.0.1 and forwards to target; capture keeps
+// what it forwards, upLimit (0: none) is how much of each connection it
+// forwards to the target.
+func newProxy(target string, capture bool, upLimit int64) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target}
+	p := &proxy{ln: ln, target: target, capture: capture, upLimit: upLimit}
 	p.wg.Go(p.serve)
 	return p, nil
 }
