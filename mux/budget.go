@@ -31,10 +31,11 @@ import (
 //     handler ran, would tell the requester that work done was not.
 //     What this does not bound: the answers of handlers that were
 //     already running when the lane filled (at most MaxRequests).
-//   - MaxPartialBytes and MaxPartialBytesTotal: the bytes of partly
-//     received envelopes, of the connection and of the whole node
-//     (Node.partialHeld); the connection whose record goes past either
-//     closes with ErrPartialBudget.
+//   - MaxPartialBytes and MaxPartialBytesTotal: the memory held for
+//     partly received envelopes (each lane's buffer, sized for the whole
+//     envelope once its header is in), of the connection and of the
+//     whole node (Node.partialHeld); the connection whose record goes
+//     past either closes with ErrPartialBudget.
 
 // overloadCounters are a node's Overload.
 type overloadCounters struct {
@@ -107,14 +108,14 @@ func (l *lane) refuse(id uint64, bytes bool) {
 }
 
 // partialLimit is the effective Config.MaxPartialBytes: never below one
-// whole message.
+// whole message's buffer.
 func (s *Session) partialLimit() int {
-	return max(s.node.cfg.MaxPartialBytes, s.node.cfg.MaxMessage+envelopeHeaderSize)
+	return max(s.node.cfg.MaxPartialBytes, s.node.cfg.MaxMessage+envelopeHeaderSize+sealOverhead)
 }
 
-// checkPartial records that lane ch holds rest bytes of a partly received
-// envelope and fails with ErrPartialBudget when the lanes together hold
-// more than the budget.
+// checkPartial records that lane ch's buffer holds rest bytes (its
+// capacity) for a partly received envelope and fails with
+// ErrPartialBudget when the lanes together hold more than the budget.
 func (s *Session) checkPartial(ch byte, rest int) error {
 	rd := s.rd
 	node := s.node.partialHeld.Add(int64(rest - rd.partialBytes[ch]))

@@ -522,3 +522,67 @@ func TestQueuedRequestBytesAreBoundedPerNode(t *testing.T) {
 		t.Fatalf("another peer's request during the flood: %v", err)
 	}
 }
+
+// enqueueLane writes b on lane l of s as it is, in the next record.
+func enqueueLane(s *Session, l Lane, b []byte) {
+	_ = s.w.enqueue(nil, byte(l), func(q []byte) []byte { return append(q, b...) }, false)
+}
+
+// A partly received envelope's buffer is sized from its header once its
+// second record is in, so it holds the declared size whatever has
+// arrived: the budgets count the buffer. Connections that each start a
+// 1 MiB message on every lane with 3 KiB cannot make the node hold more
+// than MaxPartialBytesTotal plus one connection's MaxPartialBytes. Before,
+// only the bytes received were counted: eight connections held 24 MiB of
+// buffers against a total of 4 MiB, counted as 72 KiB.
+func TestPartialBudgetCountsTheBuffersHeld(t *testing.T) {
+	const (
+		maxMessage = 1 << 20
+		perConn    = 4 << 20
+		total      = 4 << 20
+		conns      = 8
+	)
+	cb := testConfig(2)
+	cb.MaxMessage = maxMessage
+	cb.MaxPartialBytes, cb.MaxPartialBytesTotal = perConn, total
+	cb.PartialMessageTimeout = time.Minute
+	b := newNode(t, cb)
+	b.HandleRequests(LaneMessage, echo)
+	addr := listen(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kept := 0
+	for i := range conns {
+		c := testConfig(byte(10 + i))
+		c.MaxMessage = maxMessage
+		s, err := newNode(t, c).Dial(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range Lane(numLanes) {
+			enqueueLane(s, l, append(appendEnvelopeHeader(nil, frameMessage, 0, 0, maxMessage), make([]byte, 2<<10)...))
+		}
+		// Answered once b has read the records before it: the next ones
+		// are records of their own.
+		if _, err := s.Ping(ctx); err != nil {
+			continue
+		}
+		for l := range Lane(numLanes) {
+			enqueueLane(s, l, make([]byte, 1<<10))
+		}
+		if _, err := s.Ping(ctx); err == nil {
+			kept++
+		}
+	}
+	held := int64(kept) * numLanes * (envelopeHeaderSize + maxMessage)
+	if held > total+perConn {
+		t.Fatalf("%d connections kept, holding %d bytes of partial buffers: more than MaxPartialBytesTotal %d + MaxPartialBytes %d",
+			kept, held, total, perConn)
+	}
+	if got := b.Overload().PartialClosed; got != uint64(conns-kept) {
+		t.Fatalf("Overload.PartialClosed = %d, want %d", got, conns-kept)
+	}
+	if err := legitPeer(t, addr, LaneMessage, make([]byte, 300<<10))(); err != nil {
+		t.Fatalf("another peer's request during the flood: %v", err)
+	}
+}

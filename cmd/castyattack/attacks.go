@@ -35,6 +35,7 @@ type sizes struct {
 	slowFor        time.Duration // how long the slow reader holds them
 	partialConns   int           // connections holding partial messages
 	partialFor     time.Duration // how long they hold them
+	startedConns   int           // connections that start messages on every lane and stop
 	idleHosts      int           // client addresses holding idle sessions
 	idlePerHost    int           // idle sessions per address
 	legitKeys      int           // keys the legitimate caller cycles over
@@ -45,14 +46,14 @@ type sizes struct {
 var defaultSizes = sizes{
 	idlePerMember: 128, compressed: 64, busyFor: 10 * time.Second,
 	bigAnswers: 64, slowFor: 5 * time.Second,
-	partialConns: 50, partialFor: 4 * time.Second,
+	partialConns: 50, partialFor: 4 * time.Second, startedConns: 100,
 	idleHosts: 17, idlePerHost: 64, legitKeys: 100, claimCalls: 16, relayMarkerLen: 48,
 }
 
 var quickSizes = sizes{
 	idlePerMember: 128, compressed: 20, busyFor: 10 * time.Second,
 	bigAnswers: 8, slowFor: 2 * time.Second,
-	partialConns: 4, partialFor: time.Second,
+	partialConns: 4, partialFor: time.Second, startedConns: 24,
 	idleHosts: 1, idlePerHost: 66, legitKeys: 10, claimCalls: 8, relayMarkerLen: 48,
 }
 

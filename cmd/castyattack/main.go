@@ -122,7 +122,10 @@ func runAttacks(exe string, sz sizes, sel map[string]bool, verbose bool, report 
 		{"flood", []string{"open", "secret"}, func(h *harness) {
 			add(h.flood(ctx, "compressed 4 MiB requests behind a busy key", "MaxQueuedBytes 64 MiB/conn", sz, floodCompressed))
 			add(h.flood(ctx, "slow reader of 3 MiB answers", "MaxRequests 1024 x answer (not bytes)", sz, floodSlowReader))
-			add(h.flood(ctx, "partial messages", "MaxPartialBytesTotal 256 MiB/node", sz, floodPartial))
+			add(h.flood(ctx, "partial messages", "MaxPartialBytesTotal 256 MiB/node, x2 for GC", sz, floodPartial))
+			if h.mode.Mode == "open" {
+				add(h.flood(ctx, "partial messages, only started", "MaxPartialBytesTotal 256 MiB/node, x2 for GC", sz, floodPartialStarted))
+			}
 			add(h.flood(ctx, "idle sessions from many addresses", "MaxClientConns 1024, 64/host (count)", sz, floodIdleSessions))
 		}},
 	}
