@@ -40,6 +40,7 @@ type sizes struct {
 	idlePerHost    int           // idle sessions per address
 	legitKeys      int           // keys the legitimate caller cycles over
 	claimCalls     int           // calls to a new member's keys after a stranger claimed its id
+	joinTrials     int           // new members joined, one after another, while connections are held idle
 	relayMarkerLen int
 }
 
@@ -47,14 +48,14 @@ var defaultSizes = sizes{
 	idlePerMember: 128, compressed: 64, busyFor: 10 * time.Second,
 	bigAnswers: 64, slowFor: 5 * time.Second,
 	partialConns: 50, partialFor: 4 * time.Second, startedConns: 100,
-	idleHosts: 17, idlePerHost: 64, legitKeys: 100, claimCalls: 16, relayMarkerLen: 48,
+	idleHosts: 17, idlePerHost: 64, legitKeys: 100, claimCalls: 16, relayMarkerLen: 48, joinTrials: 5,
 }
 
 var quickSizes = sizes{
 	idlePerMember: 128, compressed: 20, busyFor: 10 * time.Second,
 	bigAnswers: 8, slowFor: 2 * time.Second,
 	partialConns: 4, partialFor: time.Second, startedConns: 24,
-	idleHosts: 1, idlePerHost: 66, legitKeys: 10, claimCalls: 8, relayMarkerLen: 48,
+	idleHosts: 1, idlePerHost: 66, legitKeys: 10, claimCalls: 8, relayMarkerLen: 48, joinTrials: 1,
 }
 
 // result is one row of the table.
@@ -471,6 +472,23 @@ func parseNodeID(s string) (mux.NodeID, error) {
 	return mux.NodeID(b), nil
 }
 
+// lists waits until sys's member table lists a member at addr (or, with
+// want false, no longer does), for 10 s at most; it reports whether it
+// did.
+func lists(ctx context.Context, sys *casty.System, addr string, want bool) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		has := slices.ContainsFunc(sys.Members(), func(m casty.Member) bool { return m.Addr == addr })
+		if has == want {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // holdIdle keeps n TCP connections open against each address from
 // 127.0.0.1, saying nothing, each reopened as soon as the member closes
 // it; it returns how many it opened and a stop function.
@@ -538,9 +556,13 @@ func (h *harness) attackStarvation(ctx context.Context, sz sizes) result {
 		if err != nil {
 			return took, err
 		}
-		defer closeSys(sys)
-		if err := lite.WaitMembers(jctx, 3); err != nil {
-			return took, fmt.Errorf("joined, but the members do not list it: %w", err)
+		listed := lists(jctx, lite, sys.Addr(), true)
+		closeSys(sys)
+		if !listed {
+			return took, errors.New("joined, but the lite client's member table does not list it")
+		}
+		if !lists(ctx, lite, sys.Addr(), false) {
+			return took, errors.New("the joiner left, but the lite client still lists it after 10 s")
 		}
 		return took, nil
 	}
@@ -551,18 +573,26 @@ func (h *harness) attackStarvation(ctx context.Context, sz sizes) result {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := lite.WaitMembers(wctx, 2); err != nil {
-		r.outcome = "setup: the joiner did not leave"
-		return r
-	}
 	dialled, stop := holdIdle([]string{procs[0].addr, procs[1].addr}, sz.idlePerMember)
 	for dialled.Load() < int64(2*sz.idlePerMember) && wctx.Err() == nil {
 		waitABit()
 	}
-	took, err := joinOnce()
+	var took []time.Duration
+	for range sz.joinTrials {
+		t, err := joinOnce()
+		if err != nil {
+			stop()
+			r.outcome = fmt.Sprintf("a new member did not join after %v: %v", t.Round(time.Millisecond), err)
+			return r
+		}
+		took = append(took, t)
+	}
 	stop()
-	r.pass = err == nil
-	r.outcome = fmt.Sprintf("new member joined in %v (%v without the attack): %s; %d idle connections opened", took.Round(time.Millisecond), calm.Round(time.Millisecond), errText(err), dialled.Load())
+	slices.Sort(took)
+	r.pass = true
+	r.outcome = fmt.Sprintf("%d of %d new members joined: join time p50 %v, max %v (%v without the attack); %d idle connections opened",
+		len(took), sz.joinTrials, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond),
+		calm.Round(time.Millisecond), dialled.Load())
 	return r
 }
 
