@@ -169,7 +169,11 @@ type Config struct {
 	// decompressed, from the size its frame declares. A request is
 	// always admitted when the connection holds nothing else, so one of
 	// MaxMessage bytes runs whatever the budget. Node.Overload counts
-	// the refusals. Default 64 MiB. Must be > 0.
+	// the refusals. An answer that would wait for room (the peer does not
+	// read) while the connection holds more than it, as the answers of
+	// handlers that were running when the peer stopped reading can, closes
+	// the connection with ErrAnswerBudget instead (counted in
+	// Overload.AnswerClosed). Default 64 MiB. Must be > 0.
 	MaxQueuedBytes int
 
 	// MaxPartialBytes caps, per connection, the memory held for partly

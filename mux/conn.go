@@ -131,6 +131,9 @@ func (w *connWriter) waitRoomLocked(ctx context.Context, ch byte) error {
 			w.mu.Lock()
 			continue
 		}
+		if ctx == answerCtx && w.s.queued.Load() > int64(w.s.node.cfg.MaxQueuedBytes) {
+			return errAnswerBudget // an answer would wait past the budget (budget.go)
+		}
 		space := w.space
 		w.waiting++
 		w.mu.Unlock()

@@ -129,6 +129,7 @@ func floodSlowReader(ctx context.Context, e *floodEnv) floodCheck {
 	keys := keysOf(att, Blobs.Name(), e.victim.addr, "big-", e.sz.bigAnswers)
 	down0 := p.down.Load()
 	p.holdDown.Store(true)
+	stopped := time.Now()
 	const answer = 3 * mib
 	var wg sync.WaitGroup
 	var ok, failed atomic.Int64
@@ -144,13 +145,16 @@ func floodSlowReader(ctx context.Context, e *floodEnv) floodCheck {
 		})
 	}
 	wg.Wait()
-	closed := len(p.livePairs()) == 0
+	closedAfter := "not within " + e.sz.slowFor.String()
+	if at := p.closedAt.Load(); at != 0 {
+		closedAfter = fmt.Sprintf("after %v", time.Unix(0, at).Sub(stopped).Round(time.Millisecond))
+	}
 	p.holdDown.Store(false)
 	return floodCheck{
 		bound: int64(maxRequests) * answer,
 		pass:  true,
-		outcome: fmt.Sprintf("%d requests for 3 MiB answers, reader stopped for %v: %d answered, %d given up; %d KB read; the member closed the connection meanwhile: %v",
-			len(keys), e.sz.slowFor, ok.Load(), failed.Load(), (p.down.Load()-down0)>>10, closed),
+		outcome: fmt.Sprintf("%d requests for 3 MiB answers, reader stopped for %v: %d answered, %d given up; %d KB read; the member closed the connection %s",
+			len(keys), e.sz.slowFor, ok.Load(), failed.Load(), (p.down.Load()-down0)>>10, closedAfter),
 	}
 }
 

@@ -24,6 +24,7 @@ type proxy struct {
 
 	up, down     atomic.Int64 // bytes forwarded to the target, and back
 	targetClosed atomic.Int64 // connections the target closed
+	closedAt     atomic.Int64 // when the target first closed one (UnixNano; 0: never)
 
 	mu       sync.Mutex
 	seen     bytes.Buffer // both directions
@@ -113,7 +114,9 @@ func (p *proxy) forward(pr *pair, up bool) {
 			sent += int64(n)
 			count.Add(int64(n))
 			if _, werr := dst.Write(want[:n]); werr != nil {
-				err = werr
+				// Writing to the target failed: it closed (or reading
+				// from it failed, below).
+				err, up = werr, !up
 			}
 		}
 		if err != nil {
@@ -122,6 +125,7 @@ func (p *proxy) forward(pr *pair, up bool) {
 			default:
 				if !up {
 					p.targetClosed.Add(1)
+					p.closedAt.CompareAndSwap(0, time.Now().UnixNano())
 				}
 			}
 			pr.end()
