@@ -171,7 +171,7 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 	ca.MaxMessage, cb.MaxMessage = maxMessage, maxMessage
 	ca.KeepAliveInterval, cb.KeepAliveInterval = 0, 0
 	cb.KeepAliveTimeout = time.Minute // the write deadline: the peer does read, later
-	cb.MaxQueuedBytes = 16 << 20 // answers of up to 64 handlers wait; more close the connection
+	cb.MaxQueuedBytes = 16 << 20      // answers of up to 64 handlers wait; more close the connection
 	ca.CompressThreshold, cb.CompressThreshold = -1, -1
 	gc := &gatedConn{gate: make(chan struct{})}
 	var openGate sync.Once
