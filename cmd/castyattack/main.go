@@ -120,7 +120,7 @@ func runAttacks(exe string, sz sizes, sel map[string]bool, verbose bool, report 
 		{"starve", []string{"open", "secret", "mtls"}, func(h *harness) { add(h.attackStarvation(ctx, sz)) }},
 		{"claim", []string{"open"}, func(h *harness) { add(h.attackClaim(ctx, sz)) }},
 		{"flood", []string{"open", "secret"}, func(h *harness) {
-			add(h.flood(ctx, "compressed 4 MiB requests behind a busy key", "MaxQueuedBytes 64 MiB/conn", sz, floodCompressed))
+			add(h.flood(ctx, "compressed 4 MiB requests behind a busy key", "MaxQueuedBytes 64 MiB/conn, x3 heap", sz, floodCompressed))
 			add(h.flood(ctx, "slow reader of 3 MiB answers", "MaxQueuedBytes 64 MiB of answers waiting; peak: running handlers", sz, floodSlowReader))
 			add(h.flood(ctx, "partial messages", "MaxPartialBytesTotal 256 MiB/node, x2 for GC", sz, floodPartial))
 			if h.mode.Mode == "open" {
