@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -101,7 +102,8 @@ func (p *proxy) forward(pr *pair, up bool) {
 			}
 			want = buf[:min(int64(len(buf)), p.upLimit-sent)]
 		}
-		n, err := src.Read(want)
+		n, rerr := src.Read(want)
+		var werr error
 		if n > 0 {
 			if p.capture {
 				p.mu.Lock()
@@ -113,17 +115,16 @@ func (p *proxy) forward(pr *pair, up bool) {
 			}
 			sent += int64(n)
 			count.Add(int64(n))
-			if _, werr := dst.Write(want[:n]); werr != nil {
-				// Writing to the target failed: it closed (or reading
-				// from it failed, below).
-				err, up = werr, !up
-			}
+			_, werr = dst.Write(want[:n])
 		}
+		err := cmp.Or(werr, rerr)
+		// The target closed: reading from it, or writing to it, failed.
+		targetGone := rerr != nil && !up || werr != nil && up
 		if err != nil {
 			select {
 			case <-pr.closed:
 			default:
-				if !up {
+				if targetGone {
 					p.targetClosed.Add(1)
 					p.closedAt.CompareAndSwap(0, time.Now().UnixNano())
 				}
