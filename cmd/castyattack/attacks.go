@@ -34,7 +34,7 @@ type sizes struct {
 	bigAnswers     int           // requests for 3 MiB answers from a reader that stopped reading
 	slowFor        time.Duration // how long the slow reader holds them
 	partialConns   int           // connections holding partial messages
-	partialFor     time.Duration // how long they hold them
+	partialFor     time.Duration // how long they hold them (less than KeepAliveTimeout: a sender whose writes are stuck answers no ping)
 	startedConns   int           // connections that start messages on every lane and stop
 	idleHosts      int           // client addresses holding idle sessions
 	idlePerHost    int           // idle sessions per address
@@ -47,7 +47,7 @@ type sizes struct {
 var defaultSizes = sizes{
 	idlePerMember: 128, compressed: 64, busyFor: 10 * time.Second,
 	bigAnswers: 64, slowFor: 5 * time.Second,
-	partialConns: 50, partialFor: 4 * time.Second, startedConns: 100,
+	partialConns: 50, partialFor: 2 * time.Second, startedConns: 100,
 	idleHosts: 17, idlePerHost: 64, legitKeys: 100, claimCalls: 16, relayMarkerLen: 48, joinTrials: 5,
 }
 
@@ -82,7 +82,7 @@ const mib = 1 << 20
 // places them.
 func keysOf(sys *casty.System, kind, addr, prefix string, n int) []string {
 	keys := make([]string, 0, n)
-	for i := 0; len(keys) < n && i < 1_000_000; i++ {
+	for i := 0; len(keys) < n && i < 100_000; i++ {
 		k := fmt.Sprint(prefix, i)
 		if m, ok := sys.OwnerOf(kind, k); ok && m.Addr == addr {
 			keys = append(keys, k)
@@ -292,9 +292,14 @@ func (h *harness) attackRelay(ctx context.Context, sz sizes) result {
 	// Three of them, on three keys: a record may cut a note in two, and
 	// a batch of several may be compressed.
 	var markers [][]byte
-	keys := keysOf(lite, Notes.Name(), a.addr, "note-", 3)
+	var keys []string
+	// The lite client places replicated keys on a once its placement
+	// has a: wait for it (10 s at most).
+	for deadline := time.Now().Add(10 * time.Second); len(keys) < 3 && time.Now().Before(deadline); waitABit() {
+		keys = keysOf(lite, Notes.Name(), a.addr, "note-", 3)
+	}
 	if len(keys) < 3 {
-		r.outcome = "setup: no note keys owned by a"
+		r.outcome = "setup: the lite client places no note key on a"
 		return r
 	}
 	up0 := relay.up.Load()
@@ -360,8 +365,7 @@ func (h *harness) attackRelay(ctx context.Context, sz sizes) result {
 	served := answered()
 	_ = down0
 	// a and b keep working: a reconnects if the connection was closed.
-	key2 := keysOf(lite, Notes.Name(), a.addr, "after-", 1)
-	_, afterErr := casty.Call(ctx, Notes.Ref(lite, key2[0]), (*Note).Set, "after")
+	_, afterErr := casty.Call(ctx, Notes.Ref(lite, keys[0]), (*Note).Set, "after")
 	if h.mode.sealed() {
 		r.budget = "sealed records"
 		r.pass = !read && !served && closed && afterErr == nil
@@ -651,6 +655,10 @@ func (h *harness) attackClaim(ctx context.Context, sz sizes) result {
 	warm := keysOf(lite, Blobs.Name(), newcomer.addr, "warm-", 1)
 	for i, p := range procs[:2] {
 		from := keysOf(lite, Blobs.Name(), p.addr, fmt.Sprint("warm-from-", i, "-"), 1)
+		if len(warm) == 0 || len(from) == 0 {
+			r.outcome = "setup: the lite client places no key on a member"
+			return r
+		}
 		if _, err := casty.Call(ctx, Blobs.Ref(lite, from[0]), (*Blob).Via, warm[0]); err != nil {
 			r.outcome = "setup: a call from a member to the new member: " + err.Error()
 			return r
@@ -690,6 +698,9 @@ func (h *harness) attackClaim(ctx context.Context, sz sizes) result {
 		via := procs[i%2]
 		from := keysOf(lite, Blobs.Name(), via.addr, fmt.Sprint("via-", i, "-"), 1)
 		to := keysOf(lite, Blobs.Name(), newcomer.addr, fmt.Sprint("claimed-", i, "-"), 1)
+		if len(from) == 0 || len(to) == 0 {
+			continue // counted as not reached
+		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		out, err := casty.Call(cctx, Blobs.Ref(lite, from[0]), (*Blob).Via, to[0])
 		cancel()

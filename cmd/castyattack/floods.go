@@ -51,6 +51,9 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 		return floodCheck{outcome: "attacker: " + err.Error()}
 	}
 	keys := keysOf(att, Blobs.Name(), e.victim.addr, "busy-", 2)
+	if len(keys) < 2 {
+		return floodCheck{outcome: "the attacker places no key on the member"}
+	}
 	busy, opener := keys[0], keys[1]
 	gate := randomHex(8)
 	var wg sync.WaitGroup
