@@ -16,8 +16,8 @@ import (
 	"github.com/casty-go/casty/mux"
 )
 
-// TestAttackFigures measures a member under the two attacks of issue 18
-// that MaxActivations and MaxCallChain bound — a flood of new keys from
+// TestAttackFigures measures a member under the two attacks that
+// MaxActivations and MaxCallChain bound — a flood of new keys from
 // one connection, and calls naming 4 million chain entries — while a
 // legitimate member keeps calling it (BENCHMARKS.md, "Resource limits
 // under attack"). Three members in this process: the victim, the

@@ -2,6 +2,7 @@ package mux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 )
@@ -29,16 +30,20 @@ import (
 //     closes (the requester sees ErrConnectionLost, indeterminate, which
 //     is the truth). Dropping it, or answering CodeOverloaded after the
 //     handler ran, would tell the requester that work done was not.
-//     What this does not bound: the answers of handlers that were
-//     already running when the lane filled (at most MaxRequests).
-//   - MaxPartialBytes and MaxPartialBytesTotal: the bytes of partly
-//     received envelopes, of the connection and of the whole node
-//     (Node.partialHeld); the connection whose record goes past either
-//     closes with ErrPartialBudget.
+//     The answers of handlers that were already running when the lane
+//     filled wait too, counted; once those waiting take the connection
+//     past MaxQueuedBytes it is closed with ErrAnswerBudget (the
+//     requesters see ErrConnectionLost: indeterminate, their handlers
+//     ran), which frees them.
+//   - MaxPartialBytes and MaxPartialBytesTotal: the memory held for
+//     partly received envelopes (each lane's buffer, sized for the whole
+//     envelope once its header is in), of the connection and of the
+//     whole node (Node.partialHeld); the connection whose record goes
+//     past either closes with ErrPartialBudget.
 
 // overloadCounters are a node's Overload.
 type overloadCounters struct {
-	refused, refusedBytes, partialClosed, answersWaited atomic.Uint64
+	refused, refusedBytes, partialClosed, answersWaited, answerClosed atomic.Uint64
 }
 
 // Overload counts what the per-connection limits on requests and bytes
@@ -53,6 +58,8 @@ type Overload struct {
 	RefusedBytes uint64
 	// PartialClosed counts connections closed with ErrPartialBudget.
 	PartialClosed uint64
+	// AnswerClosed counts connections closed with ErrAnswerBudget.
+	AnswerClosed uint64
 	// AnswersWaited counts the times a request found its lane's send
 	// queue full (the peer reads slowly) and waited for room: before its
 	// handler started, or with its answer.
@@ -60,12 +67,13 @@ type Overload struct {
 }
 
 // Overload reports what the per-connection request and byte limits
-// refused or closed since the node started. It costs four atomic loads:
+// refused or closed since the node started. It costs five atomic loads:
 // metrics may poll it.
 func (n *Node) Overload() Overload {
 	c := &n.overload
 	return Overload{Refused: c.refused.Load(), RefusedBytes: c.refusedBytes.Load(),
-		PartialClosed: c.partialClosed.Load(), AnswersWaited: c.answersWaited.Load()}
+		PartialClosed: c.partialClosed.Load(), AnswersWaited: c.answersWaited.Load(),
+		AnswerClosed: c.answerClosed.Load()}
 }
 
 // hold adds n (negative: releases) to the bytes the session holds for the
@@ -107,14 +115,14 @@ func (l *lane) refuse(id uint64, bytes bool) {
 }
 
 // partialLimit is the effective Config.MaxPartialBytes: never below one
-// whole message.
+// whole message's buffer.
 func (s *Session) partialLimit() int {
-	return max(s.node.cfg.MaxPartialBytes, s.node.cfg.MaxMessage+envelopeHeaderSize)
+	return max(s.node.cfg.MaxPartialBytes, s.node.cfg.MaxMessage+envelopeHeaderSize+sealOverhead)
 }
 
-// checkPartial records that lane ch holds rest bytes of a partly received
-// envelope and fails with ErrPartialBudget when the lanes together hold
-// more than the budget.
+// checkPartial records that lane ch's buffer holds rest bytes (its
+// capacity) for a partly received envelope and fails with
+// ErrPartialBudget when the lanes together hold more than the budget.
 func (s *Session) checkPartial(ch byte, rest int) error {
 	rd := s.rd
 	node := s.node.partialHeld.Add(int64(rest - rd.partialBytes[ch]))
@@ -173,13 +181,17 @@ func (r *inbound) awaitRoom() (turn, ok bool) {
 
 // answerCtx is the context answers are sent with: never done. An answer
 // waits for room until the peer reads or the connection closes (the
-// writer then fails every waiting sender).
-var answerCtx = context.Background()
+// writer then fails every waiting sender), or, when it would wait while
+// the connection holds more than MaxQueuedBytes, gives up with
+// errAnswerBudget (connWriter.waitRoomLocked).
+var answerCtx context.Context = &answerContext{context.Background()}
 
 // sendAnswer queues a handler's answer, waiting for room in its lane's
 // send queue. A handler running on the connection's reader hands the
 // reading on first (HandOff), so the connection is still read while it
-// waits.
+// waits. When it would wait while the connection holds more than
+// MaxQueuedBytes (this answer included) it closes the connection with
+// ErrAnswerBudget instead.
 func (r *inbound) sendAnswer(typ uint8, payload []byte) {
 	s, ln := r.s, r.ln
 	if s.w.full(byte(ln.id)) {
@@ -187,5 +199,26 @@ func (r *inbound) sendAnswer(typ uint8, payload []byte) {
 		HandOff(&r.ctx)
 		r.held = false // the queue is full: write, do not wait for the batch's end
 	}
-	_ = ln.sendOpt(answerCtx, typ, r.id, payload, r.held)
+	if err := ln.sendOpt(answerCtx, typ, r.id, payload, r.held); errors.Is(err, errAnswerBudget) {
+		// The peer does not read, and the answers waiting for it (those
+		// of handlers that were running when it stopped) hold more than
+		// the budget: waiting would keep them all. Closing frees them;
+		// the requesters see the connection lost, indeterminate, which
+		// is the truth (their handlers ran).
+		held := s.queued.Load()
+		if s.answerClosed.CompareAndSwap(false, true) {
+			s.node.overload.answerClosed.Add(1)
+			s.node.log.Warn("mux: closing a connection whose peer does not read its answers",
+				"peer", s.peer.String()[:8], "held", held, "MaxQueuedBytes", s.node.cfg.MaxQueuedBytes)
+		}
+		s.fail(fmt.Errorf("%w (%d bytes held on the connection)", ErrAnswerBudget, held))
+	}
 }
+
+// errAnswerBudget is what an answer's wait for room returns when the
+// connection holds more than MaxQueuedBytes (waitRoomLocked).
+var errAnswerBudget = errors.New("mux: answers waiting exceed MaxQueuedBytes")
+
+// answerContext is answerCtx's type: a pointer, so that the writer can
+// tell an answer's wait from any other.
+type answerContext struct{ context.Context }

@@ -153,7 +153,9 @@ func (c *gatedConn) Read(b []byte) (int, error) {
 // one answer) instead of the answers piling up in the queue; once it
 // reads, every admitted request gets its answer and nothing else ran.
 // How many handlers run before the queue fills depends on scheduling
-// (the log line says; SECURITY.md, "Not yet defended").
+// (the log line says): when their answers hold more than MaxQueuedBytes,
+// the connection is closed instead (ErrAnswerBudget, the test below) and
+// their requests see ErrConnectionLost.
 func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 	const (
 		answerSize = 256 << 10
@@ -169,7 +171,7 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 	ca.MaxMessage, cb.MaxMessage = maxMessage, maxMessage
 	ca.KeepAliveInterval, cb.KeepAliveInterval = 0, 0
 	cb.KeepAliveTimeout = time.Minute // the write deadline: the peer does read, later
-	cb.MaxQueuedBytes = 1 << 20
+	cb.MaxQueuedBytes = 16 << 20      // answers of up to 64 handlers wait; more close the connection
 	ca.CompressThreshold, cb.CompressThreshold = -1, -1
 	gc := &gatedConn{gate: make(chan struct{})}
 	var openGate sync.Once
@@ -223,11 +225,19 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 			errs <- err
 		}()
 	}
+	closed := func() bool {
+		select {
+		case <-sb.Done():
+			return true
+		default:
+			return false
+		}
+	}
 	handled := func() bool {
 		o := b.Overload()
-		return runs.Load()+sb.starting.Load()+int64(o.Refused+o.RefusedBytes) == sent
+		return runs.Load()+sb.starting.Load()+int64(o.Refused+o.RefusedBytes) == sent || closed()
 	}
-	waitFor(t, 10*time.Second, "every request run, waiting to start or refused", handled)
+	waitFor(t, 10*time.Second, "every request run, waiting to start or refused, or the connection closed", handled)
 	close(stop)
 	<-sampled
 	if q, bound := maxQueued.Load(), int64(maxMessage+envelopeHeaderSize+answerSize); q > bound {
@@ -241,7 +251,14 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 		t.Fatalf("another peer's request during the flood: %v", err)
 	}
 	open()
-	ok, refusals := 0, 0
+	// When more handlers ran before the queue filled than MaxQueuedBytes
+	// holds answers of, the connection was closed (the test below) and
+	// their requests see ErrConnectionLost.
+	cut := closed()
+	if cut && !errors.Is(sb.Err(), ErrAnswerBudget) {
+		t.Fatalf("closed with %v, want ErrAnswerBudget", sb.Err())
+	}
+	ok, refusals, lost := 0, 0, 0
 	for range sent {
 		err := <-errs
 		switch {
@@ -249,11 +266,14 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 			ok++
 		case overloaded(err):
 			refusals++
+		case cut && errors.Is(err, ErrConnectionLost):
+			lost++
 		default:
 			t.Fatalf("a request ended with %v, want its answer or CodeOverloaded", err)
 		}
 	}
-	if int64(ok) != runs.Load() {
+	t.Logf("%d answered, %d refused, %d lost with the connection closed for its answers (%v)", ok, refusals, lost, cut)
+	if !cut && int64(ok) != runs.Load() {
 		t.Fatalf("%d answers for %d handlers run", ok, runs.Load())
 	}
 	waitFor(t, 5*time.Second, "the held bytes released", func() bool { return sb.queued.Load() == 0 })
@@ -520,5 +540,152 @@ func TestQueuedRequestBytesAreBoundedPerNode(t *testing.T) {
 	}
 	if err := legitPeer(t, addr, LaneMessage, []byte("small"))(); err != nil {
 		t.Fatalf("another peer's request during the flood: %v", err)
+	}
+}
+
+// enqueueLane writes b on lane l of s as it is, in the next record.
+func enqueueLane(s *Session, l Lane, b []byte) {
+	_ = s.w.enqueue(nil, byte(l), func(q []byte) []byte { return append(q, b...) }, false)
+}
+
+// A partly received envelope's buffer is sized from its header once its
+// second record is in, so it holds the declared size whatever has
+// arrived: the budgets count the buffer. Connections that each start a
+// 1 MiB message on every lane with 3 KiB cannot make the node hold more
+// than MaxPartialBytesTotal plus one connection's MaxPartialBytes. Before,
+// only the bytes received were counted: eight connections held 24 MiB of
+// buffers against a total of 4 MiB, counted as 72 KiB.
+func TestPartialBudgetCountsTheBuffersHeld(t *testing.T) {
+	const (
+		maxMessage = 1 << 20
+		perConn    = 4 << 20
+		total      = 4 << 20
+		conns      = 8
+	)
+	cb := testConfig(2)
+	cb.MaxMessage = maxMessage
+	cb.MaxPartialBytes, cb.MaxPartialBytesTotal = perConn, total
+	cb.PartialMessageTimeout = time.Minute
+	b := newNode(t, cb)
+	b.HandleRequests(LaneMessage, echo)
+	addr := listen(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kept := 0
+	for i := range conns {
+		c := testConfig(byte(10 + i))
+		c.MaxMessage = maxMessage
+		s, err := newNode(t, c).Dial(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range Lane(numLanes) {
+			enqueueLane(s, l, append(appendEnvelopeHeader(nil, frameMessage, 0, 0, maxMessage), make([]byte, 2<<10)...))
+		}
+		// Answered once b has read the records before it: the next ones
+		// are records of their own.
+		if _, err := s.Ping(ctx); err != nil {
+			continue
+		}
+		for l := range Lane(numLanes) {
+			enqueueLane(s, l, make([]byte, 1<<10))
+		}
+		if _, err := s.Ping(ctx); err == nil {
+			kept++
+		}
+	}
+	held := int64(kept) * numLanes * (envelopeHeaderSize + maxMessage)
+	if held > total+perConn {
+		t.Fatalf("%d connections kept, holding %d bytes of partial buffers: more than MaxPartialBytesTotal %d + MaxPartialBytes %d",
+			kept, held, total, perConn)
+	}
+	if got := b.Overload().PartialClosed; got != uint64(conns-kept) {
+		t.Fatalf("Overload.PartialClosed = %d, want %d", got, conns-kept)
+	}
+	if err := legitPeer(t, addr, LaneMessage, make([]byte, 300<<10))(); err != nil {
+		t.Fatalf("another peer's request during the flood: %v", err)
+	}
+}
+
+// Answers of handlers that were all running when their peer stopped
+// reading cannot pile up past MaxQueuedBytes: once the answers waiting
+// for room on a full lane hold more than the budget, the connection is
+// closed with ErrAnswerBudget (counted in Overload.AnswerClosed), which
+// frees them; the requests see ErrConnectionLost (indeterminate: their
+// handlers ran). Another peer is served. Before, the forty answers of
+// 256 KiB (10 MiB against a budget of 1 MiB) waited until the peer read
+// or KeepAliveTimeout passed.
+func TestAnswersPastTheBudgetCloseTheConnection(t *testing.T) {
+	const (
+		answerSize = 256 << 10
+		sent       = 40
+		maxMessage = 1 << 20
+	)
+	answer := make([]byte, answerSize)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range answer {
+		answer[i] = byte(rng.Uint32())
+	}
+	ca, cb := testConfig(1), testConfig(2)
+	ca.MaxMessage, cb.MaxMessage = maxMessage, maxMessage
+	ca.KeepAliveInterval, cb.KeepAliveInterval = 0, 0
+	cb.KeepAliveTimeout = time.Minute
+	cb.MaxQueuedBytes = 1 << 20
+	ca.CompressThreshold, cb.CompressThreshold = -1, -1
+	gc := &gatedConn{gate: make(chan struct{})}
+	var openGate sync.Once
+	open := func() { openGate.Do(func() { close(gc.gate) }) }
+	ca.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		gc.Conn = c
+		return gc, err
+	}
+	release := make(chan struct{})
+	var started atomic.Int64
+	_, b, sa, sb := connect(t, viaTCP, ca, cb, func(a, b *Node) {
+		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+			if string(p) != "big" {
+				return p, nil
+			}
+			HandOff(ctx)
+			started.Add(1)
+			<-release
+			return answer, nil
+		})
+	})
+	t.Cleanup(open)
+	legit := legitPeer(t, listen(t, b), LaneMessage, []byte("small"))
+	gc.shut.Store(true)
+	errs := make(chan error, sent)
+	for range sent {
+		go func() {
+			_, err := sa.Request(context.Background(), LaneMessage, []byte("big"))
+			errs <- err
+		}()
+	}
+	waitFor(t, 10*time.Second, "every handler running", func() bool { return started.Load() == sent })
+	close(release)
+	select {
+	case <-sb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%d answers of %d bytes waited for a peer that does not read (%d bytes held, MaxQueuedBytes %d) and the connection stayed open",
+			sent, answerSize, sb.queued.Load(), cb.MaxQueuedBytes)
+	}
+	if err := sb.Err(); !errors.Is(err, ErrAnswerBudget) {
+		t.Fatalf("closed with %v, want ErrAnswerBudget", err)
+	}
+	if got := b.Overload().AnswerClosed; got != 1 {
+		t.Fatalf("Overload.AnswerClosed = %d, want 1", got)
+	}
+	waitFor(t, 5*time.Second, "the held bytes released", func() bool { return sb.queued.Load() == 0 })
+	if err := legit(); err != nil {
+		t.Fatalf("another peer's request: %v", err)
+	}
+	open()
+	for range sent {
+		if err := <-errs; err != nil && !errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("a request ended with %v, want its answer or ErrConnectionLost", err)
+		}
 	}
 }

@@ -169,18 +169,25 @@ type Config struct {
 	// decompressed, from the size its frame declares. A request is
 	// always admitted when the connection holds nothing else, so one of
 	// MaxMessage bytes runs whatever the budget. Node.Overload counts
-	// the refusals. Default 64 MiB. Must be > 0.
+	// the refusals. An answer that would wait for room (the peer does not
+	// read) while the connection holds more than it, as the answers of
+	// handlers that were running when the peer stopped reading can, closes
+	// the connection with ErrAnswerBudget instead (counted in
+	// Overload.AnswerClosed). Default 64 MiB. Must be > 0.
 	MaxQueuedBytes int
 
-	// MaxPartialBytes caps, per connection, the bytes of partly received
-	// messages (the envelopes of the three lanes whose first bytes
-	// arrived and whose rest has not). A connection that goes past it is
+	// MaxPartialBytes caps, per connection, the memory held for partly
+	// received messages (the envelopes of the three lanes whose first
+	// bytes arrived and whose rest has not), counted by each lane's
+	// buffer: once an envelope's header and a second record of it are
+	// in, its buffer is sized for the whole envelope, and counts so
+	// however little of it arrived. A connection that goes past it is
 	// closed with ErrPartialBudget, before the next record is read, and
 	// Node.Overload counts it. A peer that sends messages of MaxMessage
-	// bytes on all three lanes at once can hold 3 × (MaxMessage + 14)
+	// bytes on all three lanes at once can hold 3 × (MaxMessage + 30)
 	// bytes: a smaller budget cuts it off, and the effective budget is
-	// never below MaxMessage + 14 (one whole message). Default 16 MiB.
-	// Must be > 0.
+	// never below MaxMessage + 30 (one whole message's buffer). Default
+	// 16 MiB. Must be > 0.
 	MaxPartialBytes int
 
 	// MaxQueuedBytesTotal caps what MaxQueuedBytes counts over all of the
@@ -192,8 +199,9 @@ type Config struct {
 	// Must be >= MaxQueuedBytes.
 	MaxQueuedBytesTotal int
 
-	// MaxPartialBytesTotal caps the bytes of partly received messages
-	// held by all of the node's connections together, so that many
+	// MaxPartialBytesTotal caps the memory held for partly received
+	// messages (counted as MaxPartialBytes counts it) by all of the
+	// node's connections together, so that many
 	// connections each within MaxPartialBytes cannot add up. The
 	// connection whose record takes the node past it is closed with
 	// ErrPartialBudget (counted in Overload.PartialClosed); under such a

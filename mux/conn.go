@@ -131,6 +131,9 @@ func (w *connWriter) waitRoomLocked(ctx context.Context, ch byte) error {
 			w.mu.Lock()
 			continue
 		}
+		if ctx == answerCtx && w.s.queued.Load() > int64(w.s.node.cfg.MaxQueuedBytes) {
+			return errAnswerBudget // an answer would wait past the budget (budget.go)
+		}
 		space := w.space
 		w.waiting++
 		w.mu.Unlock()
@@ -650,11 +653,18 @@ func (s *Session) readRecord() error {
 		if rest > 0 || !rd.partial[ch].IsZero() {
 			s.trackPartial(ch, used > 0, rest)
 		}
-		if err == nil && (rest > 0 || rd.partialBytes[ch] > 0) {
-			err = s.checkPartial(ch, rest)
-		}
 		if cap(buf) > 1<<20 && rest < 1<<10 {
 			buf = append([]byte(nil), buf...)
+		}
+		// A partial envelope is counted by the memory its buffer holds,
+		// not by what has arrived of it: once its header is in, the
+		// buffer is sized for the whole envelope.
+		held := 0
+		if rest > 0 {
+			held = cap(buf)
+		}
+		if err == nil && (held > 0 || rd.partialBytes[ch] > 0) {
+			err = s.checkPartial(ch, held)
 		}
 	}
 	rd.lanes[ch] = buf

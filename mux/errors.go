@@ -49,6 +49,15 @@ var (
 	// Overload.PartialClosed counts it.
 	ErrPartialBudget = fmt.Errorf("%w: partly received messages exceed MaxPartialBytes", ErrProtocol)
 
+	// ErrAnswerBudget is why a connection closed when the answers waiting
+	// for its peer to read them (its lane's send queue full) held more
+	// than Config.MaxQueuedBytes: the peer does not read, and the
+	// handlers that were running when it stopped produced more than the
+	// budget. Counted in Node.Overload().AnswerClosed. The requesters see
+	// ErrConnectionLost: their handlers ran, their answers were not
+	// delivered.
+	ErrAnswerBudget = errors.New("mux: answers waiting for a peer that does not read exceed MaxQueuedBytes")
+
 	// ErrInvalidConfig wraps the reason a Config failed Validate.
 	ErrInvalidConfig = errors.New("mux: invalid config")
 

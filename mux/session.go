@@ -59,6 +59,9 @@ type Session struct {
 	// its answers (budget.go).
 	turn     chan struct{}
 	starting atomic.Int64 // handlers waiting to start (a gauge; tests read it)
+	// answerClosed: this session was closed with ErrAnswerBudget (counted
+	// once).
+	answerClosed atomic.Bool
 
 	lanes   [numLanes]*lane
 	inboxes [numLanes]inbox // one-way messages waiting for their handler

@@ -10,7 +10,7 @@ import (
 	"github.com/casty-go/casty/gossip/internal/core"
 )
 
-// TestForgedSyncOfAThousandMembers replays a forged-gossip attack: a SYNC
+// TestForgedSyncOfAThousandMembers replays the forged-table attack: a SYNC
 // frame naming 1,000 live members, sent to a member every second for 10 s.
 // No fake may ever join any table (not one member event), the second-hand
 // records stay bounded, the probes they cost are bounded (at most 64 in
