@@ -594,12 +594,19 @@ func (cl *cluster) refresh() {
 		}
 	}
 	slices.SortFunc(v.members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
-	r, err := ring.New(ids)
-	if err != nil {
-		cl.logger.Error("casty: ring rebuild failed", "err", err)
-		return
+	// Many events leave the live full members as they were (a lite member,
+	// an incarnation, a LEFT record expiring): the ring is kept then, not
+	// rebuilt (a rebuild hashes 128 tokens per member).
+	if old := cl.view.Load(); old != nil && old.ring != nil && sameMembers(old.ring, ids) {
+		v.ring = old.ring
+	} else {
+		r, err := ring.New(ids)
+		if err != nil {
+			cl.logger.Error("casty: ring rebuild failed", "err", err)
+			return
+		}
+		v.ring = r
 	}
-	v.ring = r
 	if cl.observe(v, table) {
 		cl.agree.wake()
 	}
@@ -887,4 +894,18 @@ func hasSeeds(seeds []string, adv, bound string) bool {
 		}
 	}
 	return false
+}
+
+// sameMembers reports whether r's members are exactly ids (distinct, in
+// any order).
+func sameMembers(r *ring.Ring, ids []ring.NodeID) bool {
+	if r.Size() != len(ids) {
+		return false
+	}
+	for _, id := range ids {
+		if !r.Has(id) {
+			return false
+		}
+	}
+	return true
 }
