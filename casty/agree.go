@@ -300,7 +300,8 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 		}
 	}
 	addrs := map[ring.NodeID]string{}
-	if cl.agent != nil {
+	gossipUp := cl.agentUp.Load()
+	if gossipUp {
 		for _, r := range cl.agent.Members() {
 			addrs[ring.NodeID(r.ID)] = r.Addr
 		}
@@ -320,7 +321,7 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 			// step that places both: the members would leave ranges for
 			// a version whose sets count the dead one (and wait for it).
 			addr := addrs[c.ID]
-			if addr == "" && cl.agent != nil {
+			if addr == "" && gossipUp {
 				return false // not heard of yet: its address is not known to be free
 			}
 			if p != nil {

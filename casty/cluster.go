@@ -90,22 +90,26 @@ func WithTLS(t TLS) Option { return func(o *systemOptions) { o.tls = &t } }
 
 // cluster is what a system has when it is a member or a lite member.
 type cluster struct {
-	sys    *System
-	self   ring.NodeID
-	lite   bool
-	node   *mux.Node
-	tr     *muxtransport.Transport
-	agent  *gossip.Agent
-	addr   string
-	view   atomic.Pointer[view]
-	rr     atomic.Uint64 // lite members' service round robin
-	closed atomic.Bool   // stop accepting calls
-	unsub  func()
-	done   chan struct{}
-	serve  chan struct{}
-	logger *slog.Logger
-	netLim *limiter // rate-limits network warnings (netlog.go)
-	lost   sync.Map // reflect.Type → struct{}: error types logged as lost on the wire (remote_error.go)
+	sys   *System
+	self  ring.NodeID
+	lite  bool
+	node  *mux.Node
+	tr    *muxtransport.Transport
+	agent *gossip.Agent
+	// agentUp is set once agent is: the replication lane serves requests
+	// (a pull of the placement's history among them) before gossip starts,
+	// and what they merge waits for the first refresh after it.
+	agentUp atomic.Bool
+	addr    string
+	view    atomic.Pointer[view]
+	rr      atomic.Uint64 // lite members' service round robin
+	closed  atomic.Bool   // stop accepting calls
+	unsub   func()
+	done    chan struct{}
+	serve   chan struct{}
+	logger  *slog.Logger
+	netLim  *limiter // rate-limits network warnings (netlog.go)
+	lost    sync.Map // reflect.Type → struct{}: error types logged as lost on the wire (remote_error.go)
 	// uncounted makes this node open streams without the credit flag, as a
 	// node that predates it does (tests only; stream_credit.go).
 	uncounted bool
@@ -374,6 +378,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		return nil, err
 	}
 	cl.agent = agent
+	cl.agentUp.Store(true)
 	events, unsub := agent.Subscribe()
 	cl.unsub = unsub
 	cl.refresh()
@@ -565,6 +570,9 @@ func (cl *cluster) watch(events <-chan gossip.Event) {
 // members, and the placement of replicated kinds (placement.go) — and
 // evicts the activations this node no longer serves.
 func (cl *cluster) refresh() {
+	if !cl.agentUp.Load() {
+		return // newCluster refreshes once gossip runs
+	}
 	table := cl.agent.Members()
 	v := &view{addrs: map[ring.NodeID]string{}, changed: make(chan struct{}), up: map[ring.NodeID]bool{}}
 	var ids []ring.NodeID
@@ -594,12 +602,19 @@ func (cl *cluster) refresh() {
 		}
 	}
 	slices.SortFunc(v.members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
-	r, err := ring.New(ids)
-	if err != nil {
-		cl.logger.Error("casty: ring rebuild failed", "err", err)
-		return
+	// Many events leave the live full members as they were (a lite member,
+	// an incarnation, a LEFT record expiring): the ring is kept then, not
+	// rebuilt (a rebuild hashes 128 tokens per member).
+	if old := cl.view.Load(); old != nil && old.ring != nil && sameMembers(old.ring, ids) {
+		v.ring = old.ring
+	} else {
+		r, err := ring.New(ids)
+		if err != nil {
+			cl.logger.Error("casty: ring rebuild failed", "err", err)
+			return
+		}
+		v.ring = r
 	}
-	v.ring = r
 	if cl.observe(v, table) {
 		cl.agree.wake()
 	}
@@ -890,4 +905,18 @@ func hasSeeds(seeds []string, adv, bound string) bool {
 		}
 	}
 	return false
+}
+
+// sameMembers reports whether r's members are exactly ids (distinct, in
+// any order).
+func sameMembers(r *ring.Ring, ids []ring.NodeID) bool {
+	if r.Size() != len(ids) {
+		return false
+	}
+	for _, id := range ids {
+		if !r.Has(id) {
+			return false
+		}
+	}
+	return true
 }

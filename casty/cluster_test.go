@@ -147,6 +147,23 @@ func TestClusterSameKeyOneActivation(t *testing.T) {
 	}
 }
 
+// A membership event that leaves the live members as they were keeps the
+// ring: building one hashes 128 tokens per member, and with tens of
+// members in a process (castytest) rebuilding it on every event takes
+// most of the CPU while the membership changes.
+func TestAnEventThatChangesNoLiveMemberKeepsTheRing(t *testing.T) {
+	nodes := startCluster(t, 2)
+	s := nodes[0]
+	waitFor(t, 10*time.Second, "both members live", func() bool { return casty.LiveRing(s).Size() == 2 })
+	for range 3 {
+		before := casty.LiveRing(s)
+		casty.Refresh(s)
+		if after := casty.LiveRing(s); after != before && slices.Equal(after.Members(), before.Members()) {
+			t.Fatal("the live ring was rebuilt for the same members")
+		}
+	}
+}
+
 func TestClusterSpreadsKeys(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctx := context.Background()

@@ -478,3 +478,10 @@ func CutStreamsBeforeStatus(s *System) {
 // as a node that predates credit frames does: its streams are bounded by
 // the mux stream's window alone.
 func OpenStreamsUncounted(s *System) { s.cl.uncounted = true }
+
+// LiveRing returns the ring of live members on s's current view.
+func LiveRing(s *System) *ring.Ring { return s.cl.view.Load().ring }
+
+// Refresh rebuilds s's view from its gossip table, as a membership event
+// does.
+func Refresh(s *System) { s.cl.refresh() }

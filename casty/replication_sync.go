@@ -3,6 +3,7 @@ package casty
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/casty-go/casty/mux"
@@ -203,6 +204,9 @@ func (run *syncRun) abandon() {
 	}
 }
 
+// syncParallel is how many batches of a sync round run at once.
+const syncParallel = 16
+
 // unsyncedWait, times ReplicationTimeout, is how long a LEFT member a
 // sync has no session with still counts as a leaver handing off
 // (replica/SPEC.md, "Membership changes").
@@ -345,7 +349,6 @@ func (r *replicator) runSync(run *syncRun) {
 		r.mu.Lock()
 		run.waiting = waiting
 		r.mu.Unlock()
-		var remaining []replica.Range
 		if everyone != nil {
 			y := replica.NewCopySync(run.kind, rngs, cur.version, cur.digest, everyone, r.rep, r.batch)
 			if r.syncRound(run, y) {
@@ -355,9 +358,31 @@ func (r *replicator) runSync(run *syncRun) {
 				r.copySyncs.Add(1)
 			}
 		}
-		for _, bt := range batches {
-			y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
-			if !r.syncRound(run, y) {
+		// The batches are independent syncs of disjoint ranges: they run
+		// syncParallel at a time. One after another, a member entering
+		// ranges of a 50-member placement (about two hundred batches, one
+		// per distinct previous set) would wait two hundred round trips a
+		// round.
+		done := make([]bool, len(batches))
+		sem := make(chan struct{}, syncParallel)
+		var wg sync.WaitGroup
+		for i, bt := range batches {
+			sem <- struct{}{}
+			wg.Add(1)
+			ok := r.spawn(func() {
+				defer func() { <-sem; wg.Done() }()
+				y := replica.NewJointSync(run.kind, bt.rngs, cur.version, cur.digest, bt.groups, r.rep, r.batch)
+				done[i] = r.syncRound(run, y)
+			})
+			if !ok {
+				<-sem
+				wg.Done()
+			}
+		}
+		wg.Wait()
+		var remaining []replica.Range
+		for i, bt := range batches {
+			if !done[i] {
 				remaining = append(remaining, bt.rngs...)
 			}
 		}

@@ -37,41 +37,43 @@ func New(members []NodeID) (*Ring, error) {
 	slices.SortFunc(ms, NodeID.Compare)
 	ms = slices.Compact(ms)
 
-	type entry struct {
-		token uint64
-		owner uint32
-	}
-	entries := make([]entry, 0, len(ms)*VNodes)
-	x := getHasher()
+	// Each member's tokens come sorted (tokensOf); merging the members'
+	// runs pairwise, the left run first on equal tokens, sorts the entries
+	// by (token, node id), since members is ascending.
+	n := len(ms) * VNodes
+	tokens, owners := make([]uint64, n), make([]uint32, n)
 	for mi, m := range ms {
-		for i := uint32(0); i < VNodes; i++ {
-			entries = append(entries, entry{x.token(m, i), uint32(mi)})
+		copy(tokens[mi*VNodes:], tokensOf(m)[:])
+		for i := range VNodes {
+			owners[mi*VNodes+i] = uint32(mi)
 		}
 	}
-	putHasher(x)
-	// members is ascending, so comparing member indexes compares node ids.
-	slices.SortFunc(entries, func(a, b entry) int {
-		switch {
-		case a.token < b.token:
-			return -1
-		case a.token > b.token:
-			return 1
-		case a.owner < b.owner:
-			return -1
-		case a.owner > b.owner:
-			return 1
+	if len(ms) > 1 {
+		tb, ob := make([]uint64, n), make([]uint32, n)
+		for width := VNodes; width < n; width *= 2 {
+			for lo := 0; lo < n; lo += 2 * width {
+				mid, hi := min(lo+width, n), min(lo+2*width, n)
+				i, j, k := lo, mid, lo
+				for i < mid && j < hi {
+					if tokens[j] < tokens[i] {
+						tb[k], ob[k] = tokens[j], owners[j]
+						j++
+					} else {
+						tb[k], ob[k] = tokens[i], owners[i]
+						i++
+					}
+					k++
+				}
+				k += copy(tb[k:], tokens[i:mid])
+				copy(ob[k-(mid-i):], owners[i:mid])
+				k += copy(tb[k:], tokens[j:hi])
+				copy(ob[k-(hi-j):], owners[j:hi])
+			}
+			tokens, tb = tb, tokens
+			owners, ob = ob, owners
 		}
-		return 0
-	})
-	r := &Ring{
-		members: ms,
-		tokens:  make([]uint64, len(entries)),
-		owners:  make([]uint32, len(entries)),
 	}
-	for i, e := range entries {
-		r.tokens[i] = e.token
-		r.owners[i] = e.owner
-	}
+	r := &Ring{members: ms, tokens: tokens, owners: owners}
 	r.buildIndex()
 	return r, nil
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // StartTimeout bounds how long NewCluster, Lite, Restart and Join wait
-// for the membership to converge before failing the test.
+// for the membership to converge before failing the test, unless
+// StartWithin sets another bound.
 const StartTimeout = 30 * time.Second
 
 // maxMembers bounds a cluster's full members, those NewCluster starts and
@@ -70,6 +71,15 @@ type clusterOptions struct {
 	seedSet bool
 	member  []casty.Option
 	mutant  string // seam.Member.Mutant, set by castytest's own tests only
+	within  time.Duration
+}
+
+// StartWithin sets how long NewCluster, Lite, Restart and Join wait for
+// the membership to converge before failing the test (StartTimeout
+// without it): tens of members on a loaded machine take longer than
+// StartTimeout to all see each other and settle the placement.
+func StartWithin(d time.Duration) ClusterOption {
+	return func(o *clusterOptions) { o.within = d }
 }
 
 // Mutant breaks one safety rule of replication on purpose in every member
@@ -113,6 +123,7 @@ type Cluster struct {
 	nw     *network
 	opts   []casty.Option
 	mutant string
+	within time.Duration // StartTimeout, or StartWithin's
 
 	liteMu sync.Mutex // held while the lite member starts (not mu: it waits)
 
@@ -141,12 +152,12 @@ func NewCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	if n < 1 || n > maxMembers {
 		t.Fatalf("castytest: NewCluster of %d members: want 1 to %d", n, maxMembers)
 	}
-	o := clusterOptions{seed: time.Now().UnixNano()}
+	o := clusterOptions{seed: time.Now().UnixNano(), within: StartTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	flushPools()
-	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed), mutant: o.mutant}
+	c := &Cluster{t: t, n: n, seed: o.seed, nw: newNetwork(o.seed), mutant: o.mutant, within: o.within}
 	c.opts = append([]casty.Option{casty.WithConfig(TestConfig()), quietLogs()}, o.member...)
 	t.Logf("castytest: cluster of %d, seed %d (castytest.Seed(%d) replays the network's and the members' random choices)", n, c.seed, c.seed)
 	t.Cleanup(func() {
@@ -228,7 +239,7 @@ func (c *Cluster) member(i int, sl *slot) casty.Option {
 
 // start starts full member i at its address, joining through seeds.
 func (c *Cluster) start(i int, seeds []string) (*casty.System, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.within)
 	defer cancel()
 	c.mu.Lock()
 	sl := c.members[i]
@@ -237,13 +248,13 @@ func (c *Cluster) start(i int, seeds []string) (*casty.System, error) {
 	return casty.Start(ctx, addrOf(i), opts...)
 }
 
-// await fails the test unless cond holds within StartTimeout.
+// await fails the test unless cond holds within c.within.
 func (c *Cluster) await(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(StartTimeout)
+	deadline := time.Now().Add(c.within)
 	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("castytest: timed out after %v waiting for %s (seed %d)", StartTimeout, what, c.seed)
+			c.t.Fatalf("castytest: timed out after %v waiting for %s (seed %d)", c.within, what, c.seed)
 		}
 		time.Sleep(pause)
 	}
@@ -367,7 +378,7 @@ func (c *Cluster) Lite() *casty.System {
 		c.t.Fatalf("castytest: Lite: every member has crashed (seed %d)", c.seed)
 	}
 	sl := &slot{}
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.within)
 	defer cancel()
 	opts := append(slices.Clone(c.opts), c.member(liteNode, sl))
 	sys, err := casty.Connect(ctx, seeds, opts...)
