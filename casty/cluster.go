@@ -561,6 +561,19 @@ func (cl *cluster) watch(events <-chan gossip.Event) {
 	}
 }
 
+// sameRing reports whether r is the ring of ids, distinct node ids.
+func sameRing(r *ring.Ring, ids []ring.NodeID) bool {
+	if r == nil || r.Size() != len(ids) {
+		return false
+	}
+	for _, id := range ids {
+		if !r.Has(id) {
+			return false
+		}
+	}
+	return true
+}
+
 // refresh rebuilds the view from the agent's table — the ring of live
 // members, and the placement of replicated kinds (placement.go) — and
 // evicts the activations this node no longer serves.
@@ -594,12 +607,19 @@ func (cl *cluster) refresh() {
 		}
 	}
 	slices.SortFunc(v.members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
-	r, err := ring.New(ids)
-	if err != nil {
-		cl.logger.Error("casty: ring rebuild failed", "err", err)
-		return
+	// Most events (a lite member, a suspicion, a status that changes no
+	// full member's liveness) leave the live full members as they were:
+	// their ring, immutable, is the previous view's.
+	if prev := cl.view.Load(); prev != nil && sameRing(prev.ring, ids) {
+		v.ring = prev.ring
+	} else {
+		r, err := ring.New(ids)
+		if err != nil {
+			cl.logger.Error("casty: ring rebuild failed", "err", err)
+			return
+		}
+		v.ring = r
 	}
-	v.ring = r
 	if cl.observe(v, table) {
 		cl.agree.wake()
 	}
