@@ -19,7 +19,8 @@ import (
 // crashes, pauses, stops, isolates, splits, one-way-cuts, slows, skews and
 // loses their links, each fault held from 100 ms to three times
 // RemoveDeadAfter. Every history must be linearizable. CI runs a few
-// seeds; CASTY_SCHEDULE_SEEDS=N runs N, CASTY_SCHEDULE_SEED=S replays
+// seeds; CASTY_SCHEDULE_SEEDS=N runs N (from CASTY_SCHEDULE_FIRST_SEED,
+// default 1: shards of one soak run in parallel), CASTY_SCHEDULE_SEED=S replays
 // seed S alone, CASTY_SCHEDULE_LENGTH sets the schedule's length (default
 // 3m of virtual time).
 
@@ -106,9 +107,13 @@ func TestSchedulesOnVirtualTime(t *testing.T) {
 	seeds := []int64{1, 2, 3}
 	if s := os.Getenv("CASTY_SCHEDULE_SEEDS"); s != "" {
 		n, _ := strconv.Atoi(s)
+		first := int64(1)
+		if f := os.Getenv("CASTY_SCHEDULE_FIRST_SEED"); f != "" {
+			first, _ = strconv.ParseInt(f, 10, 64)
+		}
 		seeds = nil
 		for i := range n {
-			seeds = append(seeds, int64(i+1))
+			seeds = append(seeds, first+int64(i))
 		}
 	}
 	if s := os.Getenv("CASTY_SCHEDULE_SEED"); s != "" {
