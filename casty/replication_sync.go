@@ -285,6 +285,27 @@ func (r *replicator) runSync(run *syncRun) {
 		forgiven := func(id ring.NodeID) bool {
 			return run.w <= 1 && !cur.placed(id) && cur.p.WasRemoved(id)
 		}
+		// What the two say of a member, and whether the round waits for
+		// it, holds for the whole round: worked out once per member, not
+		// per range and base.
+		type member struct {
+			id                    ring.NodeID
+			gone, forgiven, waits bool
+		}
+		var members []member
+		about := func(id ring.NodeID) member {
+			for _, m := range members {
+				if m.id == id {
+					return m
+				}
+			}
+			m := member{id: id, gone: gone(id), forgiven: forgiven(id)}
+			m.waits = !cur.placed(id) && cur.p.WasRemoved(id) && !m.gone && !m.forgiven && v.addrs[id] == ""
+			members = append(members, m)
+			return m
+		}
+		isGone := func(id ring.NodeID) bool { return about(id).gone }
+		isForgiven := func(id ring.NodeID) bool { return about(id).forgiven }
 		var waiting []ring.NodeID
 		var batches []*batch
 		// A range's groups are worked out in scratch space, reused from
@@ -311,12 +332,12 @@ func (r *replicator) runSync(run *syncRun) {
 				}
 				from := len(prevs)
 				var need int
-				prevs, need = answerable(prevs, others, q, gone, forgiven)
+				prevs, need = answerable(prevs, others, q, isGone, isForgiven)
 				if r.mutant == "sync-one-fewer" && need > 1 {
 					need--
 				}
 				for _, id := range others {
-					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && !forgiven(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
+					if about(id).waits && !slices.Contains(waiting, id) {
 						waiting = append(waiting, id)
 					}
 				}
