@@ -290,39 +290,75 @@ func (r *replicator) runSync(run *syncRun) {
 		forgiven := func(id ring.NodeID) bool {
 			return run.w <= 1 && !cur.placed(id) && cur.p.WasRemoved(id)
 		}
+		// What the two say of a member, and whether the round waits for
+		// it, holds for the whole round: worked out once per member, not
+		// per range and base.
+		type member struct {
+			id                    ring.NodeID
+			gone, forgiven, waits bool
+		}
+		var members []member
+		about := func(id ring.NodeID) member {
+			for _, m := range members {
+				if m.id == id {
+					return m
+				}
+			}
+			m := member{id: id, gone: gone(id), forgiven: forgiven(id)}
+			m.waits = !cur.placed(id) && cur.p.WasRemoved(id) && !m.gone && !m.forgiven && v.addrs[id] == ""
+			members = append(members, m)
+			return m
+		}
+		isGone := func(id ring.NodeID) bool { return about(id).gone }
+		isForgiven := func(id ring.NodeID) bool { return about(id).forgiven }
 		var waiting []ring.NodeID
 		var batches []*batch
+		// A range's groups are worked out in scratch space, reused from
+		// range to range, and copied only for a range that opens a batch:
+		// a round computes them for every range not synced, every round.
+		var (
+			set    []ring.NodeID
+			groups []replica.Group
+			prevs  []replica.NodeID // the groups' Members, one after another
+		)
 		for _, rng := range rngs {
-			var groups []replica.Group
+			groups, prevs = groups[:0], prevs[:0]
 			for _, b := range bases {
 				// The set as it was, nobody walked in: a member after
 				// the set's end never held the range. Where this member
 				// was in the set (a base it re-entered the range from),
 				// its own copy answers for it: it keeps what it held
 				// there, and a write it did not hold sits on w others.
-				set := b.Replicas(rng.End, run.n)
+				set = b.AppendReplicas(set[:0], rng.End, run.n)
 				q := replica.ReadQuorumOf(len(set), run.n, run.w)
 				if r.mutant == "quorum-of-set" {
 					q = replica.ReadQuorumOf(len(set), len(set), run.w)
 				}
-				others := slices.DeleteFunc(slices.Clone(set), func(id ring.NodeID) bool { return id == self })
+				others := slices.DeleteFunc(set, func(id ring.NodeID) bool { return id == self })
 				if len(others) < len(set) {
 					q--
 				}
-				prev, need := answerable(others, q, gone, forgiven)
+				from := len(prevs)
+				var need int
+				prevs, need = answerable(prevs, others, q, isGone, isForgiven)
 				if r.mutant == "sync-one-fewer" && need > 1 {
 					need--
 				}
 				for _, id := range others {
-					if !cur.placed(id) && cur.p.WasRemoved(id) && !gone(id) && !forgiven(id) && v.addrs[id] == "" && !slices.Contains(waiting, id) {
+					if about(id).waits && !slices.Contains(waiting, id) {
 						waiting = append(waiting, id)
 					}
 				}
-				groups = append(groups, replica.Group{Members: prev, Need: need})
+				groups = append(groups, replica.Group{Members: prevs[from:len(prevs):len(prevs)], Need: need})
 			}
 			i := slices.IndexFunc(batches, func(bt *batch) bool { return sameGroups(bt.groups, groups) })
 			if i < 0 {
-				batches = append(batches, &batch{groups: groups})
+				own := make([]replica.Group, len(groups))
+				for j, g := range groups {
+					g.Members = append(make([]replica.NodeID, 0, len(g.Members)), g.Members...)
+					own[j] = g
+				}
+				batches = append(batches, &batch{groups: own})
 				i = len(batches) - 1
 			}
 			batches[i].rngs = append(batches[i].rngs, rng)
@@ -459,19 +495,20 @@ func (r *replicator) copySyncMembers(cur *layout, v *view, bases []*ring.Ring, r
 // make the read quorum of two alone, and counting fewer would let that
 // one stale copy stand for a write the two removed members alone
 // acknowledged (replica/SPEC.md, "Placement by agreement").
-func answerable(full []ring.NodeID, need int, gone, forgiven func(ring.NodeID) bool) ([]replica.NodeID, int) {
-	prev := make([]replica.NodeID, 0, len(full))
+//
+// The members to ask are appended to dst.
+func answerable(dst []replica.NodeID, full []ring.NodeID, need int, gone, forgiven func(ring.NodeID) bool) ([]replica.NodeID, int) {
 	counted := 0
 	for _, id := range full {
 		if gone(id) {
 			continue
 		}
-		prev = append(prev, replica.NodeID(id))
+		dst = append(dst, replica.NodeID(id))
 		if !forgiven(id) {
 			counted++
 		}
 	}
-	return prev, min(need, counted)
+	return dst, min(need, counted)
 }
 
 // settled reports whether this member has no sync in flight: it votes

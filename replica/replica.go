@@ -73,6 +73,18 @@ type record struct {
 	accepted Ballot
 	store    *pager.Store
 	bytes    int
+	point    uint64 // the key's ring point, once pointed (pointOf)
+	pointed  bool
+}
+
+// pointOf returns the ring point of k, held as rec, hashing the key the
+// first time only: a sync's answer and a scan of ranges visit every
+// record of the kind, and a member syncing ranges asks again each round.
+func (r *Replica) pointOf(k key, rec *record) uint64 {
+	if !rec.pointed {
+		rec.point, rec.pointed = r.point(k.kind, k.key), true
+	}
+	return rec.point
 }
 
 // NewReplica returns an empty replica side. point maps an actor to its
@@ -330,7 +342,7 @@ func (r *Replica) dropIf(kind, k string, st State) bool {
 // "Pruning").
 func (r *Replica) DropRanges(kind string, before int64, rngs ...Range) {
 	for k, rec := range r.recs {
-		if k.kind == kind && rec.store.Stamp().Wall < before && inRanges(rngs, r.point(k.kind, k.key)) {
+		if k.kind == kind && rec.store.Stamp().Wall < before && inRanges(rngs, r.pointOf(k, rec)) {
 			r.Drop(k.kind, k.key)
 		}
 	}
@@ -342,7 +354,7 @@ func (r *Replica) DropRanges(kind string, before int64, rngs ...Range) {
 func (r *Replica) Candidates(kind string, rngs []Range, moved bool, wall int64) map[string]State {
 	out := map[string]State{}
 	for k, rec := range r.recs {
-		if k.kind != kind || !inRanges(rngs, r.point(k.kind, k.key)) || rec.store.Stamp().IsZero() {
+		if k.kind != kind || !inRanges(rngs, r.pointOf(k, rec)) || rec.store.Stamp().IsZero() {
 			continue
 		}
 		if moved || rec.store.Len() == 0 && rec.store.Stamp().Wall < wall {
@@ -614,7 +626,7 @@ func (r *Replica) sync(m *Msg, out *Msg, batch int) {
 	}
 	var keys []string
 	for k, rec := range r.recs {
-		if k.kind == m.Kind && k.key > m.Key && (!rec.store.Stamp().IsZero()) && inRanges(m.Ranges, r.point(k.kind, k.key)) {
+		if k.kind == m.Kind && k.key > m.Key && (!rec.store.Stamp().IsZero()) && inRanges(m.Ranges, r.pointOf(k, rec)) {
 			keys = append(keys, k.key)
 		}
 	}

@@ -200,6 +200,40 @@ func TestASettledMemberVotesWithoutHashing(t *testing.T) {
 	}
 }
 
+// A sync's answer lists the copies held in the ranges asked, every one of
+// them hashed to its ring point: once per copy, however many syncs ask —
+// a member waiting for a removed member's copies asks every second.
+func TestSyncAnswersHashEachKeyOnce(t *testing.T) {
+	hashed := map[string]int{}
+	r := NewReplica(func(_, key string) uint64 { hashed[key]++; return uint64(len(key)) })
+	r.Observe(1)
+	for i, k := range []string{"a", "bb", "ccc"} {
+		w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(int64(4+i), 3), Pages: []pager.Page{{Key: "V", Data: []byte{byte(i)}}}})
+		w.Key, w.Version = k, 1
+		if got := r.Handle(w, 0); got.Status != StatusOK {
+			t.Fatalf("commit of %s: %v", k, got.Status)
+		}
+	}
+	for range 3 {
+		got := r.Handle(&Msg{Op: OpSync, Kind: "k", Ranges: []Range{{Start: 1, End: 2}}, Version: 1}, 0)
+		if len(got.Records) != 1 || got.Records[0].Key != "bb" {
+			t.Fatalf("a sync of (1, 2]: %+v", got.Records)
+		}
+	}
+	for _, k := range []string{"a", "bb", "ccc"} {
+		if hashed[k] != 1 {
+			t.Fatalf("%s hashed %d times for three syncs, want once", k, hashed[k])
+		}
+	}
+	r.Drop("k", "bb")
+	w := commitMsg(ballot(3, 3), pager.Delta{Stamp: stamp(9, 3), Pages: []pager.Page{{Key: "V", Data: []byte{9}}}})
+	w.Key, w.Version = "bb", 1
+	r.Handle(w, 0)
+	if got := r.Handle(&Msg{Op: OpSync, Kind: "k", Ranges: []Range{{Start: 1, End: 2}}, Version: 1}, 0); len(got.Records) != 1 || got.Records[0].Stamp != stamp(9, 3) {
+		t.Fatalf("a sync after bb came back: %+v", got.Records)
+	}
+}
+
 // cluster wires sessions to replicas in memory, delivering every request.
 type cluster map[NodeID]*Replica
 

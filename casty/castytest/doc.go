@@ -208,8 +208,8 @@
 //	})
 //	castytest.Check(t, model, h) // after the bubble
 //
-// castytest/virtual's TestSchedulesOnVirtualTime is a complete one;
-// TestSchedulesCatchAMutant measures the schedules' detection power with
+// castytest/virtual/schedules' TestSchedulesOnVirtualTime is a complete
+// one; castytest/virtual's TestSchedulesCatchAMutant measures the schedules' detection power with
 // Mutant, which breaks a replication rule on purpose.
 //   - A seed replays a bubbled run nearly, not exactly. It fixes the
 //     members' node IDs (so the placement), their gossip's and mux's

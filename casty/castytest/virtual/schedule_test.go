@@ -1,11 +1,6 @@
 package virtual_test
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,142 +9,9 @@ import (
 	"github.com/casty-go/casty/casty/castytest"
 )
 
-// Seeded fault schedules on virtual time: five members and a lite member
-// run a register workload (majority writes and reads) while a schedule
-// crashes, pauses, stops, isolates, splits, one-way-cuts, slows, skews and
-// loses their links, each fault held from 100 ms to three times
-// RemoveDeadAfter. Every history must be linearizable. CI runs a few
-// seeds; CASTY_SCHEDULE_SEEDS=N runs N, CASTY_SCHEDULE_SEED=S replays
-// seed S alone, CASTY_SCHEDULE_LENGTH sets the schedule's length (default
-// 3m of virtual time).
-
-// scheduleRun is what one seed did.
-type scheduleRun struct {
-	h        *castytest.History[castytest.RegisterOp[int], castytest.RegisterResult[int]]
-	faults   int
-	settled  bool
-	virtual  time.Duration
-	schedule castytest.Schedule
-}
-
+// RemoveDeadAfter of the schedules' clusters (and of the tests here that
+// share their timing).
 const scheduleRemoveAfter = 10 * time.Second
-
-func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
-	var run scheduleRun
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		cfg := castytest.TestConfig()
-		cfg.RemoveDeadAfter = scheduleRemoveAfter
-		c := castytest.NewCluster(t, 5, castytest.Seed(seed), castytest.MemberOptions(casty.WithConfig(cfg)))
-		s := castytest.NewSchedule(seed, castytest.ScheduleConfig{Members: 5, Length: length, MaxHold: 3 * scheduleRemoveAfter})
-		run.schedule, run.faults = s, len(s.Faults)
-		keys := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
-		h := castytest.NewHistory[castytest.RegisterOp[int], castytest.RegisterResult[int]]()
-		lite := c.Lite()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for client := range 4 {
-			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					case <-time.After(250 * time.Millisecond):
-					}
-					via := lite
-					if client > 0 {
-						via = c.Member((client + i) % c.N())
-					}
-					_ = registerOp(h, MajorityRegs, keys, via, client, i)
-				}
-			})
-		}
-		c.Run(s, nil)
-		// The clients stop with the schedule: calls to keys whose ranges
-		// wait for removed members' copies would only pile up
-		// indeterminate operations for the checker.
-		close(stop)
-		wg.Wait()
-		// Settled: every member places all five and is ready.
-		deadline := time.Now().Add(2 * time.Minute)
-		for !run.settled && time.Now().Before(deadline) {
-			run.settled = true
-			for _, m := range c.Members() {
-				if m.Replication().Placed != 5 || !m.Health().Ready {
-					run.settled = false
-				}
-			}
-			time.Sleep(time.Second)
-		}
-		if !run.settled {
-			t.Logf("seed %d's schedule:\n%v", seed, s)
-			for i, m := range c.Members() {
-				st := m.Replication()
-				t.Logf("member %d unsettled: sees %d members, places %d (version %d), waiting %v, health %+v", i, len(m.Members()), st.Placed, st.PlacementVersion, st.Waiting, m.Health())
-			}
-		}
-		// Final reads through the lite member: what every key holds now.
-		for _, key := range keys {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = h.Record(99, castytest.ReadOp[int](key), func() (castytest.RegisterResult[int], error) {
-				v, err := casty.Call0(ctx, MajorityRegs.Ref(lite, key), (*Reg).Get)
-				return castytest.Read(v), err
-			})
-			cancel()
-		}
-		run.h, run.virtual = h, time.Since(start)
-	})
-	return run
-}
-
-func TestSchedulesOnVirtualTime(t *testing.T) {
-	seeds := []int64{1, 2, 3}
-	if s := os.Getenv("CASTY_SCHEDULE_SEEDS"); s != "" {
-		n, _ := strconv.Atoi(s)
-		seeds = nil
-		for i := range n {
-			seeds = append(seeds, int64(i+1))
-		}
-	}
-	if s := os.Getenv("CASTY_SCHEDULE_SEED"); s != "" {
-		v, _ := strconv.ParseInt(s, 10, 64)
-		seeds = []int64{v}
-	}
-	length := 3 * time.Minute
-	if s := os.Getenv("CASTY_SCHEDULE_LENGTH"); s != "" {
-		length, _ = time.ParseDuration(s)
-	}
-	unsettled, inconclusive := 0, 0
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			cpu0 := cpuTime()
-			run := runSchedule(t, seed, length)
-			cpu := cpuTime() - cpu0
-			// Only a history shown not linearizable fails the seed: one the
-			// checker cannot decide within CheckTimeout (many indeterminate
-			// writes while ranges wait) is counted as inconclusive, as the
-			// replica simulator counts them.
-			res := castytest.Verify(castytest.RegisterModel(0), run.h.Ops(), castytest.CheckTimeout)
-			switch res.Verdict {
-			case castytest.NotLinearizable:
-				path := castytest.VisualizationPath(t)
-				_ = res.WriteHTML(path)
-				t.Errorf("seed %d: the history of %d operations is not linearizable; visualisation: %s", seed, res.Ops, path)
-			case castytest.Unknown:
-				inconclusive++
-			}
-			if t.Failed() {
-				t.Logf("%s", run.schedule)
-			}
-			if !run.settled {
-				unsettled++
-			}
-			t.Logf("seed %d: %d faults, %d operations (%d indeterminate): %s; settled after: %v; %v virtual in %v CPU (%.0f virtual s per CPU s). Replay: CASTY_SCHEDULE_SEED=%d",
-				seed, run.faults, res.Ops, res.Indeterminate, res.Verdict, run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), seed)
-		})
-	}
-	t.Logf("%d of %d seeds did not settle within 2 virtual minutes after their schedule (their syncs wait for removed members' copies, logged per member above); %d inconclusive (the checker's time ran out)", unsettled, len(seeds), inconclusive)
-}
 
 // Two crashes in turn, each member back as a new process, and placed in
 // its old identity's stead, before the next crash: the cluster settles,

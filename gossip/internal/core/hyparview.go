@@ -402,16 +402,52 @@ func (n *Node) promotionCandidate() (Peer, bool) {
 		}
 	}
 	if len(cand) == 0 {
-		for _, m := range n.table.Members() {
-			if m.ID != n.self.ID && m.Status == Alive && !n.isActive(m.ID) && n.pendingIndex(m.ID) < 0 {
-				cand = append(cand, m.Peer())
+		// The table's candidates in id order: filtered before sorting, so a
+		// tick that finds none copies nothing.
+		for _, e := range n.table.entries {
+			if n.tableCandidate(e.Member) {
+				cand = append(cand, e.Peer())
 			}
 		}
+		slices.SortFunc(cand, func(a, b Peer) int { return a.ID.Compare(b.ID) })
 	}
 	if len(cand) == 0 {
 		return Peer{}, false
 	}
 	return cand[n.rng.IntN(len(cand))], true
+}
+
+// tableCandidate reports whether m, a record of the table, may be asked to
+// become a neighbour.
+func (n *Node) tableCandidate(m Member) bool {
+	return m.ID != n.self.ID && m.Status == Alive && !n.isActive(m.ID) && n.pendingIndex(m.ID) < 0
+}
+
+// promotable reports whether promote has anything to do at nextPromote:
+// ask a candidate, or, with an empty active view, nothing pending and no
+// join under way, rejoin. When it has not, no tick is due for promotion:
+// whatever makes a candidate (a record or passive peer learned, a
+// neighbour lost, a request timed out) happens in an entry point, which
+// computes the deadline again.
+func (n *Node) promotable() bool {
+	if !n.wantPromote() {
+		return false
+	}
+	empty := len(n.active) == 0
+	if empty && len(n.pending) > 0 {
+		return false // promote waits for the requests' deadlines
+	}
+	for _, p := range n.passive {
+		if n.pendingIndex(p.ID) < 0 {
+			return true
+		}
+	}
+	for _, e := range n.table.entries {
+		if n.tableCandidate(e.Member) {
+			return true
+		}
+	}
+	return empty && !n.joining
 }
 
 // tickViews runs the HyParView timers: request timeouts, join retries,

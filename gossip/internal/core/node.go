@@ -440,7 +440,7 @@ func (n *Node) nextDeadline() time.Time {
 	for _, p := range n.pending {
 		min(p.deadline)
 	}
-	if n.wantPromote() {
+	if n.promotable() {
 		min(n.nextPromote)
 	}
 	if len(n.missing) > 0 {

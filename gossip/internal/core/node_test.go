@@ -484,3 +484,36 @@ func TestConfigValidateMaxClientRecords(t *testing.T) {
 		}
 	}
 }
+
+// A node whose active view is short of ActiveViewSize, with nobody left to
+// ask (the cluster is smaller), has nothing to promote once it has
+// reconnected a lost neighbour: its next tick waits for a timer of the
+// protocol, not the 1 ms floor at which it would poll for candidates. Once
+// a member it could ask joins, it asks it.
+func TestNoPromotionPollingWithoutCandidates(t *testing.T) {
+	tn := cluster(t, 3)
+	a0 := tn.nodes["a0:1"]
+	tn.out("a0:1", a0.LinkDown(tn.now, "a01:1", LinkLost))
+	tn.run()
+	tn.advance(time.Second)
+	for _, a := range tn.order {
+		n := tn.nodes[a]
+		if got := len(n.Active()); got != 2 {
+			t.Fatalf("%s has %d neighbours, want 2", a, got)
+		}
+		out := n.Tick(tn.now)
+		tn.out(a, out)
+		if d := out.Next.Sub(tn.now); d <= time.Millisecond {
+			t.Fatalf("%s: next tick in %v with no candidate to promote", a, d)
+		}
+	}
+	tn.run()
+	tn.add(addrOf(3), 4, "a0:1")
+	tn.run()
+	tn.advance(2 * time.Second)
+	for _, a := range tn.order {
+		if got := len(tn.nodes[a].Active()); got != 3 {
+			t.Fatalf("%s has %d neighbours after a fourth member joined, want 3", a, got)
+		}
+	}
+}
