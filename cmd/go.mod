@@ -6,6 +6,7 @@ require (
 	github.com/casty-go/casty/casty v0.1.0
 	github.com/casty-go/casty/collections v0.1.0
 	github.com/casty-go/casty/internal v0.1.0
+	github.com/casty-go/casty/mux v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -14,7 +15,6 @@ require (
 	github.com/casty-go/casty/actor v0.1.0 // indirect
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
-	github.com/casty-go/casty/mux v0.1.0 // indirect
 	github.com/casty-go/casty/pager v0.1.0 // indirect
 	github.com/casty-go/casty/replica v0.1.0 // indirect
 	github.com/casty-go/casty/ring v0.1.0 // indirect
