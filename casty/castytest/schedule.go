@@ -81,12 +81,12 @@ type ScheduleConfig struct {
 	Every time.Duration
 	// MinHold and MaxHold bound how long a fault lasts, drawn
 	// log-uniformly between them, so short blips and faults held several
-	// times Config.RemoveDeadAfter both occur. Defaults 100 ms and 90 s.
+	// times Config.Replication.RemoveDeadAfter both occur. Defaults 100 ms and 90 s.
 	MinHold, MaxHold time.Duration
 	// Kinds are the faults drawn from. Default all.
 	Kinds []FaultKind
 	// MaxDrift bounds Skew offsets to ±MaxDrift/2. Default 500 ms
-	// (Config.MaxClockDrift's default).
+	// (Config.Replication.MaxClockDrift's default).
 	MaxDrift time.Duration
 	// MaxStruck is how many members faults may strike at once. Default a
 	// minority, (Members-1)/2, so that a majority is always up. More lets
@@ -209,8 +209,9 @@ func NewSchedule(seed int64, cfg ScheduleConfig) Schedule {
 // that every member is up, reachable and at its own clock when it
 // returns. A member crashed or stopped comes back as a new process at its
 // address when its fault ends; a start that fails (its seeds out of reach)
-// is tried again at the next step. logf, when not nil, is told each
-// step. Run does not wait for the cluster to settle afterwards.
+// is tried again at the next step, and after the schedule every second
+// for up to two minutes, then fails the test. logf, when not nil, is told
+// each step. Run does not wait for the cluster to settle afterwards.
 func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -231,13 +232,13 @@ func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 		if d := st.at - time.Since(start); d > 0 {
 			time.Sleep(d)
 		}
-		down = c.relaunch(down, logf)
+		down, _ = c.relaunch(down, logf)
 		if st.end {
 			logf("%v end %s", time.Since(start).Round(time.Millisecond), st.f)
 			// A crashed or stopped member comes back now, not at the next
 			// step: a late start would stretch its fault into the next
 			// one's and turn two faults in turn into a double failure.
-			down = c.relaunch(append(down, c.end(st.f)...), logf)
+			down, _ = c.relaunch(append(down, c.end(st.f)...), logf)
 		} else {
 			logf("%v %s", time.Since(start).Round(time.Millisecond), st.f)
 			c.begin(st.f)
@@ -248,31 +249,52 @@ func (c *Cluster) Run(s Schedule, logf func(format string, args ...any)) {
 		c.Resume(i)
 		c.Skew(i, 0)
 	}
-	for len(down) > 0 {
-		down = c.relaunch(down, logf)
-		if len(down) > 0 {
-			time.Sleep(time.Second)
+	// Members still down start again; one that cannot within
+	// restartWithin fails the test rather than keep the run going forever
+	// (the clients would run on with it, for hours of virtual time).
+	var last error
+	for deadline := time.Now().Add(restartWithin); len(down) > 0; {
+		if down, last = c.relaunch(down, logf); len(down) == 0 {
+			break
 		}
+		if time.Now().After(deadline) {
+			c.t.Errorf("castytest: members %v could not start again within %v after the schedule (seed %d): %v", down, restartWithin, c.seed, last)
+			return
+		}
+		time.Sleep(time.Second)
 	}
 }
 
-// relaunch starts a new process in each slot of down and returns those
-// whose start failed.
-func (c *Cluster) relaunch(down []int, logf func(string, ...any)) []int {
-	var again []int
+// restartWithin bounds how long Run keeps trying to start again, after
+// the schedule, a member whose restart failed.
+const restartWithin = 2 * time.Minute
+
+// relaunch starts a new process in each slot of down that is down and
+// returns those whose start failed, with the last start's error. A slot
+// may be listed twice, or be up already: a Crash or Stop that struck a
+// member already down (a step run late, past a failed restart) ends with
+// that member listed again, and a second process on its address would
+// fail to listen for as long as the first runs.
+func (c *Cluster) relaunch(down []int, logf func(string, ...any)) (again []int, last error) {
 	for _, i := range down {
+		c.mu.Lock()
+		up := !c.members[i].crashed
+		c.mu.Unlock()
+		if up || slices.Contains(again, i) {
+			continue
+		}
 		seeds, _ := c.liveBut(i)
 		sys, err := c.start(i, seeds)
 		if err != nil {
 			logf("restart of member %d failed, tried again later: %v", i, err)
-			again = append(again, i)
+			again, last = append(again, i), err
 			continue
 		}
 		c.mu.Lock()
 		c.members[i].sys, c.members[i].crashed = sys, false
 		c.mu.Unlock()
 	}
-	return again
+	return again, last
 }
 
 func (c *Cluster) begin(f Fault) {
