@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 	"github.com/casty-go/casty/mux"
 )
 
@@ -90,43 +91,20 @@ func cluster() {
 		fmt.Sprintf("%.2f×", perOp(localOwned)/perOp(localMode)), "goal ≤ 1.5×")
 }
 
+// startMembers starts n members on loopback TCP (benchkit.StartMembers),
+// panicking if they do not see each other within 30 s.
 func startMembers(n int) []*casty.System {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	first, err := casty.Start(ctx, "127.0.0.1:0", quietLog)
+	nodes, err := benchkit.StartMembers(ctx, n, quietLog)
 	if err != nil {
 		panic(err)
 	}
-	nodes := []*casty.System{first}
-	for range n - 1 {
-		m, err := casty.Start(ctx, "127.0.0.1:0", casty.Seeds(first.Addr()), quietLog)
-		if err != nil {
-			panic(err)
-		}
-		nodes = append(nodes, m)
-	}
-	for {
-		ok := true
-		for _, s := range nodes {
-			ok = ok && len(s.Members()) == n
-		}
-		if ok {
-			return nodes
-		}
-		if ctx.Err() != nil {
-			panic("members did not converge")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return nodes
 }
 
 func keyOwned(via *casty.System, addr string) string {
-	for i := 0; ; i++ {
-		k := "bench-" + strconv.Itoa(i)
-		if m, _ := via.OwnerOf(Counters.Name(), k); m.Addr == addr {
-			return k
-		}
-	}
+	return benchkit.KeyOwnedBy(via, Counters.Name(), addr, "bench-")
 }
 
 // keyOwnership selects, for each caller's member, which of its keys it calls.

@@ -54,7 +54,7 @@ func collectionsBench() {
 			n.Close(ctx)
 		}
 	}()
-	waitReplicated(nodes, len(nodes))
+	waitReplicated(nodes)
 
 	const callers, keys = 64, 1000
 	ks := make([]string, keys)
@@ -178,7 +178,7 @@ func locksBench() {
 			n.Close(ctx)
 		}
 	}()
-	waitReplicated(nodes, len(nodes))
+	waitReplicated(nodes)
 	server, poll := lockHandoffs(nodes, 200, false), lockHandoffs(nodes, 100, true)
 	add("collections.Lock hand-off between waiters on two members (3 members, the lock's owner a third), 200 trials",
 		fmt.Sprintf("p50 %.0f µs, p99 %.0f µs", us(pct(server, 50)), us(pct(server, 99))),

@@ -13,7 +13,7 @@ require (
 	github.com/casty-go/casty/collections v0.1.0
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
-	github.com/casty-go/casty/internal v0.1.0 // indirect
+	github.com/casty-go/casty/internal v0.1.0
 	github.com/casty-go/casty/pager v0.1.0 // indirect
 	github.com/casty-go/casty/replica v0.1.0 // indirect
 	github.com/casty-go/casty/ring v0.1.0

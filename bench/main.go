@@ -4,7 +4,7 @@
 //	go run ./bench            # everything
 //	go run ./bench -only local
 //	go run ./bench -only replication
-//	go run ./bench -only processes  # the hot key, each member a process
+//	go run ./bench -only processes  # calls and replicated writes, each member a process
 //	go run ./bench -only collections
 //	go run ./bench -only locks
 //
@@ -16,7 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"iter"
+	"github.com/casty-go/casty/internal/procstat"
 	"os"
 	"runtime"
 	"slices"
@@ -27,33 +27,20 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
-// Counter is the benchmark actor: one int of state.
-type Counter struct{ N int }
+// The kinds and the floor are castytest/benchkit's, shared with the
+// casty package's testing.B benchmarks.
+type (
+	Counter   = benchkit.Counter
+	IntSource = benchkit.IntSource
+)
 
-// Add adds d and returns the new total.
-func (c *Counter) Add(ctx context.Context, d int) (int, error) { c.N += d; return c.N, nil }
-
-// Counters is the benchmark kind.
-var Counters = casty.Actor[Counter](casty.Name("bench.Counter"))
-
-// IntSource is the streaming benchmark actor.
-type IntSource struct{}
-
-// Count streams 0, 1, …, n-1.
-func (s *IntSource) Count(ctx context.Context, n int) iter.Seq2[int, error] {
-	return func(yield func(int, error) bool) {
-		for i := range n {
-			if !yield(i, nil) {
-				return
-			}
-		}
-	}
-}
-
-// IntSources is the streaming benchmark kind.
-var IntSources = casty.Actor[IntSource](casty.Name("bench.IntSource"))
+var (
+	Counters   = benchkit.Counters
+	IntSources = benchkit.IntSources
+)
 
 type row struct {
 	what, figure, floor, ratio, note string
@@ -100,23 +87,6 @@ func main() {
 	}
 }
 
-// channelFloor is a raw two-goroutine request/reply over unbuffered channels.
-func channelFloor(b *testing.B) {
-	req, rep := make(chan int), make(chan int)
-	go func() {
-		n := 0
-		for d := range req {
-			n += d
-			rep <- n
-		}
-	}()
-	for b.Loop() {
-		req <- 1
-		<-rep
-	}
-	close(req)
-}
-
 func best(f func(*testing.B), runs int) testing.BenchmarkResult {
 	var out testing.BenchmarkResult
 	for i := range runs {
@@ -132,7 +102,7 @@ func perOp(r testing.BenchmarkResult) float64 { return float64(r.T.Nanoseconds()
 
 func local(activations int) {
 	ctx := context.Background()
-	floor := best(channelFloor, 5)
+	floor := best(benchkit.ChannelFloor, 5)
 	seq := best(func(b *testing.B) {
 		sys := casty.Local()
 		defer sys.Close(ctx)
@@ -151,7 +121,7 @@ func local(activations int) {
 
 	for _, procs := range []int{1, 2} {
 		prev := runtime.GOMAXPROCS(procs)
-		fl := best(channelFloor, 3)
+		fl := best(benchkit.ChannelFloor, 3)
 		r := best(func(b *testing.B) { parallelCalls(b, 64, 10_000) }, 3)
 		runtime.GOMAXPROCS(prev)
 		add(fmt.Sprintf("64 callers over 10,000 keys, GOMAXPROCS %d", procs),
@@ -200,7 +170,7 @@ func idleMemory(n int) (perActivation float64, stateBytes int) {
 	for _, k := range keys {
 		keyBytes += len(k)
 	}
-	sys := casty.Local(casty.WithConfig(casty.Config{IdleTimeout: time.Hour}))
+	sys := casty.Local(casty.WithConfig(casty.Config{Actors: casty.ActorConfig{IdleTimeout: time.Hour}}))
 	defer sys.Close(ctx)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -425,8 +395,8 @@ func median(xs []float64) float64 {
 // busy meanwhile (user + system time over wall time) as the "CPUs" metric.
 func runCallers(b *testing.B, callers, keys, stride int, call func(w, key int) error) {
 	b.ResetTimer()
-	cpu0, t0 := processCPU(), time.Now()
-	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Since(t0)), "CPUs") }()
+	cpu0, t0 := procstat.Self(), time.Now()
+	defer func() { b.ReportMetric(float64(procstat.Self()-cpu0)/float64(time.Since(t0)), "CPUs") }()
 	per := b.N/callers + 1
 	var wg sync.WaitGroup
 	for w := range callers {

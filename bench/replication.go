@@ -6,28 +6,23 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
-// Register is the replication benchmark actor: one int of state, a handler
-// that changes it and one that changes nothing.
-type Register struct{ N int }
-
-// Add adds d and returns the new total.
-func (r *Register) Add(_ context.Context, d int) (int, error) { r.N += d; return r.N, nil }
-
-// Get returns the total and changes nothing.
-func (r *Register) Get(context.Context) (int, error) { return r.N, nil }
+// Register and the replication kinds are castytest/benchkit's.
+type Register = benchkit.Register
 
 // The replication benchmark kinds: the same actor kept once, and kept on
 // three members with a majority write and either read quorum.
 var (
-	Singles    = casty.Actor[Register](casty.Name("bench.Register1"))
-	Majorities = casty.Actor[Register](casty.Name("bench.RegisterR3"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
-	ReadOnes   = casty.Actor[Register](casty.Name("bench.RegisterR3One"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.One))
+	Singles    = benchkit.Singles
+	Majorities = benchkit.Majorities
+	ReadOnes   = benchkit.ReadOnes
 )
 
 // replicationRuns is how many times each replication figure is measured;
@@ -62,30 +57,76 @@ func (t timing) spread() string {
 // that a figure and its floor are measured over the same stretch of this
 // noisy host's time rather than one after the other.
 func sequential(runs int, ops ...func() error) []timing {
+	loads := make([]load, len(ops))
+	for i, op := range ops {
+		loads[i] = load{callers: 1, op: func(int, int) error { return op() }}
+	}
 	out := make([]timing, len(ops))
+	for i, m := range turns(nil, runs, loads...) {
+		out[i] = m.timing
+	}
+	return out
+}
+
+// load is an operation for turns: callers goroutines (one: a sequential
+// caller, whose latencies are kept) call op(caller, key) as runCallers
+// does, over keys keys.
+type load struct {
+	callers, keys int
+	op            func(w, key int) error
+}
+
+// turns times each load runs times, each run a testing.Benchmark, taking
+// turns as sequential does, and returns each load's fastest run (with its
+// percentiles when it has one caller), the rates of all its runs, and the
+// CPU per operation it cost this process and each process in pids.
+func turns(pids []int, runs int, loads ...load) []measured {
+	out := make([]measured, len(loads))
+	ops := make([]int64, len(loads))
 	var lats []time.Duration
 	for i := range runs {
-		for j, op := range ops {
+		for j, l := range loads {
+			var n atomic.Int64
+			op := func(w, key int) error { n.Add(1); return l.op(w, key) }
+			before := cpuTimes(pids)
 			r := testing.Benchmark(func(b *testing.B) {
+				if l.callers > 1 {
+					runCallers(b, l.callers, l.keys, 157, op)
+					return
+				}
 				lats = lats[:0]
 				for b.Loop() {
 					t0 := time.Now()
-					if err := op(); err != nil {
+					if err := op(0, 0); err != nil {
 						b.Fatal(err)
 					}
 					lats = append(lats, time.Since(t0))
 				}
 			})
 			if r.N == 0 {
-				panic("replication benchmark failed")
+				panic("bench: a timed load failed")
 			}
-			t := &out[j]
-			t.runs = append(t.runs, perOp(r))
-			if i == 0 || perOp(r) < t.ns() {
-				t.best = r
-				slices.Sort(lats)
-				t.p50, t.p99 = lats[len(lats)/2], lats[len(lats)*99/100]
+			m := &out[j]
+			if m.cpu == nil {
+				m.cpu = make([]time.Duration, len(pids)+1)
 			}
+			for k, t := range cpuTimes(pids) {
+				m.cpu[k] += t - before[k]
+			}
+			ops[j] += n.Load()
+			m.runs = append(m.runs, perOp(r))
+			if i == 0 || perOp(r) < m.ns() {
+				m.best = r
+				if l.callers <= 1 {
+					slices.Sort(lats)
+					m.p50, m.p99 = lats[len(lats)/2], lats[len(lats)*99/100]
+				}
+			}
+		}
+	}
+	for j := range out {
+		for k := range out[j].cpu {
+			out[j].cpu[k] /= time.Duration(max(ops[j], 1))
 		}
 	}
 	return out
@@ -97,6 +138,16 @@ func paired(floor, t timing) string {
 	rs := make([]string, len(t.runs))
 	for i := range t.runs {
 		rs[i] = fmt.Sprintf("%.2f", floor.runs[i]/t.runs[i])
+	}
+	return strings.Join(rs, " / ")
+}
+
+// pairedTime formats, for each round of turns, the ratio of t's time per
+// op to floor's in that round.
+func pairedTime(floor, t timing) string {
+	rs := make([]string, len(t.runs))
+	for i := range t.runs {
+		rs[i] = fmt.Sprintf("%.2f", t.runs[i]/floor.runs[i])
 	}
 	return strings.Join(rs, " / ")
 }
@@ -126,28 +177,22 @@ func bestOf(f func(*testing.B), runs int) (testing.BenchmarkResult, string) {
 }
 
 // waitReplicated waits until every member of nodes has adopted a
-// placement of all members (of the cluster's n) and finished syncing, then
-// until a replicated write succeeds.
-func waitReplicated(nodes []*casty.System, n int) {
+// placement of all of them and finished syncing (benchkit.WaitSettled),
+// then until a replicated write succeeds.
+func waitReplicated(nodes []*casty.System) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for {
-		ok := true
-		for _, s := range nodes {
-			st := s.Replication()
-			ok = ok && !st.Syncing && st.Placed == n
-		}
-		if ok {
-			break
-		}
-		if ctx.Err() != nil {
-			panic("replication did not settle")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := benchkit.WaitSettled(ctx, nodes); err != nil {
+		panic(err)
 	}
+	waitWrites(ctx, nodes[0])
+}
+
+// waitWrites waits until a replicated write through via succeeds.
+func waitWrites(ctx context.Context, via *casty.System) {
 	for {
 		callCtx, cancelCall := context.WithTimeout(ctx, 2*time.Second)
-		_, err := casty.Call(callCtx, Majorities.Ref(nodes[0], "warm"), (*Register).Add, 1)
+		_, err := casty.Call(callCtx, Majorities.Ref(via, "warm"), (*Register).Add, 1)
 		cancelCall()
 		if err == nil {
 			return
@@ -161,12 +206,20 @@ func waitReplicated(nodes []*casty.System, n int) {
 
 // ownedBy returns a key of kind k whose owner is the member at addr.
 func ownedBy(via *casty.System, k string, addr string, prefix string) string {
-	for i := 0; ; i++ {
+	return ownedKeys(via, k, addr, prefix, 1)[0]
+}
+
+// ownedKeys returns the first n keys prefix0, prefix1, … of kind k whose
+// owner is the member at addr.
+func ownedKeys(via *casty.System, k string, addr string, prefix string, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
 		key := prefix + strconv.Itoa(i)
 		if m, _ := via.OwnerOf(k, key); m.Addr == addr {
-			return key
+			keys = append(keys, key)
 		}
 	}
+	return keys
 }
 
 // replication measures replicated writes and reads on three members over
@@ -184,7 +237,7 @@ func replication() {
 			n.Close(ctx)
 		}
 	}()
-	waitReplicated(nodes, len(nodes))
+	waitReplicated(nodes)
 	a, b := nodes[0], nodes[1]
 
 	// 1. One hot key, sequential. The caller is on a member that does not

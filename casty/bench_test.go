@@ -9,31 +9,19 @@ import (
 	"testing"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
-type Counter struct{ N int }
+// Counter and Counters are the benchmarks' counter (castytest/benchkit,
+// shared with go run ./bench), named here for this package's tests.
+type Counter = benchkit.Counter
 
-func (c *Counter) Add(ctx context.Context, d int) (int, error) { c.N += d; return c.N, nil }
-
-var Counters = casty.Actor[Counter]()
+// Counters is benchkit's kind of Counter.
+var Counters = benchkit.Counters
 
 // BenchmarkChannelFloor is the floor: a raw two-goroutine request/reply over
 // unbuffered channels, the cheapest possible cross-goroutine round trip.
-func BenchmarkChannelFloor(b *testing.B) {
-	req, rep := make(chan int), make(chan int)
-	go func() {
-		n := 0
-		for d := range req {
-			n += d
-			rep <- n
-		}
-	}()
-	for b.Loop() {
-		req <- 1
-		<-rep
-	}
-	close(req)
-}
+func BenchmarkChannelFloor(b *testing.B) { benchkit.ChannelFloor(b) }
 
 // BenchmarkCallSequential: one caller, one local actor, Call after Call.
 func BenchmarkCallSequential(b *testing.B) {

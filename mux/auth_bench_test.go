@@ -2,6 +2,7 @@ package mux
 
 import (
 	"context"
+	"github.com/casty-go/casty/internal/procstat"
 	"log/slog"
 	"net"
 	"sync"
@@ -93,10 +94,10 @@ type cpuMeter struct {
 	start time.Duration
 }
 
-func startCPU(b *testing.B) cpuMeter { return cpuMeter{b, processCPU()} }
+func startCPU(b *testing.B) cpuMeter { return cpuMeter{b, procstat.Self()} }
 
 func (m cpuMeter) report() {
-	m.b.ReportMetric(float64(processCPU()-m.start)/float64(m.b.N), "cpu-ns/op")
+	m.b.ReportMetric(float64(procstat.Self()-m.start)/float64(m.b.N), "cpu-ns/op")
 }
 
 // benchSession dials an echoing node over loopback TCP in mode m.

@@ -31,7 +31,7 @@ func BenchmarkPlacementAgreement(b *testing.B) {
 	for _, n := range []int{5, 50} {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
 			cfg := castytest.TestConfig()
-			cfg.RemoveDeadAfter = 2 * time.Second
+			cfg.Replication.RemoveDeadAfter = 2 * time.Second
 			if n > 5 {
 				// Fifty members in one process keep 2,450 connections
 				// alive: with TestConfig's one-second failure detector a
@@ -41,9 +41,9 @@ func BenchmarkPlacementAgreement(b *testing.B) {
 				// every second, 3 s timeout, 5 s suspicion) and remove
 				// after 5 s; the removal figure counts from then. They
 				// also take longer than StartTimeout to start.
-				cfg.KeepAliveInterval, cfg.KeepAliveTimeout = time.Second, 3*time.Second
-				cfg.SuspicionTimeout = 5 * time.Second
-				cfg.RemoveDeadAfter = 5 * time.Second
+				cfg.Transport.KeepAliveInterval, cfg.Transport.KeepAliveTimeout = time.Second, 3*time.Second
+				cfg.Membership.SuspicionTimeout = 5 * time.Second
+				cfg.Replication.RemoveDeadAfter = 5 * time.Second
 			}
 			c := castytest.NewCluster(b, n, castytest.MemberOptions(casty.WithConfig(cfg)), castytest.StartWithin(3*time.Minute))
 			ctx := context.Background()
@@ -113,7 +113,7 @@ func BenchmarkPlacementAgreement(b *testing.B) {
 				c.Crash(victim)
 				start = time.Now()
 				await("the crashed member removed", func() bool { return placedEverywhere(id, false, victim) })
-				removes = append(removes, time.Since(start)-cfg.RemoveDeadAfter)
+				removes = append(removes, time.Since(start)-cfg.Replication.RemoveDeadAfter)
 				c.Restart(victim)
 			}
 			report := func(what string, ds []time.Duration) {
