@@ -14,11 +14,21 @@ import (
 // a check per 10 ms. what completes "timed out after 5s waiting for ...".
 func For(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Until(within, cond) {
+		t.Fatalf("timed out after %v waiting for %s", within, what)
+	}
+}
+
+// Until checks cond as For does and reports whether it held before within
+// passed: for a caller that explains a timeout itself (a dump of the
+// state it waited on) before failing.
+func Until(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for pause := time.Millisecond; !cond(); pause = min(2*pause, 10*time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
+			return false
 		}
 		time.Sleep(pause)
 	}
+	return true
 }

@@ -48,3 +48,19 @@ func TestForFailsPastTheDeadline(t *testing.T) {
 		t.Errorf("%d checks in about 20 ms: the pauses do not grow", checks)
 	}
 }
+
+// Until reports whether the condition held in time, and fails nothing:
+// the caller explains a timeout itself.
+func TestUntilReportsWhetherTheConditionHeld(t *testing.T) {
+	n := 0
+	if !Until(time.Second, func() bool { n++; return n == 3 }) {
+		t.Fatal("a condition that held on the third check reported as timed out")
+	}
+	start := time.Now()
+	if Until(20*time.Millisecond, func() bool { return false }) {
+		t.Fatal("a condition that never held reported as held")
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("gave up after %v, before the deadline", d)
+	}
+}

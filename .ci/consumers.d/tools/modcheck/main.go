@@ -2,8 +2,10 @@
 // other consistently, so that the tree can be tagged and consumed as
 // RELEASING.md describes. Run it from the repository root.
 //
-// It finds every go.mod below the root (skipping dot directories, testdata
-// and vendor) and fails when:
+// It finds every go.mod below the root (skipping dot directories, testdata,
+// vendor, and directories holding a go.work of their own: a workspace apart,
+// such as bench/peers, whose dependencies only those who run it download)
+// and fails when:
 //   - a module is missing from go.work, or go.work uses a directory that
 //     holds no module;
 //   - a module's path is not the root path followed by its directory;
@@ -93,6 +95,11 @@ func load(root string) ([]mod, []string) {
 		name := d.Name()
 		if d.IsDir() && p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
 			return filepath.SkipDir
+		}
+		if d.IsDir() && p != root {
+			if _, err := os.Stat(filepath.Join(p, "go.work")); err == nil {
+				return filepath.SkipDir // a workspace of its own
+			}
 		}
 		if d.IsDir() || name != "go.mod" {
 			return nil
