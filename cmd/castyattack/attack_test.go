@@ -37,6 +37,10 @@ func TestAttacksQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var table bytes.Buffer
+	printTable(&table, results)
+	t.Log("\n" + table.String())
+	// The failed rows come last, where a log's tail shows them.
 	want := map[string]bool{"relay": false, "hello": false, "starve": false, "claim": false, "flood": false}
 	for _, r := range results {
 		want[r.group] = true
@@ -49,9 +53,6 @@ func TestAttacksQuick(t *testing.T) {
 			t.Errorf("no %s attack ran", k)
 		}
 	}
-	var table bytes.Buffer
-	printTable(&table, results)
-	t.Log("\n" + table.String())
 }
 
 // TestRunExitsNonZeroOnAFailedRow: the command's exit code is 1 when a
@@ -66,5 +67,31 @@ func TestRunExitsNonZeroOnAFailedRow(t *testing.T) {
 	}
 	if code := exitCode([]result{{pass: true}}); code != 0 {
 		t.Fatalf("all passed: exit %d, want 0", code)
+	}
+}
+
+// The compressed flood's verdict: past the connections' budgets some must
+// be refused; within one connection's none may be; within two
+// connections' together (a redial under load) all may run.
+func TestCompressedVerdictAcrossRedials(t *testing.T) {
+	const size = 4 << 20
+	for _, tc := range []struct {
+		n, conns, admitted, overloaded, other int64
+		pass                                  bool
+	}{
+		{20, 1, 16, 4, 0, true},  // past one connection's budget: refusals
+		{20, 1, 20, 0, 0, false}, // past it, nothing refused
+		{20, 2, 20, 0, 0, true},  // two connections hold all 80 MiB
+		{20, 2, 17, 3, 0, true},  // or one of them overflowed
+		{20, 2, 19, 0, 1, false}, // any other failure
+		{40, 2, 40, 0, 0, false}, // past two connections' budgets, nothing refused
+		{10, 1, 10, 0, 0, true},  // within one connection's budget
+		{10, 1, 9, 1, 0, false},  // a refusal within the budget
+	} {
+		pass, _ := compressedVerdict(tc.n, size, tc.conns, tc.admitted, tc.overloaded, tc.other)
+		if pass != tc.pass {
+			t.Errorf("%d requests over %d connection(s), %d run, %d refused, %d other: pass %v, want %v",
+				tc.n, tc.conns, tc.admitted, tc.overloaded, tc.other, pass, tc.pass)
+		}
 	}
 }
