@@ -7,9 +7,10 @@ import (
 	"github.com/casty-go/casty/casty/internal/seam"
 )
 
-// casty/castytest runs members over an in-process network, crashes them
-// and skews their clocks through internal/seam, outside casty's public
-// API.
+// casty/castytest seeds members' randomness, crashes them, waits for
+// them to settle and breaks their rules on purpose through internal/seam,
+// outside casty's public API (its network and clocks are WithNetwork's
+// and WithClock's).
 func init() {
 	seam.Option = func(m *seam.Member) any {
 		return Option(func(o *systemOptions) {
@@ -34,14 +35,6 @@ func init() {
 		pl := sys.cl.view.Load().pl
 		return sys.cl.rp.settled() && pl != nil && len(pl.ring.Members()) == n
 	}
-}
-
-// seamNetwork is the injected network, nil for TCP.
-func seamNetwork(o *systemOptions) seam.Network {
-	if o.seam == nil {
-		return nil
-	}
-	return o.seam.Network
 }
 
 // seamRand is a generator seeded from the injected randomness, nil

@@ -14,7 +14,7 @@ import (
 // takes its keys over stamps later still (the HLC observed the stamps).
 func TestCastytestSkewStampsCommits(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.MaxClockDrift = 2 * time.Hour // the skew is within the bound
+	cfg.Replication.MaxClockDrift = 2 * time.Hour // the skew is within the bound
 	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
 	const key = "skewed"
 	m, _ := c.Member(0).OwnerOf(Ledgers.Name(), key)
@@ -80,7 +80,7 @@ func TestCastytestSkewedClockOverTCP(t *testing.T) {
 	}
 }
 
-// A member whose clock runs further ahead than Config.MaxClockDrift cannot
+// A member whose clock runs further ahead than Config.Replication.MaxClockDrift cannot
 // replicate: the others refuse its requests, so its commits fail and it
 // does not drag their clocks (and every age measured by them) forward.
 // Before the bound was enforced its commit succeeded, stamped an hour
