@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/casty-go/casty/internal/wait"
 	"github.com/casty-go/casty/wire"
 )
 
@@ -607,10 +608,8 @@ func TestDeposeRestoresTheNextCall(t *testing.T) {
 	if !a.Depose() {
 		t.Fatal("Depose of an idle activation reported false")
 	}
-	for deadline := time.Now().Add(5 * time.Second); dh.rec.lastReason() != ReasonDeposed; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deposed activation did not end: last reason %v", dh.rec.lastReason())
-		}
+	if !wait.Until(5*time.Second, func() bool { return dh.rec.lastReason() == ReasonDeposed }) {
+		t.Fatalf("the deposed activation did not end: last reason %v", dh.rec.lastReason())
 	}
 	if a.Depose() {
 		t.Fatal("Depose of an ended activation reported true")

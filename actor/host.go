@@ -47,6 +47,7 @@ type shard struct {
 // concurrent use.
 type Host struct {
 	cfg       Config
+	owner     atomic.Value // what runs the host (SetOwner)
 	injectors map[*Kind][]func(state any)
 	seed      maphash.Seed
 	shards    [numShards]shard
@@ -73,6 +74,21 @@ type Host struct {
 }
 
 // NewHost starts a host. injectors run on every new activation of their
+// SetOwner records what runs the host — casty's *System — so that code
+// reaching the host from an activation (Activation.Host) finds it without
+// a process-wide table. Set it once, before the host serves.
+func (h *Host) SetOwner(v any) { h.owner.Store(ownerBox{v}) }
+
+// Owner returns what SetOwner recorded, nil if nothing.
+func (h *Host) Owner() any {
+	b, _ := h.owner.Load().(ownerBox)
+	return b.v
+}
+
+// ownerBox lets SetOwner store values of any type (atomic.Value needs one
+// concrete type).
+type ownerBox struct{ v any }
+
 // kind, before its Activate hook. Close must be called to stop it.
 func NewHost(cfg Config, injectors map[*Kind][]func(state any)) (*Host, error) {
 	if err := cfg.Validate(); err != nil {

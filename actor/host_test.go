@@ -547,3 +547,21 @@ func TestCloseOfADrainedHostUnderAnEndedCtx(t *testing.T) {
 		t.Fatalf("closing empty hosts logged %d lines at Warn or above", n)
 	}
 }
+
+// A host returns what runs it (SetOwner), nil before it is set.
+func TestHostOwner(t *testing.T) {
+	h, err := NewHost(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if v := h.Owner(); v != nil {
+		t.Fatalf("Owner before SetOwner: %v", v)
+	}
+	type system struct{ name string }
+	s := &system{"a"}
+	h.SetOwner(s)
+	if v, _ := h.Owner().(*system); v != s {
+		t.Fatalf("Owner: %v, want %v", h.Owner(), s)
+	}
+}

@@ -86,7 +86,7 @@ func tenantGate(t *testing.T, key string) (release func()) {
 
 func limited(n int) casty.Option {
 	c := fastCluster()
-	c.MaxActivations = n
+	c.Actors.MaxActivations = n
 	return casty.WithConfig(c)
 }
 
@@ -337,7 +337,7 @@ func TestClusterRequestLimitIsOverloaded(t *testing.T) {
 	// Keep-alives patient enough for 2,048 goroutines under the race
 	// detector.
 	cfg := fastCluster()
-	cfg.KeepAliveInterval, cfg.KeepAliveTimeout = time.Second, 5*time.Second
+	cfg.Transport.KeepAliveInterval, cfg.Transport.KeepAliveTimeout = time.Second, 5*time.Second
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
 	owner, via := nodes[1], nodes[0]
 	var keys []string

@@ -24,7 +24,7 @@ import (
 // and votes on its next version (agreed.Acceptor). Gossip only proposes:
 // a member of the placement that sees a full member alive and not placed
 // wants it joined; a placed member gone LEFT, left; a placed member it
-// has seen dead for Config.RemoveDeadAfter (or whose address a new process
+// has seen dead for Config.Replication.RemoveDeadAfter (or whose address a new process
 // answers at), removed. It proposes those changes as the next version
 // (agreed.Proposer) to the members of its newest version, and the step
 // is chosen once a majority of them accepted it — for a removal, once a
@@ -191,7 +191,7 @@ func (cl *cluster) push() {
 		}
 		addr := m.Addr
 		cl.agree.spawn(func() {
-			ctx, cancel := context.WithTimeout(cl.agree.life, cl.sys.cfg.ReplicationTimeout)
+			ctx, cancel := context.WithTimeout(cl.agree.life, cl.sys.cfg.Replication.Timeout)
 			defer cancel()
 			if sess, err := cl.node.Connect(ctx, mux.NodeID(id), addr); err == nil {
 				_, _ = sess.Request(ctx, mux.LaneReplication, msg)
@@ -211,7 +211,7 @@ func (cl *cluster) pull(id ring.NodeID, addr string) {
 	}
 	if !a.spawn(func() {
 		defer a.pulling.Delete(id)
-		ctx, cancel := context.WithTimeout(a.life, cl.sys.cfg.ReplicationTimeout)
+		ctx, cancel := context.WithTimeout(a.life, cl.sys.cfg.Replication.Timeout)
 		defer cancel()
 		sess, err := cl.node.Connect(ctx, mux.NodeID(id), addr)
 		if err != nil {
@@ -341,7 +341,7 @@ func (cl *cluster) vote(m agreed.Msg) agreed.Msg {
 				return false
 			}
 			since, ok := a.deadSince[c.ID]
-			return a.replaced[c.ID] || ok && time.Since(since) >= cl.sys.cfg.RemoveDeadAfter
+			return a.replaced[c.ID] || ok && time.Since(since) >= cl.sys.cfg.Replication.RemoveDeadAfter
 		case agreed.Lose:
 			return true // an operator's word (AcceptLoss)
 		}
@@ -434,7 +434,7 @@ func (cl *cluster) observe(v *view, table []gossip.Member) bool {
 		if _, ok := a.deadSince[id]; !ok {
 			a.deadSince[id] = now
 		}
-		if a.replaced[id] || now.Sub(a.deadSince[id]) >= cl.sys.cfg.RemoveDeadAfter {
+		if a.replaced[id] || now.Sub(a.deadSince[id]) >= cl.sys.cfg.Replication.RemoveDeadAfter {
 			if !slices.ContainsFunc(want, func(c agreed.Change) bool { return c.ID == id }) {
 				want = append(want, agreed.Change{Op: agreed.Remove, ID: id})
 			}
@@ -527,6 +527,12 @@ func (cl *cluster) wanted() []agreed.Change {
 // whether a version was chosen (want's, or one a proposal before it
 // left accepted).
 func (cl *cluster) propose(want []agreed.Change) bool {
+	return cl.proposeWithin(context.Background(), want)
+}
+
+// proposeWithin is propose, given up when ctx ends too (a leave bounded
+// by Close's ctx).
+func (cl *cluster) proposeWithin(cctx context.Context, want []agreed.Change) bool {
 	a := &cl.agree
 	a.mu.Lock()
 	base := a.hist.Latest()
@@ -536,8 +542,9 @@ func (cl *cluster) propose(want []agreed.Change) bool {
 	if base == nil || !p.Wants() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(a.life, cl.sys.cfg.ReplicationTimeout)
+	ctx, cancel := context.WithTimeout(a.life, cl.sys.cfg.Replication.Timeout)
 	defer cancel()
+	defer context.AfterFunc(cctx, cancel)()
 	type answer struct {
 		from ring.NodeID
 		m    agreed.Msg
@@ -638,7 +645,7 @@ func (cl *cluster) leave(ctx context.Context) bool {
 		if pl == nil || !pl.placed(cl.self) {
 			return true
 		}
-		if !cl.propose(c) {
+		if !cl.proposeWithin(ctx, c) {
 			select {
 			case <-ctx.Done():
 				return false

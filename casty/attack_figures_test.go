@@ -65,8 +65,8 @@ type attackSample struct {
 func attackFigures(t *testing.T, limit int, attack string, senders int) {
 	ctx := context.Background()
 	cfg := fastCluster()
-	cfg.MaxActivations = limit
-	cfg.KeepAliveTimeout = 5 * time.Second
+	cfg.Actors.MaxActivations = limit
+	cfg.Transport.KeepAliveTimeout = 5 * time.Second
 	nodes := startCluster(t, 3, casty.WithConfig(cfg))
 	victim, attacker, legit := nodes[0], nodes[1], nodes[2]
 	ownedBy := func(prefix string, n int) []string {
@@ -217,7 +217,7 @@ func TestHandshakeStarvationFigures(t *testing.T) {
 				began := time.Now()
 				for range trials {
 					cfg := fastCluster()
-					ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.JoinTimeout)
+					ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.Membership.JoinTimeout)
 					start := time.Now()
 					joiner, err := casty.Start(ctx, "127.0.0.1:0", append([]casty.Option{casty.WithConfig(cfg),
 						casty.Seeds(nodes[0].Addr()), quiet()}, mode.opts...)...)

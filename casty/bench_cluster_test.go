@@ -8,33 +8,21 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
 func benchCluster(b *testing.B, n int) []*casty.System {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var nodes []*casty.System
-	for i := range n {
-		var seeds []string
-		if i > 0 {
-			seeds = []string{nodes[0].Addr()}
-		}
-		s, err := casty.Start(ctx, "127.0.0.1:0", casty.Seeds(seeds...), quiet())
-		if err != nil {
-			b.Fatal(err)
-		}
-		nodes = append(nodes, s)
+	nodes, err := benchkit.StartMembers(ctx, n, quiet())
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Cleanup(func() {
 		for _, s := range nodes {
 			s.Close(context.Background())
 		}
 	})
-	for _, s := range nodes {
-		if err := s.WaitMembers(ctx, n); err != nil {
-			b.Fatal(err)
-		}
-	}
 	return nodes
 }
 

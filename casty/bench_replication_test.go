@@ -10,55 +10,31 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
-// Register is the replication benchmarks' actor: one int of state, a
-// handler that changes it and one that changes nothing.
-type Register struct{ N int }
-
-// Add adds d and returns the new total.
-func (r *Register) Add(_ context.Context, d int) (int, error) { r.N += d; return r.N, nil }
-
-// Get returns the total and changes nothing.
-func (r *Register) Get(context.Context) (int, error) { return r.N, nil }
+// Register is benchkit's replication actor, and the Bench kinds its
+// kinds (castytest/benchkit, shared with go run ./bench).
+type Register = benchkit.Register
 
 // The replication benchmarks' kinds: the same actor kept once, and kept on
 // three members with a majority write and either read quorum.
 var (
-	BenchSingles    = casty.Actor[Register](casty.Name("bench.Register1"))
-	BenchMajorities = casty.Actor[Register](casty.Name("bench.RegisterR3"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.Majority))
-	BenchReadOnes   = casty.Actor[Register](casty.Name("bench.RegisterR3One"), casty.Replicas(3), casty.Write(casty.Majority), casty.Read(casty.One))
+	BenchSingles    = benchkit.Singles
+	BenchMajorities = benchkit.Majorities
+	BenchReadOnes   = benchkit.ReadOnes
 )
 
 // replicatedBenchCluster starts three members over loopback TCP and waits
 // until each acts on a placement of all three and has finished syncing.
 func replicatedBenchCluster(b *testing.B) []*casty.System {
 	nodes := benchCluster(b, 3)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok := true
-		for _, s := range nodes {
-			st := s.Replication()
-			ok = ok && !st.Syncing && st.Placed == len(nodes)
-		}
-		if ok {
-			return nodes
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("replication did not settle")
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := benchkit.WaitSettled(ctx, nodes); err != nil {
+		b.Fatal(err)
 	}
-}
-
-// benchKeyOwnedBy returns a key of kind whose owner is the member at addr.
-func benchKeyOwnedBy(via *casty.System, kind, addr, prefix string) string {
-	for i := 0; ; i++ {
-		k := prefix + strconv.Itoa(i)
-		if m, _ := via.OwnerOf(kind, k); m.Addr == addr {
-			return k
-		}
-	}
+	return nodes
 }
 
 // loopLatency runs op in b.Loop and reports the p50 and p99 latency.
@@ -89,8 +65,8 @@ func BenchmarkReplicatedWriteHotKey(b *testing.B) {
 	nodes := replicatedBenchCluster(b)
 	ctx := context.Background()
 	a, o := nodes[0], nodes[1]
-	hot := benchKeyOwnedBy(a, BenchMajorities.Name(), o.Addr(), "hot")
-	single := BenchSingles.Ref(a, benchKeyOwnedBy(a, BenchSingles.Name(), o.Addr(), "s"))
+	hot := benchkit.KeyOwnedBy(a, BenchMajorities.Name(), o.Addr(), "hot")
+	single := BenchSingles.Ref(a, benchkit.KeyOwnedBy(a, BenchSingles.Name(), o.Addr(), "s"))
 	b.Run("unreplicated-cross-node", func(b *testing.B) {
 		loopLatency(b, func() error { _, err := casty.Call(ctx, single, (*Register).Add, 1); return err })
 	})
@@ -158,7 +134,7 @@ func BenchmarkReplicatedRead(b *testing.B) {
 		name string
 		kind *casty.Kind[Register]
 	}{{"R1", BenchSingles}, {"R3-read-one", BenchReadOnes}, {"R3-read-majority", BenchMajorities}} {
-		ref := k.kind.Ref(a, benchKeyOwnedBy(a, k.kind.Name(), o.Addr(), "r"))
+		ref := k.kind.Ref(a, benchkit.KeyOwnedBy(a, k.kind.Name(), o.Addr(), "r"))
 		b.Run(k.name, func(b *testing.B) {
 			loopLatency(b, func() error { _, err := casty.Call0(ctx, ref, (*Register).Get); return err })
 		})

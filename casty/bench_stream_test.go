@@ -2,29 +2,19 @@ package casty_test
 
 import (
 	"context"
-	"iter"
 	"strconv"
 	"testing"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/castytest/benchkit"
 )
 
-// IntSource streams small ints: the server-stream throughput benchmark's
-// actor.
-type IntSource struct{}
+// IntSource and IntSources are benchkit's streaming actor and kind
+// (castytest/benchkit, shared with go run ./bench).
+type IntSource = benchkit.IntSource
 
-// Count streams 0, 1, …, n-1.
-func (s *IntSource) Count(ctx context.Context, n int) iter.Seq2[int, error] {
-	return func(yield func(int, error) bool) {
-		for i := range n {
-			if !yield(i, nil) {
-				return
-			}
-		}
-	}
-}
-
-var IntSources = casty.Actor[IntSource](casty.Name("bench.IntSource"))
+// IntSources is benchkit's kind of IntSource.
+var IntSources = benchkit.IntSources
 
 // streamElems is how many ints one benchmark operation moves.
 const streamElems = 1024

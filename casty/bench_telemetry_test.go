@@ -2,6 +2,7 @@ package casty_test
 
 import (
 	"context"
+	"github.com/casty-go/casty/internal/procstat"
 	"slices"
 	"strconv"
 	"testing"
@@ -153,7 +154,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				for r := range rounds {
 					for i := range vs {
 						v := vs[(i+r)%len(vs)] // rotate the order each round
-						start, cpu := time.Now(), processCPU()
+						start, cpu := time.Now(), procstat.Self()
 						for range where.calls {
 							var err error
 							if v.plain {
@@ -166,7 +167,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 							}
 						}
 						v.ns = append(v.ns, float64(time.Since(start).Nanoseconds())/float64(where.calls))
-						v.cpu = append(v.cpu, float64((processCPU()-cpu).Nanoseconds())/float64(where.calls))
+						v.cpu = append(v.cpu, float64((procstat.Self()-cpu).Nanoseconds())/float64(where.calls))
 					}
 				}
 			}

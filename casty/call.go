@@ -128,7 +128,7 @@ const notAppliedTries = 6
 // Call invokes the handler m — a method expression such as (*Greeter).Greet
 // — with argument q on the actor ref points to, and returns its result. The
 // compiler checks the actor type, argument and result. Call honours ctx's
-// deadline and cancellation (Config.CallTimeout when ctx has none). A
+// deadline and cancellation (Config.Actors.CallTimeout when ctx has none). A
 // handler's error arrives as *ActorFailedError, unless the handler marked
 // it with Answer: then as itself; infrastructure failures as the sentinels
 // of this package. A zero Ref fails with ErrZeroRef, an actor's Ref with an

@@ -79,6 +79,7 @@ func closeTrial(t *testing.T, kind *casty.Kind[Tab], closed, last int) (lost []i
 			lost = append(lost, got)
 		}
 	}
+	discard(nodes)
 	return lost
 }
 
@@ -170,6 +171,7 @@ func TestACloseCatchesUpASpareThatLostItsCopy(t *testing.T) {
 					return
 				}
 			}
+			discard(nodes)
 		})
 	}
 	t.Logf("%d of %d trials lost an acknowledged write", bad, trials)

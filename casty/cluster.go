@@ -19,7 +19,6 @@ import (
 	"github.com/casty-go/casty/actor"
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/gossip/muxtransport"
-	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
 )
@@ -76,7 +75,8 @@ func checkSeeds(seeds []string) error {
 
 // Advertise sets the address other nodes dial to reach this one (default:
 // the listening address, with an unspecified host replaced by the address
-// of the interface that reaches the first seed).
+// of the interface that reaches the first seed; with WithNetwork, the
+// address its listener reports).
 func Advertise(addr string) Option { return func(o *systemOptions) { o.advertise = addr } }
 
 // ClusterName sets the cluster's name (default "casty"): nodes with
@@ -118,7 +118,7 @@ type cluster struct {
 
 	rp        *replicator   // nil for a lite member
 	early     earlyWaits    // calls from here waiting for an early answer (early.go)
-	physical  func() int64  // the replication HLC's physical clock
+	physical  func() int64  // the replication HLC's physical clock (WithClock)
 	ticks     chan struct{} // closed to stop the placement ticker
 	lastReact time.Time     // tick's last reactivation of durable actors
 	started   time.Time     // when newCluster ran (the age of its own record)
@@ -135,18 +135,18 @@ type cluster struct {
 
 // gossipConfig is the membership protocol's configuration for cfg (seeds
 // and logger aside).
-func gossipConfig(cfg Config) *gossip.Config {
+func gossipConfig(cfg MembershipConfig) *gossip.Config {
 	g := gossip.DefaultConfig()
-	g.ActiveViewSize, g.PassiveViewSize = cfg.ActiveView, cfg.PassiveView
-	g.ActiveRandomWalkLength, g.PassiveRandomWalkLength = cfg.ActiveWalk, cfg.PassiveWalk
+	g.ActiveViewSize, g.PassiveViewSize = cfg.ActiveViewSize, cfg.PassiveViewSize
+	g.ActiveRandomWalkLength, g.PassiveRandomWalkLength = cfg.ActiveRandomWalkLength, cfg.PassiveRandomWalkLength
 	g.ShuffleInterval, g.ShuffleActive, g.ShufflePassive = cfg.ShuffleInterval, cfg.ShuffleActive, cfg.ShufflePassive
 	g.SuspicionTimeout, g.AntiEntropyInterval = cfg.SuspicionTimeout, cfg.AntiEntropyInterval
 	g.TombstoneTTL, g.GraftTimeout, g.JoinTimeout = cfg.TombstoneTTL, cfg.GraftTimeout, cfg.JoinTimeout
-	g.ReconnectInterval, g.ReconnectTimeout = cfg.MemberReconnectInterval, cfg.MemberReconnectTimeout
+	g.ReconnectInterval, g.ReconnectTimeout = cfg.ReconnectInterval, cfg.ReconnectTimeout
 	if cfg.MaxTableSize > 0 {
 		g.MaxTableSize = cfg.MaxTableSize
 	}
-	g.MaxClientRecords = cfg.MaxLiteClients
+	g.MaxClientRecords = cfg.MaxClientRecords
 	return g
 }
 
@@ -202,7 +202,7 @@ func (v *view) ownerOf(k *actor.Kind, point uint64) (ring.NodeID, bool) {
 }
 
 // Start starts a full member listening on addr and joins the cluster
-// through its seeds, waiting at most Config.JoinTimeout and never past
+// through its seeds, waiting at most Config.Membership.JoinTimeout and never past
 // ctx's deadline; if no seed admits it in time, the error names each seed
 // and its trouble, and wraps ctx.Err() when ctx ended the wait. With port
 // 0, Addr reports the bound port. WaitMembers waits for the rest of the
@@ -218,8 +218,9 @@ func Start(ctx context.Context, addr string, opts ...Option) (*System, error) {
 // never placed on the ring. It listens, because members dial it to gossip
 // the membership to it, on an ephemeral port of the interface that
 // reaches the first seed only (the loopback for a loopback seed), and
-// advertises that address. Like Start, it waits to be admitted at
-// most Config.JoinTimeout and never past ctx's deadline.
+// advertises that address (with WithNetwork, the address its Network's
+// listener reports). Like Start, it waits to be admitted at
+// most Config.Membership.JoinTimeout and never past ctx's deadline.
 func Connect(ctx context.Context, seeds []string, opts ...Option) (*System, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("casty: Connect needs at least one seed")
@@ -268,7 +269,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	cfg := sys.cfg
 	rawID := o.nodeID // startCluster drew it: the host's log lines carry it (nodeLogger)
 	var err error
-	netw := seamNetwork(o)
+	netw := o.network
 	if lite && netw == nil {
 		addr, err = liteListenAddr(o.seeds)
 		if err != nil {
@@ -277,7 +278,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	}
 	var ln net.Listener
 	if netw != nil {
-		ln, err = netw.Listen(addr) // castytest's network (internal/seam)
+		ln, err = netw.Listen(addr) // WithNetwork: the address as given
 	} else {
 		ln, err = net.Listen("tcp", addr)
 	}
@@ -296,15 +297,12 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		joinedCh: make(chan struct{}),
 	}
 	cl.started = time.Now()
-	cl.physical = hlc.SystemMillis
-	if o.seam != nil && o.seam.Physical != nil {
-		cl.physical = o.seam.Physical // castytest's skewed clock
-	}
+	cl.physical = physicalClock(o) // WithClock
 	cl.view.Store(&view{ring: emptyRing(), addrs: map[ring.NodeID]string{}, changed: make(chan struct{})})
 	cl.ticks = make(chan struct{})
 	cl.agree.init(cl.self, !lite && !hasSeeds(o.seeds, adv, ln.Addr().String()))
 
-	mcfg := mux.DefaultConfig()
+	mcfg := cfg.Transport.muxConfig()
 	mcfg.NodeID = rawID
 	if o.clusterSet {
 		mcfg.ClusterName = o.cluster
@@ -314,11 +312,6 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	if lite {
 		mcfg.Role = mux.RoleClient
 	}
-	mcfg.HandshakeTimeout, mcfg.ConnectTimeout = cfg.HandshakeTimeout, cfg.ConnectTimeout
-	mcfg.KeepAliveInterval, mcfg.KeepAliveTimeout = cfg.KeepAliveInterval, cfg.KeepAliveTimeout
-	mcfg.MaxFrame, mcfg.MaxMessage, mcfg.StreamWindow = cfg.MaxFrame, cfg.MaxMessage, cfg.StreamWindow
-	mcfg.MaxStreams, mcfg.CompressThreshold = cfg.MaxStreams, cfg.CompressThreshold
-	mcfg.ReconnectMin, mcfg.ReconnectMax = cfg.ReconnectMin, cfg.ReconnectMax
 	mcfg.Logger = sys.logger
 	mcfg.Rand = seamRand(o) // castytest's seed; nil: the runtime's entropy
 	if netw != nil {
@@ -360,7 +353,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 		node.Serve(ln)
 	}()
 
-	gcfg := gossipConfig(cfg)
+	gcfg := gossipConfig(cfg.Membership)
 	gcfg.Logger = layerLogger(cl.logger)
 	gcfg.Rand = seamRand(o) // castytest's seed; nil: seeded from the node id
 	for _, s := range o.seeds {
@@ -389,7 +382,7 @@ func newCluster(ctx context.Context, sys *System, o *systemOptions, addr string,
 	}
 
 	if len(gcfg.Seeds) > 0 {
-		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.JoinTimeout); err != nil {
+		if err := cl.awaitJoin(ctx, gcfg.Seeds, cfg.Membership.JoinTimeout); err != nil {
 			// Nobody admitted this node: there is no one to say goodbye
 			// to, so it stops at once rather than linger (gossip's Leave),
 			// and its connections close first, so that the gossip
@@ -662,7 +655,7 @@ func (cl *cluster) refresh() {
 			if prev != nil {
 				for _, id := range prev.ring.Members() {
 					if !next.placed(id) && next.p.WasRemoved(id) { // not a leave, whether or not its LEFT record has arrived
-						cl.logger.Warn("casty: a majority of the placement saw a member dead for Config.RemoveDeadAfter: it leaves the placement", logPeer, id.String())
+						cl.logger.Warn("casty: a majority of the placement saw a member dead for Config.Replication.RemoveDeadAfter: it leaves the placement", logPeer, id.String())
 					}
 				}
 			}
@@ -801,7 +794,9 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 	// handoff runs meanwhile. Once every member of the placement has taken
 	// the member's ranges over, each of them holds the LEFT record and
 	// spreads it: the linger ends there.
-	lctx, cancel := context.WithTimeout(context.Background(), cl.sys.cfg.DrainTimeout)
+	// Bounded by Close's ctx too: a leave not agreed by then leaves this
+	// member to be removed as dead, which is safe, only slower.
+	lctx, cancel := context.WithTimeout(ctx, cl.sys.cfg.Actors.DrainTimeout)
 	defer cancel()
 	left := make(chan error, 1)
 	go func() { left <- cl.agent.Leave(lctx) }()
@@ -812,14 +807,14 @@ func (cl *cluster) shutdown(ctx context.Context, drain bool) error {
 		// A leaver that cannot reach a majority is not taken out: it is
 		// left as a dead member, which only a majority can remove.
 		if !cl.leave(lctx) {
-			cl.logger.Warn("casty: the leave was not agreed before Config.DrainTimeout (no majority of the placement answered): the others will remove this member as dead")
+			cl.logger.Warn("casty: the leave was not agreed before Config.Actors.DrainTimeout or the Close ctx ran out (no majority of the placement answered): the others will remove this member as dead")
 			peers = nil
 		}
 	}
 	if len(peers) > 0 {
-		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.HandoffTimeout)
+		hctx, hcancel := context.WithTimeout(ctx, cl.sys.cfg.Replication.HandoffTimeout)
 		if n := cl.rp.handoff(hctx, peers); n > 0 {
-			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.HandoffTimeout or the Close ctx ran out",
+			cl.logger.Warn("casty: handoff incomplete: members still syncing this member's ranges when Config.Replication.HandoffTimeout or the Close ctx ran out",
 				"members", n)
 		} else {
 			cancel()

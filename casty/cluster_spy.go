@@ -186,7 +186,7 @@ func (cl *cluster) openSpy(ctx context.Context, m Member, arg []byte) (*frameCon
 	if err != nil {
 		return nil, err
 	}
-	octx, cancel := context.WithTimeout(ctx, cl.sys.cfg.ConnectTimeout)
+	octx, cancel := context.WithTimeout(ctx, cl.sys.cfg.Transport.ConnectTimeout)
 	defer cancel()
 	sess, err := cl.node.Connect(octx, id, m.Addr)
 	if err != nil {
@@ -197,8 +197,8 @@ func (cl *cluster) openSpy(ctx context.Context, m Member, arg []byte) (*frameCon
 	if err != nil {
 		return nil, err
 	}
-	fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
-	st.SetReadDeadline(time.Now().Add(cl.sys.cfg.ConnectTimeout))
+	fc := newFrameConn(st, cl.sys.cfg.Transport.MaxMessage)
+	st.SetReadDeadline(time.Now().Add(cl.sys.cfg.Transport.ConnectTimeout))
 	kind, b, err := fc.read()
 	st.SetReadDeadline(time.Time{})
 	if err == nil && kind == frameStatus && len(b) != 0 {

@@ -121,7 +121,7 @@ func readN(r io.Reader, n int) ([]byte, error) {
 
 func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	defer st.Close()
-	fc := newFrameConn(st, cl.sys.cfg.MaxMessage)
+	fc := newFrameConn(st, cl.sys.cfg.Transport.MaxMessage)
 	var req callReq
 	err := decodeCallReq(st.Header(), &req)
 	if err == nil && req.Op == opSpy {
@@ -169,7 +169,7 @@ func (cl *cluster) handleStream(from *mux.Session, st *mux.Stream) {
 	}
 	inv := &remoteStream{meth: meth, fc: fc, cancel: cancel}
 	if req.credit {
-		inv.fl = newFlow(fc, cl.sys.cfg.StreamWindow)
+		inv.fl = newFlow(fc, cl.sys.cfg.Transport.StreamWindow)
 	}
 	if meth.Shape == actor.ServerStream && meth.Arg != nil {
 		p := reflect.New(meth.Arg)
@@ -353,14 +353,14 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	var fc *frameConn
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(cl.sys.cfg.CallTimeout)
+		deadline = time.Now().Add(cl.sys.cfg.Actors.CallTimeout)
 	}
 	_, err = cl.route(ctx, deadline, k, key, method, placement{}, func(sess *mux.Session, d dest) (*wireError, error) {
 		st, err := sess.OpenStream(ctx, header)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s/%s.%s: opening a stream to %s: %w", ErrActorUnavailable, k.Name, key, method, d.addr, err)
 		}
-		c := newFrameConn(st, cl.sys.cfg.MaxMessage)
+		c := newFrameConn(st, cl.sys.cfg.Transport.MaxMessage)
 		kind, b, err := c.read()
 		if err != nil || kind != frameStatus {
 			st.Close()
@@ -391,7 +391,7 @@ func (cl *cluster) openStream(ctx context.Context, k *actor.Kind, key, method st
 	if err != nil || fc == nil {
 		return nil, err
 	}
-	fl := newFlow(fc, cl.sys.cfg.StreamWindow)
+	fl := newFlow(fc, cl.sys.cfg.Transport.StreamWindow)
 	fl.kind, fl.key, fl.method = k, key, method
 	fl.uncounted = cl.uncounted
 	if shape != actor.ClientStream && !fl.uncounted {

@@ -28,17 +28,28 @@ func quiet() casty.Option {
 	return casty.WithLogger(slog.New(slog.DiscardHandler))
 }
 
-// fastCluster is a Config that makes membership react in test time.
+// fastCluster is a Config that makes membership react in test time. Its
+// GraftTimeout also sets how long a closing member lingers after it
+// announced its leave (twice it): a member with no range to hand off
+// lingers all of it, so at the default 0.5 s most tests' cleanups spent a
+// second per member doing nothing.
 func fastCluster() casty.Config {
 	return casty.Config{
-		SuspicionTimeout:    500 * time.Millisecond,
-		ShuffleInterval:     time.Second,
-		AntiEntropyInterval: time.Second,
-		JoinTimeout:         5 * time.Second,
-		KeepAliveInterval:   200 * time.Millisecond,
-		KeepAliveTimeout:    500 * time.Millisecond,
-		DrainTimeout:        5 * time.Second,
-		CallTimeout:         5 * time.Second,
+		Actors: casty.ActorConfig{
+			DrainTimeout: 5 * time.Second,
+			CallTimeout:  5 * time.Second,
+		},
+		Transport: casty.TransportConfig{
+			KeepAliveInterval: 200 * time.Millisecond,
+			KeepAliveTimeout:  500 * time.Millisecond,
+		},
+		Membership: casty.MembershipConfig{
+			SuspicionTimeout:    500 * time.Millisecond,
+			ShuffleInterval:     time.Second,
+			AntiEntropyInterval: time.Second,
+			JoinTimeout:         5 * time.Second,
+			GraftTimeout:        100 * time.Millisecond,
+		},
 	}
 }
 
@@ -501,7 +512,7 @@ func TestClusterJoinFailureNamesSeeds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := fastCluster()
-	cfg.JoinTimeout = 300 * time.Millisecond
+	cfg.Membership.JoinTimeout = 300 * time.Millisecond
 	_, err := casty.Start(ctx, "127.0.0.1:0", casty.WithConfig(cfg), casty.Seeds("127.0.0.1:1", "127.0.0.1:2"), quiet())
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") {
 		t.Fatalf("join through dead seeds: %v", err)
@@ -520,7 +531,7 @@ func TestClusterSeedEqualToItselfIsIgnored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := fastCluster()
-	cfg.JoinTimeout = 300 * time.Millisecond
+	cfg.Membership.JoinTimeout = 300 * time.Millisecond
 	first, err := casty.Start(ctx, addr, casty.WithConfig(cfg), casty.Seeds(addr), quiet())
 	if err != nil {
 		t.Fatalf("a node whose only seed is itself: %v", err)
@@ -667,7 +678,7 @@ func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
 
 func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
 	cfg := fastCluster()
-	cfg.CallTimeout = 100 * time.Millisecond
+	cfg.Actors.CallTimeout = 100 * time.Millisecond
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
 	key := keyOn(t, nodes[1], nodes[0], Sleepers.Name())
 	start := time.Now()
@@ -909,7 +920,7 @@ func TestClusterRemoteHandlerSeesTheCallersDeadline(t *testing.T) {
 	if err != nil || left <= 0 || left > 3*time.Second {
 		t.Fatalf("with a 3 s ctx: %v left, %v", left, err)
 	}
-	callTimeout := nodes[0].Config().CallTimeout
+	callTimeout := nodes[0].Config().Actors.CallTimeout
 	left, err = casty.Call0(context.Background(), ref, (*Clock).Left)
 	if err != nil || left <= 0 || left > callTimeout {
 		t.Fatalf("without a deadline: %v left, %v (CallTimeout %v)", left, err, callTimeout)
@@ -937,7 +948,7 @@ var Bulks = casty.Actor[Bulk](casty.Name("test.Bulk"))
 // (it ran). Neither breaks the connection; calls within a node have no limit.
 func TestClusterOversizedCallsSaySo(t *testing.T) {
 	cfg := fastCluster()
-	cfg.MaxMessage, cfg.MaxFrame = 64<<10, 16<<10
+	cfg.Transport.MaxMessage, cfg.Transport.MaxFrame = 64<<10, 16<<10
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
 	ctx := context.Background()
 	ref := Bulks.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Bulks.Name()))

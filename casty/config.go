@@ -1,7 +1,10 @@
 package casty
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/casty-go/casty/actor"
@@ -9,15 +12,38 @@ import (
 	"github.com/casty-go/casty/mux"
 )
 
-// Config holds every timeout, size and interval Casty uses. A zero field
-// means its default; DefaultConfig lists them all. Local mode uses the
-// actor knobs; the transport and membership knobs take effect in cluster
-// mode, the replication ones on members serving kinds with Replicas > 1
-// (package doc, "Replication"); all are validated everywhere so one Config
-// serves both.
+// Config holds every timeout, size and interval Casty uses, one group per
+// layer. A zero field means its default; DefaultConfig lists them all, and
+// each group has its own constructor (DefaultActorConfig, ...) and its own
+// Validate. Local mode uses the actor knobs; the transport and membership
+// knobs take effect in cluster mode, the replication ones on members
+// serving kinds with Replicas > 1 (docs/guide.md, "Replication"); all are
+// validated everywhere so one Config serves both.
 type Config struct {
-	// Actors.
+	// Actors holds the actor runtime's knobs, used in local and cluster
+	// mode.
+	Actors ActorConfig
+	// Replication holds the knobs of replicated state (cluster mode).
+	Replication ReplicationConfig
+	// Transport holds the connection knobs between nodes (cluster mode).
+	Transport TransportConfig
+	// Membership holds the membership protocol's knobs (cluster mode),
+	// under the membership protocol's own names (gossip.Config).
+	Membership MembershipConfig
 
+	// Shards is reserved for the shard count of sharded collections, which
+	// Casty does not offer yet: it is validated (and reported by
+	// DefaultConfig) but nothing uses it. Default 32.
+	Shards int
+}
+
+// defaultShards is Config.Shards' default.
+const defaultShards = 32
+
+// ActorConfig holds the actor runtime's knobs: timeouts of calls,
+// activations and Close, and the bounds on activations and spies. A zero
+// field means its default (DefaultActorConfig).
+type ActorConfig struct {
 	// CallTimeout bounds a call whose ctx has no deadline. Default 10 s.
 	// A timeout of a second or more is enforced by a sweeper rather than a
 	// timer per call, and may fire up to 10 ms late.
@@ -43,13 +69,22 @@ type Config struct {
 	// for, while a flood of keys from one caller can no longer grow a
 	// member without bound. Size it from the memory a member may spend.
 	MaxActivations int
+	// MaxSpies caps the spy subscriptions this node serves at once: its
+	// own Spy calls plus other nodes' cluster-scope spies subscribed here.
+	// Beyond it Spy fails with ErrTooManySpies (on the spying node too,
+	// when a member refuses). Default 64.
+	MaxSpies int
+}
 
-	// Replication (cluster mode).
-
-	// ReplicationTimeout bounds one replication round: an activation's
-	// quorum read, a commit's quorum write, a Read(Majority) confirm (the
-	// caller's deadline bounds it too, when sooner). Default 5 s.
-	ReplicationTimeout time.Duration
+// ReplicationConfig holds the knobs of replicated state: the bounds of a
+// replication round, of membership changes and of the state a member
+// holds, and the periods of repair and pruning. A zero field means its
+// default (DefaultReplicationConfig).
+type ReplicationConfig struct {
+	// Timeout bounds one replication round: an activation's quorum read,
+	// a commit's quorum write, a Read(Majority) confirm (the caller's
+	// deadline bounds it too, when sooner). Default 5 s.
+	Timeout time.Duration
 	// RemoveDeadAfter is how long a member must have been dead (or gone
 	// from the membership table) before the placement of replicated kinds
 	// drops it, so its replica slots move to live members, who sync them
@@ -59,10 +94,10 @@ type Config struct {
 	// a dead replica still has its other replicas for its quorums. A
 	// member that comes back after its removal (it was cut off) hands over
 	// what it holds and is joined again by itself.
-	// A member syncing a range also waits this long, and two
-	// ReplicationTimeouts more, for a replica of the range that is still
-	// syncing it itself: that replica may hold the only copy of a write
-	// (replica/SPEC.md, "Membership changes"). Default 30 s.
+	// A member syncing a range also waits this long, and two Timeouts
+	// more, for a replica of the range that is still syncing it itself:
+	// that replica may hold the only copy of a write (replica/SPEC.md,
+	// "Membership changes"). Default 30 s.
 	RemoveDeadAfter time.Duration
 	// RepairInterval is the period of the anti-entropy pass over
 	// replicated state: each member compares what it holds of the ranges
@@ -92,20 +127,27 @@ type Config struct {
 	// its ranges over until each has finished, for at most this long (and
 	// no longer than Close's ctx). Default 10 s.
 	HandoffTimeout time.Duration
-	// ReplicationBatch is the largest commit part in bytes; bigger commits
-	// are split. Default 256 KiB.
-	ReplicationBatch int
-	// MaxReplicatedBytes bounds the replicated state a member holds: once
-	// its copies cost that much (System.Replication's Usage), it refuses
+	// Batch is the largest commit part in bytes; bigger commits are
+	// split. Default 256 KiB.
+	Batch int
+	// MaxBytes bounds the replicated state a member holds: once its
+	// copies cost that much (System.Replication's Usage), it refuses
 	// state for actors it holds nothing of, and a call that would activate
 	// a new replicated actor whose replicas are full fails with
 	// ErrReplicaFull. Actors already held keep committing, and re-
 	// replication after membership changes is never refused, so a member
 	// may end above it. Default 0: no limit.
-	MaxReplicatedBytes int
+	MaxBytes int
+}
 
-	// Transport (cluster mode).
-
+// TransportConfig holds the connection knobs between nodes: frame,
+// message and stream bounds, the timeouts of dials, handshakes and
+// keepalives, the redial backoff, compression, and the limits and byte
+// budgets that defend a node against its peers. Each is the mux.Config
+// field of the same name, and defaults to mux.DefaultConfig's value but
+// for KeepAliveTimeout. A zero field means its default
+// (DefaultTransportConfig).
+type TransportConfig struct {
 	// MaxFrame is the largest mux frame in bytes. Default 256 KiB.
 	MaxFrame int
 	// MaxMessage is the largest message in bytes. Default 4 MiB. A call to
@@ -139,10 +181,12 @@ type Config struct {
 	KeepAliveInterval time.Duration
 	// KeepAliveTimeout is how long a ping may go unanswered, and how long
 	// a write may wait for the socket, before the connection is declared
-	// dead. Default 3 s. A live member can be that slow only when its
-	// reader waits on a full lane inbox (a slow handler under a flood of
-	// messages); the cost of a false failure is a reconnect and a
-	// suspicion the member refutes.
+	// dead. Default 3 s, where mux's own default is 5 s: the failed
+	// keepalive is what makes the neighbours of a stopped member suspect
+	// it, so with KeepAliveInterval's 1 s its keys move within about 4 s.
+	// A live member can be that slow only when its reader waits on a full
+	// lane inbox (a slow handler under a flood of messages); the cost of a
+	// false failure is a reconnect and a suspicion the member refutes.
 	KeepAliveTimeout time.Duration
 	// ReconnectMin is the first redial delay, doubling up to ReconnectMax
 	// with ±25 % jitter. Defaults 100 ms and 15 s.
@@ -151,12 +195,81 @@ type Config struct {
 	// when that makes them smaller. Default 4096.
 	CompressThreshold int
 
-	// Membership (cluster mode).
+	// MaxRequests caps the peer's requests handled at once on one
+	// connection (running or queued to run); one beyond it is refused
+	// without running (ErrOverloaded to a casty caller). Default 1024.
+	MaxRequests int
+	// MaxQueuedBytes caps, per connection, the bytes of the peer's
+	// requests this node holds at their decoded size, with the answers
+	// of finished handlers waiting to be sent; a request beyond it is
+	// refused without running, unless the connection holds nothing else.
+	// An answer that would wait while the connection holds more closes
+	// the connection. Default 64 MiB.
+	MaxQueuedBytes int
+	// MaxQueuedBytesTotal caps what MaxQueuedBytes counts over all of the
+	// node's connections together; beyond it a request is refused unless
+	// its connection holds nothing else. Default 1 GiB; at least
+	// MaxQueuedBytes.
+	MaxQueuedBytesTotal int
+	// MaxPartialBytes caps, per connection, the memory held for partly
+	// received messages; a connection that goes past it is closed. It is
+	// never below one whole message's buffer (MaxMessage + 30). Default
+	// 16 MiB.
+	MaxPartialBytes int
+	// MaxPartialBytesTotal caps the memory held for partly received
+	// messages by all of the node's connections together; the connection
+	// that takes the node past it is closed. Default 256 MiB; at least
+	// MaxPartialBytes.
+	MaxPartialBytesTotal int
+	// PartialMessageTimeout bounds how long a message may stay partly
+	// received; then the connection is closed. Default 30 s.
+	PartialMessageTimeout time.Duration
+	// MaxInboundConns caps the inbound connections open at once, in
+	// handshake or established; one beyond it is closed as soon as it is
+	// accepted. Default 4096; below 256, set MaxInboundConnsPerHost too
+	// (its default would exceed it and Validate refuses that).
+	MaxInboundConns int
+	// MaxInboundConnsPerHost caps the inbound connections open at once
+	// from one remote IP address, closing one beyond it at accept.
+	// Default 256; at most MaxInboundConns.
+	MaxInboundConnsPerHost int
+	// MaxClientConns caps the established inbound sessions of clients
+	// (lite clients, and peers that did not prove the member credential
+	// where one is required), so the rest of MaxInboundConns stays for
+	// members; a client session beyond it is refused right after its
+	// handshake (mux.ErrTooManyClients to the dialler). Default 0: a
+	// quarter of MaxInboundConns (1024); at most MaxInboundConns.
+	MaxClientConns int
+	// MaxClientConnsPerHost caps the client sessions (as MaxClientConns
+	// counts them) from one remote IP address, refusing one beyond it in
+	// the same way. Default 0: 64, or MaxClientConns when smaller; at most
+	// MaxClientConns.
+	MaxClientConnsPerHost int
+	// MaxHandshakes caps the inbound handshakes in progress at once; a
+	// new connection beyond it takes the place of one that has not sent a
+	// byte, and is closed only when there is none. Default 128; below 8,
+	// set MaxHandshakesPerHost too.
+	MaxHandshakes int
+	// MaxHandshakesPerHost caps the inbound handshakes in progress at
+	// once from one remote IP address, in the same way. Default 8; at
+	// most MaxHandshakes.
+	MaxHandshakesPerHost int
+	// FirstByteTimeout bounds how long an inbound connection may stay
+	// silent before its first byte; then it is closed. HandshakeTimeout
+	// still bounds the whole handshake. Default 2 s.
+	FirstByteTimeout time.Duration
+}
 
-	// ActiveView and PassiveView are HyParView's view sizes. Defaults 5, 30.
-	ActiveView, PassiveView int
-	// ActiveWalk and PassiveWalk are the join random-walk lengths. Defaults 6, 3.
-	ActiveWalk, PassiveWalk int
+// MembershipConfig holds the membership protocol's knobs, each named as
+// its gossip.Config field and defaulting to gossip.DefaultConfig's value.
+// A zero field means its default (DefaultMembershipConfig).
+type MembershipConfig struct {
+	// ActiveViewSize and PassiveViewSize are HyParView's view sizes.
+	// Defaults 5, 30.
+	ActiveViewSize, PassiveViewSize int
+	// ActiveRandomWalkLength and PassiveRandomWalkLength are the join
+	// random-walk lengths. Defaults 6, 3.
+	ActiveRandomWalkLength, PassiveRandomWalkLength int
 	// ShuffleInterval is the passive-view shuffle period. Default 10 s.
 	ShuffleInterval time.Duration
 	// ShuffleActive and ShufflePassive are the shuffle sample sizes.
@@ -169,16 +282,16 @@ type Config struct {
 	AntiEntropyInterval time.Duration
 	// TombstoneTTL keeps dead and departed members' records. Default 60 s.
 	TombstoneTTL time.Duration
-	// MemberReconnectInterval is how often a member contacts one member
-	// it lost to a failure (a dead member whose record TombstoneTTL
-	// dropped, within MemberReconnectTimeout) and, when none of its seeds
-	// is a live member, one seed: so the two sides of a partition held
-	// longer than TombstoneTTL merge again once it heals (gossip/SPEC.md,
-	// Reconnect). Default 30 s.
-	MemberReconnectInterval time.Duration
-	// MemberReconnectTimeout is how long a member lost to a failure is
-	// still contacted after its record was dropped. Default 24 h.
-	MemberReconnectTimeout time.Duration
+	// ReconnectInterval is how often a member contacts one member it lost
+	// to a failure (a dead member whose record TombstoneTTL dropped,
+	// within ReconnectTimeout) and, when none of its seeds is a live
+	// member, one seed: so the two sides of a partition held longer than
+	// TombstoneTTL merge again once it heals (gossip/SPEC.md, Reconnect).
+	// Default 30 s.
+	ReconnectInterval time.Duration
+	// ReconnectTimeout is how long a member lost to a failure is still
+	// contacted after its record was dropped. Default 24 h.
+	ReconnectTimeout time.Duration
 	// GraftTimeout is Plumtree's wait for an announced message. Default 0.5 s.
 	GraftTimeout time.Duration
 	// JoinTimeout bounds joining through the seeds. Default 10 s.
@@ -190,183 +303,284 @@ type Config struct {
 	// most), never evicting a known one (gossip/SPEC.md, Admission).
 	// Default 4096, at most 65536.
 	MaxTableSize int
-	// MaxLiteClients bounds, within MaxTableSize, the records of lite
+	// MaxClientRecords bounds, within MaxTableSize, the records of lite
 	// clients, so that whoever holds only the client or operator
 	// credential cannot fill the table and keep members out
 	// (SECURITY.md). Beyond it a new lite client is refused like a record
-	// past MaxTableSize. Default a quarter of MaxTableSize (1,024); raise
-	// it, up to MaxTableSize, for more lite clients.
-	MaxLiteClients int
-
-	// Inspection.
-
-	// MaxSpies caps the spy subscriptions this node serves at once: its
-	// own Spy calls plus other nodes' cluster-scope spies subscribed here.
-	// Beyond it Spy fails with ErrTooManySpies (on the spying node too,
-	// when a member refuses). Default 64.
-	MaxSpies int
-
-	// Collections.
-
-	// Shards is reserved for the shard count of sharded collections, which
-	// Casty does not offer yet: it is validated (and reported by
-	// DefaultConfig) but nothing uses it. Default 32.
-	Shards int
+	// past MaxTableSize. Default 0: a quarter of MaxTableSize (1,024);
+	// raise it, up to MaxTableSize, for more lite clients.
+	MaxClientRecords int
 }
 
-// DefaultConfig returns the documented defaults, every field set. The
-// membership protocol's are gossip's own (gossip.DefaultConfig), under
-// casty's names.
+// DefaultConfig returns the documented defaults, every group filled by its
+// own constructor.
 func DefaultConfig() Config {
-	g := gossip.DefaultConfig()
 	return Config{
-		CallTimeout:         10 * time.Second,
-		IdleTimeout:         300 * time.Second,
-		DrainTimeout:        10 * time.Second,
-		MaxActivations:      1_000_000,
-		ReplicationTimeout:  5 * time.Second,
-		HandoffTimeout:      10 * time.Second,
-		RepairInterval:      30 * time.Second,
-		StateTombstoneTTL:   time.Hour,
-		MaxClockDrift:       500 * time.Millisecond,
-		RemoveDeadAfter:     30 * time.Second,
-		ReplicationBatch:    256 << 10,
-		MaxFrame:            256 << 10,
-		MaxMessage:          4 << 20,
-		StreamWindow:        256 << 10,
-		MaxStreams:          1024,
-		HandshakeTimeout:    5 * time.Second,
-		ConnectTimeout:      5 * time.Second,
-		KeepAliveInterval:   time.Second,
-		KeepAliveTimeout:    3 * time.Second,
-		ReconnectMin:        100 * time.Millisecond,
-		ReconnectMax:        15 * time.Second,
-		CompressThreshold:   4096,
-		ActiveView:          g.ActiveViewSize,
-		PassiveView:         g.PassiveViewSize,
-		ActiveWalk:          g.ActiveRandomWalkLength,
-		PassiveWalk:         g.PassiveRandomWalkLength,
-		ShuffleInterval:     g.ShuffleInterval,
-		ShuffleActive:       g.ShuffleActive,
-		ShufflePassive:      g.ShufflePassive,
-		SuspicionTimeout:    g.SuspicionTimeout,
-		AntiEntropyInterval: g.AntiEntropyInterval,
-		TombstoneTTL:        g.TombstoneTTL,
-		GraftTimeout:        g.GraftTimeout,
-		JoinTimeout:         g.JoinTimeout,
-		MaxSpies:            64,
-		Shards:              32,
-
-		MemberReconnectInterval: g.ReconnectInterval,
-		MemberReconnectTimeout:  g.ReconnectTimeout,
+		Actors:      DefaultActorConfig(),
+		Replication: DefaultReplicationConfig(),
+		Transport:   DefaultTransportConfig(),
+		Membership:  DefaultMembershipConfig(),
+		Shards:      defaultShards,
 	}
 }
 
-// withDefaults fills every zero field from DefaultConfig.
+// DefaultActorConfig returns the actor runtime's documented defaults.
+func DefaultActorConfig() ActorConfig {
+	return ActorConfig{
+		CallTimeout:    10 * time.Second,
+		IdleTimeout:    300 * time.Second,
+		DrainTimeout:   10 * time.Second,
+		MaxActivations: 1_000_000,
+		MaxSpies:       64,
+	}
+}
+
+// DefaultReplicationConfig returns replication's documented defaults.
+func DefaultReplicationConfig() ReplicationConfig {
+	return ReplicationConfig{
+		Timeout:           5 * time.Second,
+		RemoveDeadAfter:   30 * time.Second,
+		RepairInterval:    30 * time.Second,
+		StateTombstoneTTL: time.Hour,
+		MaxClockDrift:     500 * time.Millisecond,
+		HandoffTimeout:    10 * time.Second,
+		Batch:             256 << 10,
+	}
+}
+
+// keepAliveTimeout is TransportConfig.KeepAliveTimeout's default, the one
+// transport default that is not mux's.
+const keepAliveTimeout = 3 * time.Second
+
+// DefaultTransportConfig returns the transport's documented defaults:
+// mux.DefaultConfig's values, so they are defined once, but for
+// KeepAliveTimeout (3 s, where mux's is 5 s).
+func DefaultTransportConfig() TransportConfig {
+	m := mux.DefaultConfig()
+	return TransportConfig{
+		MaxFrame:               m.MaxFrame,
+		MaxMessage:             m.MaxMessage,
+		StreamWindow:           m.StreamWindow,
+		MaxStreams:             m.MaxStreams,
+		HandshakeTimeout:       m.HandshakeTimeout,
+		ConnectTimeout:         m.ConnectTimeout,
+		KeepAliveInterval:      m.KeepAliveInterval,
+		KeepAliveTimeout:       keepAliveTimeout,
+		ReconnectMin:           m.ReconnectMin,
+		ReconnectMax:           m.ReconnectMax,
+		CompressThreshold:      m.CompressThreshold,
+		MaxRequests:            m.MaxRequests,
+		MaxQueuedBytes:         m.MaxQueuedBytes,
+		MaxQueuedBytesTotal:    m.MaxQueuedBytesTotal,
+		MaxPartialBytes:        m.MaxPartialBytes,
+		MaxPartialBytesTotal:   m.MaxPartialBytesTotal,
+		PartialMessageTimeout:  m.PartialMessageTimeout,
+		MaxInboundConns:        m.MaxInboundConns,
+		MaxInboundConnsPerHost: m.MaxInboundConnsPerHost,
+		MaxClientConns:         m.MaxClientConns,
+		MaxClientConnsPerHost:  m.MaxClientConnsPerHost,
+		MaxHandshakes:          m.MaxHandshakes,
+		MaxHandshakesPerHost:   m.MaxHandshakesPerHost,
+		FirstByteTimeout:       m.FirstByteTimeout,
+	}
+}
+
+// muxConfig is mux.DefaultConfig with every knob of c, its zero fields at
+// their defaults: the transport's configuration before the node's own
+// settings (id, role, address, credentials, hooks).
+func (c TransportConfig) muxConfig() mux.Config {
+	c = c.withDefaults()
+	m := mux.DefaultConfig()
+	m.MaxFrame, m.MaxMessage, m.StreamWindow, m.MaxStreams = c.MaxFrame, c.MaxMessage, c.StreamWindow, c.MaxStreams
+	m.HandshakeTimeout, m.ConnectTimeout = c.HandshakeTimeout, c.ConnectTimeout
+	m.KeepAliveInterval, m.KeepAliveTimeout = c.KeepAliveInterval, c.KeepAliveTimeout
+	m.ReconnectMin, m.ReconnectMax = c.ReconnectMin, c.ReconnectMax
+	m.CompressThreshold = c.CompressThreshold
+	m.MaxRequests = c.MaxRequests
+	m.MaxQueuedBytes, m.MaxQueuedBytesTotal = c.MaxQueuedBytes, c.MaxQueuedBytesTotal
+	m.MaxPartialBytes, m.MaxPartialBytesTotal = c.MaxPartialBytes, c.MaxPartialBytesTotal
+	m.PartialMessageTimeout = c.PartialMessageTimeout
+	m.MaxInboundConns, m.MaxInboundConnsPerHost = c.MaxInboundConns, c.MaxInboundConnsPerHost
+	m.MaxClientConns, m.MaxClientConnsPerHost = c.MaxClientConns, c.MaxClientConnsPerHost
+	m.MaxHandshakes, m.MaxHandshakesPerHost = c.MaxHandshakes, c.MaxHandshakesPerHost
+	m.FirstByteTimeout = c.FirstByteTimeout
+	return m
+}
+
+// DefaultMembershipConfig returns the membership protocol's own defaults
+// (gossip.DefaultConfig), so they are defined once.
+func DefaultMembershipConfig() MembershipConfig {
+	g := gossip.DefaultConfig()
+	return MembershipConfig{
+		ActiveViewSize:          g.ActiveViewSize,
+		PassiveViewSize:         g.PassiveViewSize,
+		ActiveRandomWalkLength:  g.ActiveRandomWalkLength,
+		PassiveRandomWalkLength: g.PassiveRandomWalkLength,
+		ShuffleInterval:         g.ShuffleInterval,
+		ShuffleActive:           g.ShuffleActive,
+		ShufflePassive:          g.ShufflePassive,
+		SuspicionTimeout:        g.SuspicionTimeout,
+		AntiEntropyInterval:     g.AntiEntropyInterval,
+		TombstoneTTL:            g.TombstoneTTL,
+		ReconnectInterval:       g.ReconnectInterval,
+		ReconnectTimeout:        g.ReconnectTimeout,
+		GraftTimeout:            g.GraftTimeout,
+		JoinTimeout:             g.JoinTimeout,
+		MaxTableSize:            g.MaxTableSize,
+		MaxClientRecords:        g.MaxClientRecords,
+	}
+}
+
+// fill sets *v to def when it is zero.
+func fill[T time.Duration | int](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// filled returns group with each zero field set to defaults' — a group is
+// a struct of durations and counts whose zero means the default
+// (TestConfigGroupsHoldOnlyDurationsAndCounts).
+func filled[G any](group, defaults G) G {
+	g, d := reflect.ValueOf(&group).Elem(), reflect.ValueOf(defaults)
+	for i := range g.NumField() {
+		if f := g.Field(i); f.IsZero() {
+			f.Set(d.Field(i))
+		}
+	}
+	return group
+}
+
+// withDefaults fills every zero field from DefaultConfig, group by group.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	fill := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	filli := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fill(&c.CallTimeout, d.CallTimeout)
-	fill(&c.IdleTimeout, d.IdleTimeout)
-	fill(&c.DrainTimeout, d.DrainTimeout)
-	filli(&c.MaxActivations, d.MaxActivations)
-	fill(&c.ReplicationTimeout, d.ReplicationTimeout)
-	fill(&c.HandoffTimeout, d.HandoffTimeout)
-	fill(&c.RepairInterval, d.RepairInterval)
-	fill(&c.StateTombstoneTTL, d.StateTombstoneTTL)
-	fill(&c.MaxClockDrift, d.MaxClockDrift)
-	fill(&c.RemoveDeadAfter, d.RemoveDeadAfter)
-	filli(&c.ReplicationBatch, d.ReplicationBatch)
-	filli(&c.MaxFrame, d.MaxFrame)
-	filli(&c.MaxMessage, d.MaxMessage)
-	filli(&c.StreamWindow, d.StreamWindow)
-	filli(&c.MaxStreams, d.MaxStreams)
-	fill(&c.HandshakeTimeout, d.HandshakeTimeout)
-	fill(&c.ConnectTimeout, d.ConnectTimeout)
-	fill(&c.KeepAliveInterval, d.KeepAliveInterval)
-	fill(&c.KeepAliveTimeout, d.KeepAliveTimeout)
-	fill(&c.ReconnectMin, d.ReconnectMin)
-	fill(&c.ReconnectMax, d.ReconnectMax)
-	filli(&c.CompressThreshold, d.CompressThreshold)
-	filli(&c.ActiveView, d.ActiveView)
-	filli(&c.PassiveView, d.PassiveView)
-	filli(&c.ActiveWalk, d.ActiveWalk)
-	filli(&c.PassiveWalk, d.PassiveWalk)
-	fill(&c.ShuffleInterval, d.ShuffleInterval)
-	filli(&c.ShuffleActive, d.ShuffleActive)
-	filli(&c.ShufflePassive, d.ShufflePassive)
-	fill(&c.SuspicionTimeout, d.SuspicionTimeout)
-	fill(&c.AntiEntropyInterval, d.AntiEntropyInterval)
-	fill(&c.TombstoneTTL, d.TombstoneTTL)
-	fill(&c.MemberReconnectInterval, d.MemberReconnectInterval)
-	fill(&c.MemberReconnectTimeout, d.MemberReconnectTimeout)
-	fill(&c.GraftTimeout, d.GraftTimeout)
-	fill(&c.JoinTimeout, d.JoinTimeout)
-	filli(&c.MaxSpies, d.MaxSpies)
-	filli(&c.Shards, d.Shards)
+	c.Actors = c.Actors.withDefaults()
+	c.Replication = c.Replication.withDefaults()
+	c.Transport = c.Transport.withDefaults()
+	c.Membership = c.Membership.withDefaults()
+	fill(&c.Shards, defaultShards)
 	return c
 }
 
-// Validate reports the first field that is negative or inconsistent.
+// withDefaults fills every zero field from DefaultActorConfig.
+func (c ActorConfig) withDefaults() ActorConfig { return filled(c, DefaultActorConfig()) }
+
+// withDefaults fills every zero field from DefaultReplicationConfig.
+func (c ReplicationConfig) withDefaults() ReplicationConfig {
+	return filled(c, DefaultReplicationConfig())
+}
+
+// withDefaults fills every zero field from DefaultTransportConfig.
+func (c TransportConfig) withDefaults() TransportConfig { return filled(c, DefaultTransportConfig()) }
+
+// withDefaults fills every zero field from DefaultMembershipConfig.
+func (c MembershipConfig) withDefaults() MembershipConfig {
+	return filled(c, DefaultMembershipConfig())
+}
+
+// ErrInvalidConfig is wrapped by every error of Config.Validate and of
+// each group's Validate (and so by Local, Start and Connect given such a
+// Config); the message names the field by its path.
+var ErrInvalidConfig = errors.New("casty: invalid config")
+
+// Validate reports the first field that is negative or inconsistent,
+// named by its path (Replication.Timeout), wrapping ErrInvalidConfig:
+// each group's own checks, in the order Actors, Replication, Transport,
+// Membership, then Shards.
 func (c Config) Validate() error {
-	durations := []struct {
-		name string
-		v    time.Duration
-	}{
-		{"CallTimeout", c.CallTimeout}, {"IdleTimeout", c.IdleTimeout}, {"DrainTimeout", c.DrainTimeout},
-		{"ReplicationTimeout", c.ReplicationTimeout}, {"HandoffTimeout", c.HandoffTimeout}, {"RemoveDeadAfter", c.RemoveDeadAfter},
-		{"RepairInterval", c.RepairInterval}, {"StateTombstoneTTL", c.StateTombstoneTTL}, {"MaxClockDrift", c.MaxClockDrift},
-		{"HandshakeTimeout", c.HandshakeTimeout}, {"ConnectTimeout", c.ConnectTimeout},
-		{"KeepAliveInterval", c.KeepAliveInterval}, {"KeepAliveTimeout", c.KeepAliveTimeout},
-		{"ReconnectMin", c.ReconnectMin}, {"ReconnectMax", c.ReconnectMax},
-		{"ShuffleInterval", c.ShuffleInterval}, {"SuspicionTimeout", c.SuspicionTimeout},
-		{"AntiEntropyInterval", c.AntiEntropyInterval}, {"TombstoneTTL", c.TombstoneTTL},
-		{"MemberReconnectInterval", c.MemberReconnectInterval}, {"MemberReconnectTimeout", c.MemberReconnectTimeout},
-		{"GraftTimeout", c.GraftTimeout}, {"JoinTimeout", c.JoinTimeout},
+	if err := c.Actors.validate("Actors."); err != nil {
+		return err
 	}
-	for _, f := range durations {
-		if f.v < 0 {
-			return fmt.Errorf("casty: config: %s must not be negative, got %v", f.name, f.v)
-		}
+	if err := c.Replication.validate("Replication."); err != nil {
+		return err
 	}
-	ints := []struct {
-		name string
-		v    int
-	}{
-		{"MaxActivations", c.MaxActivations}, {"ReplicationBatch", c.ReplicationBatch}, {"MaxReplicatedBytes", c.MaxReplicatedBytes}, {"MaxFrame", c.MaxFrame}, {"MaxMessage", c.MaxMessage},
-		{"StreamWindow", c.StreamWindow}, {"MaxStreams", c.MaxStreams}, {"CompressThreshold", c.CompressThreshold},
-		{"ActiveView", c.ActiveView}, {"PassiveView", c.PassiveView}, {"ActiveWalk", c.ActiveWalk},
-		{"PassiveWalk", c.PassiveWalk}, {"ShuffleActive", c.ShuffleActive}, {"ShufflePassive", c.ShufflePassive},
-		{"Shards", c.Shards}, {"MaxSpies", c.MaxSpies}, {"MaxTableSize", c.MaxTableSize}, {"MaxLiteClients", c.MaxLiteClients},
+	if err := c.Transport.validate("Transport."); err != nil {
+		return err
 	}
-	for _, f := range ints {
-		if f.v < 0 {
-			return fmt.Errorf("casty: config: %s must not be negative, got %d", f.name, f.v)
-		}
+	if err := c.Membership.validate("Membership."); err != nil {
+		return err
+	}
+	if c.Shards < 0 {
+		return fmt.Errorf("%w: Shards must not be negative, got %d", ErrInvalidConfig, c.Shards)
+	}
+	return nil
+}
+
+// Validate reports the first field that is negative.
+func (c ActorConfig) Validate() error { return c.validate("ActorConfig.") }
+
+func (c ActorConfig) validate(path string) error {
+	return nonNegative(path, c)
+}
+
+// Validate reports the first field that is negative.
+func (c ReplicationConfig) Validate() error { return c.validate("ReplicationConfig.") }
+
+func (c ReplicationConfig) validate(path string) error {
+	return nonNegative(path, c)
+}
+
+// Validate reports the first field that is negative or inconsistent
+// (each with its default when zero): ReconnectMin above ReconnectMax,
+// MaxFrame above MaxMessage, or what the transport refuses
+// (mux.Config.Validate): a per-host bound above its total, a total
+// budget below its per-connection one, a size out of its range.
+func (c TransportConfig) Validate() error { return c.validate("TransportConfig.") }
+
+func (c TransportConfig) validate(path string) error {
+	if err := nonNegative(path, c); err != nil {
+		return err
 	}
 	full := c.withDefaults()
 	if full.ReconnectMin > full.ReconnectMax {
-		return fmt.Errorf("casty: config: ReconnectMin %v exceeds ReconnectMax %v", full.ReconnectMin, full.ReconnectMax)
+		return fmt.Errorf("%w: %sReconnectMin %v exceeds %sReconnectMax %v", ErrInvalidConfig, path, full.ReconnectMin, path, full.ReconnectMax)
 	}
 	if full.MaxFrame > full.MaxMessage {
-		return fmt.Errorf("casty: config: MaxFrame %d exceeds MaxMessage %d", full.MaxFrame, full.MaxMessage)
+		return fmt.Errorf("%w: %sMaxFrame %d exceeds %sMaxMessage %d", ErrInvalidConfig, path, full.MaxFrame, path, full.MaxMessage)
 	}
-	if err := gossipConfig(full).Validate(); err != nil {
-		return fmt.Errorf("casty: config: MaxTableSize %d, MaxLiteClients %d: %w", c.MaxTableSize, c.MaxLiteClients, err)
+	m := c.muxConfig()
+	m.NodeID = mux.NodeID{1} // mux requires one; the node's own is drawn at Start
+	if err := m.Validate(); err != nil {
+		// mux names the field ("MaxPartialBytesTotal must be >=
+		// MaxPartialBytes") by its own name, which is the group's.
+		detail := strings.TrimPrefix(err.Error(), mux.ErrInvalidConfig.Error()+": ")
+		return fmt.Errorf("%w: %s%s", ErrInvalidConfig, path, detail)
+	}
+	return nil
+}
+
+// Validate reports the first field that is negative, or that the
+// membership protocol refuses (gossip.Config.Validate, with each zero
+// field at its default): a table bound over 65536, MaxClientRecords over
+// MaxTableSize, a view or sample size out of its range.
+func (c MembershipConfig) Validate() error { return c.validate("MembershipConfig.") }
+
+func (c MembershipConfig) validate(path string) error {
+	if err := nonNegative(path, c); err != nil {
+		return err
+	}
+	if err := gossipConfig(c.withDefaults()).Validate(); err != nil {
+		// gossip names the field ("ActiveViewSize = 0") by its own name,
+		// which is the group's.
+		detail := strings.TrimPrefix(err.Error(), gossip.ErrInvalidConfig.Error()+": ")
+		return fmt.Errorf("%w: %s%s", ErrInvalidConfig, path, detail)
+	}
+	return nil
+}
+
+// nonNegative reports the first field of group — a config group, a
+// struct of durations and counts — that is negative, named by path and
+// the field's name.
+func nonNegative(path string, group any) error {
+	v := reflect.ValueOf(group)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.CanInt() && f.Int() < 0 {
+			return fmt.Errorf("%w: %s%s must not be negative, got %v", ErrInvalidConfig, path, v.Type().Field(i).Name, f.Interface())
+		}
 	}
 	return nil
 }
 
 func (c Config) engine() actor.Config {
-	return actor.Config{CallTimeout: c.CallTimeout, IdleTimeout: c.IdleTimeout, DrainTimeout: c.DrainTimeout,
-		MaxActivations: c.MaxActivations, BeforeWait: mux.HandOff, Admit: admitPlaced, ExternalWaits: remoteWaits.Load}
+	return actor.Config{CallTimeout: c.Actors.CallTimeout, IdleTimeout: c.Actors.IdleTimeout, DrainTimeout: c.Actors.DrainTimeout,
+		MaxActivations: c.Actors.MaxActivations, BeforeWait: mux.HandOff, Admit: admitPlaced, ExternalWaits: remoteWaits.Load}
 }

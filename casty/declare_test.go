@@ -99,32 +99,32 @@ func TestConfigValidate(t *testing.T) {
 	if err := casty.DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := (casty.Config{CallTimeout: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "CallTimeout") {
+	if err := (casty.Config{Actors: casty.ActorConfig{CallTimeout: -1}}).Validate(); err == nil || !strings.Contains(err.Error(), "CallTimeout") {
 		t.Fatalf("negative CallTimeout: %v", err)
 	}
-	if err := (casty.Config{ReconnectMin: 20e9}).Validate(); err == nil {
+	if err := (casty.Config{Transport: casty.TransportConfig{ReconnectMin: 20e9}}).Validate(); err == nil {
 		t.Fatal("ReconnectMin > ReconnectMax accepted")
 	}
 	for _, c := range []casty.Config{
-		{MaxLiteClients: 5000},                   // over the default table bound, 4096
-		{MaxTableSize: 100, MaxLiteClients: 101}, // over its own table bound
-		{MaxTableSize: 70000},                    // over 65536
-		{MaxLiteClients: -1},
+		{Membership: casty.MembershipConfig{MaxClientRecords: 5000}},                   // over the default table bound, 4096
+		{Membership: casty.MembershipConfig{MaxTableSize: 100, MaxClientRecords: 101}}, // over its own table bound
+		{Membership: casty.MembershipConfig{MaxTableSize: 70000}},                      // over 65536
+		{Membership: casty.MembershipConfig{MaxClientRecords: -1}},
 	} {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "Max") {
-			t.Fatalf("table bounds %d / %d accepted: %v", c.MaxTableSize, c.MaxLiteClients, err)
+			t.Fatalf("table bounds %d / %d accepted: %v", c.Membership.MaxTableSize, c.Membership.MaxClientRecords, err)
 		}
 	}
-	if err := (casty.Config{MaxTableSize: 100, MaxLiteClients: 100}).Validate(); err != nil {
+	if err := (casty.Config{Membership: casty.MembershipConfig{MaxTableSize: 100, MaxClientRecords: 100}}).Validate(); err != nil {
 		t.Fatalf("lite clients may share the whole table: %v", err)
 	}
-	if table, clients := casty.GossipTableBounds(casty.Config{MaxTableSize: 200, MaxLiteClients: 50}); table != 200 || clients != 50 {
+	if table, clients := casty.GossipTableBounds(casty.Config{Membership: casty.MembershipConfig{MaxTableSize: 200, MaxClientRecords: 50}}); table != 200 || clients != 50 {
 		t.Fatalf("the membership protocol gets table %d, clients %d; want 200, 50", table, clients)
 	}
 	if table, clients := casty.GossipTableBounds(casty.DefaultConfig()); table != 4096 || clients != 0 {
 		t.Fatalf("defaults reach the membership protocol as table %d, clients %d; want 4096 and 0 (a quarter)", table, clients)
 	}
 	mustPanic(t, "IdleTimeout must not be negative", func() {
-		casty.Local(casty.WithConfig(casty.Config{IdleTimeout: -5}))
+		casty.Local(casty.WithConfig(casty.Config{Actors: casty.ActorConfig{IdleTimeout: -5}}))
 	})
 }

@@ -137,15 +137,27 @@ type durableState struct {
 	deleting bool // Self(ctx).DeleteState() was called: commit the empty state
 }
 
-// sessionsByActivation finds the replSession of an activation, for
-// Self(ctx).Deactivate.
-var sessionsByActivation sync.Map // *actor.Activation → *replSession
+// replSessionOf returns the replSession a commits to, nil when a keeps no
+// replicated state: its member's replicator holds it (owned) from Restore
+// to Release.
+func replSessionOf(a *actor.Activation) *replSession {
+	sys := systemOf(a.Host())
+	if sys == nil || sys.cl == nil || sys.cl.rp == nil {
+		return nil
+	}
+	r := sys.cl.rp
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.owned[copyKey{a.Kind().Name, a.Key()}]; s != nil && s.act == a {
+		return s
+	}
+	return nil
+}
 
 // markEnding asks a's next commit to end it for good, when a is a durable
 // replicated actor.
 func markEnding(a *actor.Activation) {
-	if v, ok := sessionsByActivation.Load(a); ok {
-		s := v.(*replSession)
+	if s := replSessionOf(a); s != nil {
 		if s.durable {
 			s.dur.mu.Lock()
 			s.dur.ending = true
@@ -157,11 +169,10 @@ func markEnding(a *actor.Activation) {
 // markDeleting asks a's next commit to replace its replicated state with
 // the empty one. It reports false when a keeps no replicated state.
 func markDeleting(a *actor.Activation) bool {
-	v, ok := sessionsByActivation.Load(a)
-	if !ok {
+	s := replSessionOf(a)
+	if s == nil {
 		return false
 	}
-	s := v.(*replSession)
 	s.dur.mu.Lock()
 	s.dur.deleting = true
 	s.dur.mu.Unlock()

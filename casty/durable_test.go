@@ -110,8 +110,8 @@ func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
 	// member removed stays out of the placement (ARCHITECTURE.md,
 	// "Known gaps"): keep false deaths shorter than the removal delay.
 	cfg := replicationConfig()
-	cfg.KeepAliveTimeout, cfg.SuspicionTimeout = 2*time.Second, time.Second
-	cfg.RemoveDeadAfter = 4 * time.Second
+	cfg.Transport.KeepAliveTimeout, cfg.Membership.SuspicionTimeout = 2*time.Second, time.Second
+	cfg.Replication.RemoveDeadAfter = 4 * time.Second
 	nodes := startReplicated(t, 5, casty.WithConfig(cfg))
 	ctx := context.Background()
 	owner, via := ownerAndOther(t, nodes, Sentinels.Name(), "s1")
@@ -190,6 +190,7 @@ func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("a call after retirement: beat %d, want 4", n)
 	}
+	discard(nodes)
 }
 
 // TestARetiredActorStaysEndedWhenItsNewOwnerMissedTheRetirement: the
@@ -245,4 +246,5 @@ func TestARetiredActorStaysEndedWhenItsNewOwnerMissedTheRetirement(t *testing.T)
 	if n != 4 {
 		t.Fatalf("a call after retirement: beat %d, want 4", n)
 	}
+	discard(nodes)
 }

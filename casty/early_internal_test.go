@@ -33,37 +33,6 @@ func TestTheAnswerCarryingCommitIsSentFirst(t *testing.T) {
 	}
 }
 
-// A round goes back to its pool only when nothing can touch it any more:
-// its run has ended it and every request it sent has had its reply (or
-// failure) delivered — a reply that comes after the run decided still
-// reaches the round (lateAck), so a round recycled at its end would hand
-// that reply to whichever round took it next.
-func TestARoundIsRecycledOnlyAfterItsLastReply(t *testing.T) {
-	rd := newRound()
-	rd.expect()
-	rd.expect()
-	rd.put(reply{from: replica.NodeID{2}})
-	rd.end()
-	if !rd.pooled || rd.refs != 1 || !rd.ended {
-		t.Fatalf("ended with a reply still to come: pooled %v, refs %d, ended %v; want it kept", rd.pooled, rd.refs, rd.ended)
-	}
-	rd.put(reply{from: replica.NodeID{3}}) // late: after the round ended
-	if rd.pooled || rd.refs != 0 || rd.ended || len(rd.replies) != 0 {
-		t.Fatalf("after its last reply: pooled %v, refs %d, ended %v, %d replies; want it recycled and cleared", rd.pooled, rd.refs, rd.ended, len(rd.replies))
-	}
-	// A round whose replies all came before its end is recycled by end.
-	rd = newRound()
-	rd.expect()
-	rd.put(reply{from: replica.NodeID{2}})
-	if !rd.pooled {
-		t.Fatal("recycled while its run still holds it")
-	}
-	rd.end()
-	if rd.pooled {
-		t.Fatal("not recycled at its end with every reply in")
-	}
-}
-
 // A call's early wait is reused once the call took its outcome, and an
 // outcome meant for the call that used it before — the owner's late reply
 // to a forgotten request, or a late early answer — is dropped, not

@@ -13,7 +13,7 @@ import (
 // Infrastructure errors, for errors.Is. Definite errors mean the call did
 // not take effect; indeterminate ones mean it may have (see each).
 var (
-	// ErrTimeout: the call's deadline (ctx's, or Config.CallTimeout) passed.
+	// ErrTimeout: the call's deadline (ctx's, or Config.Actors.CallTimeout) passed.
 	// Indeterminate. Also matches context.DeadlineExceeded; satisfies net.Error.
 	ErrTimeout = actor.ErrTimeout
 	// ErrActorUnavailable: the system is closed, or the activation was shut
@@ -38,7 +38,7 @@ var (
 	// handler did not run. It also matches ErrQuorumUnavailable.
 	ErrNoReadQuorum = fmt.Errorf("%w: the activation reached no read quorum; the call did not run", ErrQuorumUnavailable)
 	// ErrReplicaFull: activating a replicated actor needs replicas that
-	// are at their Config.MaxReplicatedBytes and hold nothing of it.
+	// are at their Config.Replication.MaxBytes and hold nothing of it.
 	// Definite: nothing was written.
 	ErrReplicaFull = replica.ErrFull
 	// ErrRangeMoving: the key's range is moving between nodes. Definite.
@@ -69,7 +69,7 @@ var (
 	// Definite.
 	ErrCallChainTooLong = actor.ErrCallChainTooLong
 	// ErrOverloaded: the call needed a new activation on a member already
-	// holding Config.MaxActivations, each running a handler (none idle,
+	// holding Config.Actors.MaxActivations, each running a handler (none idle,
 	// none only ending a commit); or the member was
 	// already handling as many requests from this connection as its
 	// transport takes at once (mux.Config.MaxRequests). Definite: nothing
@@ -81,13 +81,13 @@ var (
 	// operator credential (WithOperatorSecret, or a certificate with
 	// casty://role/operator). Definite: nothing was read.
 	ErrForbidden = errors.New("casty: forbidden: the operator role is required")
-	// ErrTooManySpies: the node already serves Config.MaxSpies spy
+	// ErrTooManySpies: the node already serves Config.Actors.MaxSpies spy
 	// subscriptions (its own Spy calls and other nodes' cluster spies).
 	// Definite: no subscription was made.
 	ErrTooManySpies = errors.New("casty: too many spy subscriptions")
 
 	// ErrMessageTooLarge: a call's argument or result encodes to more
-	// than Config.MaxMessage bytes, or a stream element to more than
+	// than Config.Transport.MaxMessage bytes, or a stream element to more than
 	// that. An argument is refused by the calling member before anything
 	// is sent (definite: nothing ran); a result, by the serving member
 	// after the handler ran (its effects stand), as an *ActorFailedError
@@ -140,7 +140,7 @@ type ActorFailedError = actor.FailedError
 //     *ActorFailedError, so errors.Is and errors.As see it as the handler
 //     returned it. From another node, err arrives as itself when its type
 //     is registered with Message on both nodes (see "Errors across nodes"
-//     in the package documentation); as its text otherwise, still
+//     in docs/guide.md); as its text otherwise, still
 //     matching this package's sentinels. Telemetry counts the call with
 //     the outcome "answered" (TELEMETRY.md).
 //
@@ -174,7 +174,7 @@ func Answer(err error) error { return actor.Answer(err) }
 //
 // Sentinels are values; error types whose fields the caller reads with
 // errors.As are registered as messages instead (Message; see "Errors
-// across nodes" in the package documentation).
+// across nodes" in docs/guide.md).
 func Errors(errs ...error) []string {
 	names := make([]string, len(errs))
 	for i, err := range errs {

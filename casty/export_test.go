@@ -67,7 +67,7 @@ func intercept(cl *cluster, refuse func(req *callReq) *callResp) {
 		var req callReq
 		if decodeCallReq(st.Header(), &req) == nil && req.Op == opStream {
 			if r := refuse(&req); r != nil {
-				newFrameConn(st, cl.sys.cfg.MaxMessage).writeError(frameStatus, r.Err)
+				newFrameConn(st, cl.sys.cfg.Transport.MaxMessage).writeError(frameStatus, r.Err)
 				st.Close()
 				return
 			}
@@ -463,7 +463,7 @@ func LoseNextCommit(s *System, kind string) (restore func()) {
 // GossipTableBounds returns the member-table bounds cfg gives the
 // membership protocol.
 func GossipTableBounds(cfg Config) (table, clients int) {
-	g := gossipConfig(cfg)
+	g := gossipConfig(cfg.Membership)
 	return g.MaxTableSize, g.MaxClientRecords
 }
 
@@ -485,3 +485,7 @@ func LiveRing(s *System) *ring.Ring { return s.cl.view.Load().ring }
 // Refresh rebuilds s's view from its gossip table, as a membership event
 // does.
 func Refresh(s *System) { s.cl.refresh() }
+
+// ConfigWithDefaults is c with every zero field at its default, as a
+// system built with c uses it.
+func ConfigWithDefaults(c Config) Config { return c.withDefaults() }

@@ -25,7 +25,7 @@ func TestFailoverAfterOwnerCrash(t *testing.T) {
 	if os.Getenv("CASTY_FIGURES") != "" {
 		trials = 50
 	}
-	cfg := casty.Config{RemoveDeadAfter: time.Hour}
+	cfg := casty.Config{Replication: casty.ReplicationConfig{RemoveDeadAfter: time.Hour}}
 	var took []time.Duration
 	for trial := range trials {
 		took = append(took, failoverTrial(t, cfg, fmt.Sprintf("f%d", trial)))
@@ -33,10 +33,10 @@ func TestFailoverAfterOwnerCrash(t *testing.T) {
 	slices.Sort(took)
 	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
 	t.Logf("failover after the owner's crash, %d trials: p50 %v, p99 %v, max %v (suspicion timeout %v)",
-		len(took), pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), casty.DefaultConfig().SuspicionTimeout)
+		len(took), pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), casty.DefaultConfig().Membership.SuspicionTimeout)
 	// The process died and its host lives: the reset connection is the
 	// signal, so no trial may wait for the suspicion timeout to run out.
-	if limit := casty.DefaultConfig().SuspicionTimeout; pct(0.50) >= limit {
+	if limit := casty.DefaultConfig().Membership.SuspicionTimeout; pct(0.50) >= limit {
 		t.Fatalf("median failover %v: not faster than the suspicion timeout %v", pct(0.50), limit)
 	}
 }
@@ -74,7 +74,9 @@ func failoverTrial(t *testing.T, cfg casty.Config, key string) time.Duration {
 			if n < 4 || n > 4+failed {
 				t.Fatalf("after the failover %s = %d, want 4 (3 acknowledged adds + 1) plus at most %d failed attempts", key, n, failed)
 			}
-			return time.Since(start)
+			took := time.Since(start)
+			discard(nodes)
+			return took
 		}
 		if time.Since(start) > 30*time.Second {
 			t.Fatalf("%s still unavailable 30 s after its owner crashed: %v", key, err)

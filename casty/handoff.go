@@ -22,7 +22,7 @@ import (
 // answering on the replication lane — the other members still reach it at
 // the address its LEFT record carries (view.left) — and asks every other
 // member of the placement, until each says it has adopted a placement
-// without the leaver and finished its syncs, or Config.HandoffTimeout (and
+// without the leaver and finished its syncs, or Config.Replication.HandoffTimeout (and
 // the Close ctx) runs out. The handoff pushes nothing: the members taking
 // over pull what they need through the sync the safety argument already
 // covers, so a handoff is safe however it ends, and only whether the syncs

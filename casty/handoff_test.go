@@ -243,6 +243,6 @@ func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
 			t.Fatalf("a sync of a placement %s has not adopted: %+v, %v; want it answered lagging", m.Addr(), r, err)
 		}
 	}
-	// The silent member's pull lasts ReplicationTimeout (2 s here).
+	// The silent member's pull lasts Replication.Timeout (2 s here).
 	waitFor(t, time.Second, "the other member asked for its facts", func() bool { return pulls() > 0 })
 }

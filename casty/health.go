@@ -14,9 +14,11 @@ type Health struct {
 	// process has nothing left to do but exit. A member that is draining
 	// is still live: restarting it would cut its handoff short. A full
 	// member the placement removed while it was alive (a majority saw it
-	// dead for Config.RemoveDeadAfter: it was paused or cut off) stays
+	// dead for Config.Replication.RemoveDeadAfter: it was paused or cut off) stays
 	// live and is not settled: it answers the syncs of what it held, and
-	// the members join it again once they reach it.
+	// joins again by itself once the placed members have taken its ranges
+	// over — finished their syncs, which may wait for members lost for
+	// good (RELIABILITY.md, "Operator recovery").
 	Live bool `json:"live"`
 	// Ready is Joined && Settled && !Draining.
 	Ready bool `json:"ready"`
@@ -82,7 +84,7 @@ func (s *System) Health() Health {
 	h.Ready = h.Joined && h.Settled && !h.Draining
 	switch {
 	case removed:
-		h.Reason = "removed from the placement while cut off (a majority saw it dead for RemoveDeadAfter): the members join it again once they reach it"
+		h.Reason = "removed from the placement while cut off (a majority saw it dead for Config.Replication.RemoveDeadAfter): it joins the placement again once the placed members have finished their syncs (castyctl waiting lists what they wait for)"
 	case !h.Live:
 		h.Reason = "closed"
 	case h.Draining:
@@ -104,7 +106,7 @@ func (s *System) Health() Health {
 // Health as JSON. Mount it anywhere (the path's last element decides).
 //
 // A program that starts its probe server before Start returns (a join
-// can take Config.JoinTimeout) serves a nil System until then, which is
+// can take Config.Membership.JoinTimeout) serves a nil System until then, which is
 // live and not ready:
 //
 //	var sys atomic.Pointer[casty.System]

@@ -124,7 +124,7 @@ func TestHealthJoinerAndLite(t *testing.T) {
 }
 
 // A live member the placement removed (seen dead while it was only slow
-// or cut off) stays live — the members join it again once they reach it,
+// or cut off) stays live — it joins again once the others took its ranges over,
 // and a restart would only lose the copies it may hold alone — and is not
 // ready until then.
 func TestHealthOfAMemberRemovedWhileAlive(t *testing.T) {
@@ -135,7 +135,7 @@ func TestHealthOfAMemberRemovedWhileAlive(t *testing.T) {
 	}
 	casty.RemoveFromPlacement(nodes[2])
 	code, hs := healthProbe(t, h, "/livez")
-	if code != 200 || !hs.Live || hs.Ready || !strings.Contains(hs.Reason, "join it again") {
+	if code != 200 || !hs.Live || hs.Ready || !strings.Contains(hs.Reason, "joins the placement again") {
 		t.Fatalf("a member removed while alive: /livez %d %+v, want 200, live, not ready, a reason saying it is joined again", code, hs)
 	}
 	if code, _ := healthProbe(t, h, "/readyz"); code != 503 {

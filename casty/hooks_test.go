@@ -72,7 +72,7 @@ var (
 // declared Forever never idles out, however short the system's is.
 func TestIdleTimeoutOfTheSystemAndForever(t *testing.T) {
 	const idle = 30 * time.Millisecond
-	sys := newSys(t, casty.WithConfig(casty.Config{IdleTimeout: idle}))
+	sys := newSys(t, casty.WithConfig(casty.Config{Actors: casty.ActorConfig{IdleTimeout: idle}}))
 	ctx := context.Background()
 	if err := casty.Do0(ctx, Mayflies.Ref(sys, "m"), (*Mayfly).Touch); err != nil {
 		t.Fatal(err)

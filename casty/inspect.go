@@ -120,12 +120,12 @@ func (s *System) Spy(ctx context.Context, f SpyFilter) (iter.Seq[Event], error) 
 	return q.Seq(ctx, func() { s.host.Detach(q); release() }), nil
 }
 
-// acquireSpy takes one of the Config.MaxSpies subscription slots; release
+// acquireSpy takes one of the Config.Actors.MaxSpies subscription slots; release
 // (idempotent) gives it back.
 func (s *System) acquireSpy() (release func(), err error) {
-	if s.spies.Add(1) > int64(s.cfg.MaxSpies) {
+	if s.spies.Add(1) > int64(s.cfg.Actors.MaxSpies) {
 		s.spies.Add(-1)
-		return nil, fmt.Errorf("%w: %d already (Config.MaxSpies)", ErrTooManySpies, s.cfg.MaxSpies)
+		return nil, fmt.Errorf("%w: %d already (Config.Actors.MaxSpies)", ErrTooManySpies, s.cfg.Actors.MaxSpies)
 	}
 	var once sync.Once
 	return func() { once.Do(func() { s.spies.Add(-1) }) }, nil

@@ -81,14 +81,20 @@ func Replicas(n int) KindOption {
 	return func(o *kindOptions) { o.replicas = n; o.mark("Replicas") }
 }
 
-// Write sets the write quorum (default One).
+// Write sets the write quorum (default One). A write quorum above a
+// majority raises the owner's too: with Write(All) an activation and a
+// Read(Majority) need every replica, as a write does, so that an owner left
+// behind by a placement change always hears of it (replica.OwnerQuorumOf).
 func Write(q Quorum) KindOption { return func(o *kindOptions) { o.write = q; o.mark("Write") } }
 
 // Read sets the read quorum (default One: served from the owner's memory).
+// Majority confirms each read with the owner's quorum of the replicas
+// (replica.OwnerQuorumOf: a majority, or the write quorum when that is
+// larger): linearizable (replica/SPEC.md, "Safety").
 func Read(q Quorum) KindOption { return func(o *kindOptions) { o.read = q; o.mark("Read") } }
 
 // IdleTimeout sets how long an activation lives without messages (default
-// Config.IdleTimeout, 300 s); Forever never idles out. Tune sets it on one
+// Config.Actors.IdleTimeout, 300 s); Forever never idles out. Tune sets it on one
 // system, from a flag or a config file.
 func IdleTimeout(d time.Duration) KindOption {
 	return func(o *kindOptions) { o.idle = d; o.mark("IdleTimeout") }

@@ -67,7 +67,7 @@ func TestCallHonoursDeadlineAndCancel(t *testing.T) {
 }
 
 func TestConfigCallTimeoutBoundsCallsWithoutDeadline(t *testing.T) {
-	sys := newSys(t, casty.WithConfig(casty.Config{CallTimeout: 30 * time.Millisecond}))
+	sys := newSys(t, casty.WithConfig(casty.Config{Actors: casty.ActorConfig{CallTimeout: 30 * time.Millisecond}}))
 	rel := &gateCh{ch: make(chan struct{})}
 	defer close(rel.ch)
 	err := casty.Do(context.Background(), Sleepers.Ref(sys, "x"), (*Sleeper).Hold, rel)
@@ -231,7 +231,7 @@ func TestCloseBoundedByDrainTimeoutLogsStuckHandler(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	sys := casty.Local(casty.WithLogger(logger), casty.WithConfig(casty.Config{DrainTimeout: 50 * time.Millisecond}))
+	sys := casty.Local(casty.WithLogger(logger), casty.WithConfig(casty.Config{Actors: casty.ActorConfig{DrainTimeout: 50 * time.Millisecond}}))
 	rel := &gateCh{ch: make(chan struct{})}
 	ref := Sleepers.Ref(sys, "stuck")
 	callErr := make(chan error, 1)

@@ -32,7 +32,7 @@ var Blobs = casty.Actor[Blob](casty.Name("test.Blob"), casty.Replicas(3), casty.
 
 // pageLimit is the limit a replicated kind's pages are held to: a page
 // and the replication envelope around it (64 KiB at most) must fit one
-// message (Config.MaxMessage, 4 MiB by default).
+// message (Config.Transport.MaxMessage, 4 MiB by default).
 const pageLimit = 4<<20 - 64<<10
 
 // checkTooLarge asserts err is a *CommitTooLargeError naming the limit and
@@ -255,14 +255,14 @@ func TestPageJustUnderTheLimitFitsAMessage(t *testing.T) {
 	}
 }
 
-// TestReplicatedStateLimit: with Config.MaxReplicatedBytes, new replicated
+// TestReplicatedStateLimit: with Config.Replication.MaxBytes, new replicated
 // actors are refused with ErrReplicaFull (definite, and so not
 // ErrQuorumUnavailable) once the replicas are at the limit, locally and
 // across nodes; the actors already held keep committing; the usage is
 // visible in System.Replication.
 func TestReplicatedStateLimit(t *testing.T) {
 	cfg := replicationConfig()
-	cfg.MaxReplicatedBytes = 16 << 10
+	cfg.Replication.MaxBytes = 16 << 10
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
 	var held []string
@@ -296,7 +296,7 @@ func TestReplicatedStateLimit(t *testing.T) {
 	over := false
 	for _, n := range nodes {
 		st := n.Replication()
-		if st.Limit != cfg.MaxReplicatedBytes || st.Usage < st.Bytes {
+		if st.Limit != cfg.Replication.MaxBytes || st.Usage < st.Bytes {
 			t.Fatalf("%s: %+v", n.Addr(), st)
 		}
 		over = over || st.Usage >= st.Limit

@@ -26,7 +26,7 @@ import (
 // key's next replica (route.go), where the majority serves it.
 func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = 5 * time.Second
+	cfg.Replication.RemoveDeadAfter = 5 * time.Second
 	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))
 	lite := c.Lite()
 	ctx := context.Background()
@@ -67,7 +67,7 @@ func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
 	for i := range dead {
 		dead[i] = map[string]bool{}
 	}
-	within := cfg.SuspicionTimeout + 2*time.Second + 3*time.Second // slack for a loaded machine
+	within := cfg.Membership.SuspicionTimeout + 2*time.Second + 3*time.Second // slack for a loaded machine
 	waitFor(t, within, "every majority member to declare both cut members dead", func() bool {
 		all := true
 		for i, ch := range events {
@@ -89,14 +89,14 @@ func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
 	})
 	// RemoveDeadAfter on, the majority has taken the cut member's keys
 	// over; generous deadline: the clock runs from each member's DEAD
-	waitFor(t, cfg.RemoveDeadAfter+20*time.Second, "the cut member's key served through a majority member", func() bool {
+	waitFor(t, cfg.Replication.RemoveDeadAfter+20*time.Second, "the cut member's key served through a majority member", func() bool {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		_, err := casty.Call(cctx, Ledgers.Ref(c.Member(3), key), (*Ledger).Add, 1)
 		return err == nil
 	})
 	for _, via := range []*casty.System{c.Member(2), c.Member(3), c.Member(4), lite} {
-		cctx, cancel := context.WithTimeout(ctx, 3*cfg.ReplicationTimeout)
+		cctx, cancel := context.WithTimeout(ctx, 3*cfg.Replication.Timeout)
 		_, err := casty.Call(cctx, Ledgers.Ref(via, key), (*Ledger).Add, 1)
 		cancel()
 		if err != nil {
@@ -122,7 +122,7 @@ func TestAMemberReachableOnlyThroughALiteMemberIsDeadUntilItsLinksHeal(t *testin
 	}
 	c.Partition([]int{4}, others)
 	seen := make([]bool, len(others))
-	within := castytest.TestConfig().SuspicionTimeout + 2*time.Second + 3*time.Second
+	within := castytest.TestConfig().Membership.SuspicionTimeout + 2*time.Second + 3*time.Second
 	waitFor(t, within, "every other member to declare the cut-off member dead", func() bool {
 		all := true
 		for i, ch := range events {
@@ -157,7 +157,7 @@ func TestAMemberReachableOnlyThroughALiteMemberIsDeadUntilItsLinksHeal(t *testin
 // refuses and which finds no other replica up.
 func TestAnActivationWithoutAReadQuorumFailsAsNotRun(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = time.Hour
+	cfg.Replication.RemoveDeadAfter = time.Hour
 	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
 	lite := c.Lite()
 	c.Crash(1)
@@ -166,7 +166,7 @@ func TestAnActivationWithoutAReadQuorumFailsAsNotRun(t *testing.T) {
 		return len(c.Member(0).Members()) == 1 && len(lite.Members()) == 1
 	})
 	for i, via := range []*casty.System{c.Member(0), lite} {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*cfg.ReplicationTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*cfg.Replication.Timeout)
 		_, err := casty.Call(ctx, Ledgers.Ref(via, fmt.Sprint("no-quorum-", i)), (*Ledger).Add, 1)
 		cancel()
 		if !errors.Is(err, casty.ErrNoReadQuorum) || !errors.Is(err, casty.ErrQuorumUnavailable) {

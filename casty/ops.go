@@ -22,7 +22,7 @@ import (
 
 // MemberStatus is one record of the member table as this node sees it:
 // full and lite members, alive, suspected, departed or dead (departed and
-// dead ones until their tombstones expire, Config.TombstoneTTL).
+// dead ones until their tombstones expire, Config.Membership.TombstoneTTL).
 type MemberStatus struct {
 	ID          string `json:"id"`          // node id
 	Addr        string `json:"addr"`        // the address others dial
@@ -94,7 +94,7 @@ type memberRecord struct {
 // table names a member that stopped answering a moment ago as suspect,
 // where a lite member that joined since knows nothing of it. Any peer
 // may ask (a lite member learns the same records by gossip). ctx bounds
-// the whole request (Config.CallTimeout when it has no deadline).
+// the whole request (Config.Actors.CallTimeout when it has no deadline).
 func (s *System) MemberTableVia(ctx context.Context) (Member, []MemberStatus, error) {
 	if s == nil || s.cl == nil {
 		return Member{}, nil, errors.New("casty: MemberTableVia needs a cluster (Start or Connect)")
@@ -349,7 +349,7 @@ func (cl *cluster) stateOfAny(ctx context.Context, kind, key string, decode func
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(cl.sys.cfg.CallTimeout)
+		deadline = time.Now().Add(cl.sys.cfg.Actors.CallTimeout)
 	}
 	req := callReq{Op: opStateOf, Kind: kind, Key: key, Deadline: deadline.UnixNano()}
 	payload := appendCallReq(nil, &req)

@@ -56,6 +56,7 @@ type placementReport struct {
 type waitReport struct {
 	Kind    string   `msgpack:"k"`
 	Members []string `msgpack:"m"`
+	Ranges  int      `msgpack:"r,omitempty"`
 }
 
 // AcceptLossVia is AcceptLoss for a system that cannot run it itself: a
@@ -67,7 +68,7 @@ type waitReport struct {
 // A member id that was not removed as dead fails with ErrNotRemoved, as
 // AcceptLoss does, before any id is accepted — once every member asked
 // refused it so (one that has not adopted the removal yet refuses while
-// another that has runs it). ctx bounds the whole request (Config.CallTimeout
+// another that has runs it). ctx bounds the whole request (Config.Actors.CallTimeout
 // when it has no deadline). Like AcceptLoss, it gives up for good every
 // write only those members held.
 func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, error) {
@@ -134,7 +135,7 @@ func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, erro
 // removed members (MemberPlacement.Waiting), and returns the reports
 // sorted by address. A member that cannot be asked has its Err set. Each
 // member asked requires the operator role: when one refuses, it returns
-// ErrForbidden. ctx bounds each request (Config.CallTimeout when it has
+// ErrForbidden. ctx bounds each request (Config.Actors.CallTimeout when it has
 // no deadline).
 func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error) {
 	if s == nil || s.cl == nil {
@@ -178,7 +179,7 @@ func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error)
 			}
 			out[i].Version, out[i].Placed, out[i].Syncing, out[i].LostMembers = r.Version, r.Placed, r.Syncing, r.LostMembers
 			for _, w := range r.Waiting {
-				out[i].Waiting = append(out[i].Waiting, WaitingSync{Kind: w.Kind, Members: w.Members})
+				out[i].Waiting = append(out[i].Waiting, WaitingSync{Kind: w.Kind, Members: w.Members, Ranges: w.Ranges})
 			}
 		})
 	}
@@ -198,12 +199,12 @@ func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error)
 	return out, nil
 }
 
-// deadline is ctx's deadline, or Config.CallTimeout from now.
+// deadline is ctx's deadline, or Config.Actors.CallTimeout from now.
 func (cl *cluster) deadline(ctx context.Context) time.Time {
 	if d, ok := ctx.Deadline(); ok {
 		return d
 	}
-	return time.Now().Add(cl.sys.cfg.CallTimeout)
+	return time.Now().Add(cl.sys.cfg.Actors.CallTimeout)
 }
 
 // serveOperator serves opAcceptLoss and opPlacementStatus from another
@@ -245,7 +246,7 @@ func (cl *cluster) servePlacementStatus() callResp {
 	st := cl.sys.Replication()
 	r := placementReport{Version: st.PlacementVersion, Placed: st.Placed, Syncing: st.Syncing, LostMembers: st.LostMembers}
 	for _, w := range st.Waiting {
-		r.Waiting = append(r.Waiting, waitReport{Kind: w.Kind, Members: w.Members})
+		r.Waiting = append(r.Waiting, waitReport{Kind: w.Kind, Members: w.Members, Ranges: w.Ranges})
 	}
 	b, err := msgpack.Marshal(&r)
 	if err != nil {

@@ -66,7 +66,7 @@ func TestPlacementRequestsNeedTheOperatorRole(t *testing.T) {
 // again and nothing waits.
 func TestAcceptLossViaALiteMemberUnblocksWaitingSyncs(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = 2 * time.Second
+	cfg.Replication.RemoveDeadAfter = 2 * time.Second
 	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))
 	lite := c.Lite()
 	ctx := context.Background()
@@ -102,7 +102,7 @@ func TestAcceptLossViaALiteMemberUnblocksWaitingSyncs(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, cfg.RemoveDeadAfter+20*time.Second, fmt.Sprintf("a member's sync of %s waiting for %v", Ledgers.Name(), crashed), waiting)
+	waitFor(t, cfg.Replication.RemoveDeadAfter+20*time.Second, fmt.Sprintf("a member's sync of %s waiting for %v", Ledgers.Name(), crashed), waiting)
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	_, err := casty.Call(cctx, Ledgers.Ref(lite, key), (*Ledger).Add, 1)
 	cancel()

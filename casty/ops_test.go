@@ -39,7 +39,15 @@ func TestOpsMembersPlacementOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeSys(t, lite)
-	waitFor(t, 10*time.Second, "the lite member in the table", func() bool { return len(nodes[0].MemberTable()) == 4 })
+	// MemberTableVia below may ask any full member: each must list it.
+	waitFor(t, 10*time.Second, "the lite member in every member's table", func() bool {
+		for _, n := range nodes {
+			if len(n.MemberTable()) != 4 {
+				return false
+			}
+		}
+		return true
+	})
 	waitFor(t, 10*time.Second, "the lite member sees 3 members", func() bool { return len(lite.Members()) == 3 })
 	// The lite member learns the agreed placement after the members.
 	waitFor(t, 10*time.Second, "the lite member to place replicated keys on 3 members", func() bool {

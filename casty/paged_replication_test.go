@@ -15,6 +15,7 @@ import (
 
 	"github.com/casty-go/casty/arrowpager"
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // The three paged shapes of BENCHMARKS.md ("Paged state"), each committed once through a real
@@ -124,9 +125,9 @@ var (
 // fastCluster, which drops the connection the fill was called on.
 func pagedConfig() casty.Config {
 	c := replicationConfig()
-	c.KeepAliveInterval, c.KeepAliveTimeout = time.Second, 5*time.Second
-	c.SuspicionTimeout = 2 * time.Second
-	c.ReplicationTimeout, c.CallTimeout = 20*time.Second, 20*time.Second
+	c.Transport.KeepAliveInterval, c.Transport.KeepAliveTimeout = time.Second, 5*time.Second
+	c.Membership.SuspicionTimeout = 2 * time.Second
+	c.Replication.Timeout, c.Actors.CallTimeout = 20*time.Second, 20*time.Second
 	return c
 }
 
@@ -176,10 +177,8 @@ func replicasAgree(t *testing.T, nodes []*casty.System, kind, key string) bool {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if agree() {
-			return true
-		}
+	if wait.Until(10*time.Second, agree) {
+		return true
 	}
 	for _, n := range nodes {
 		st, ok := casty.ReplicaState(n, kind, key)
@@ -240,6 +239,7 @@ func TestPagedCommitTrackedMap100k(t *testing.T) {
 	}); v != 99_999 {
 		t.Fatalf("after the owner's crash key-99999 = %d, want 99999", v)
 	}
+	discard(nodes)
 }
 
 // figureRows is the figure's table: 2.5 M rows x 5 float64 columns
@@ -255,8 +255,8 @@ func TestPagedCommitArrowOneCell(t *testing.T) {
 		// Shipping the 100 MB table to two replicas keeps two cores busy
 		// for seconds.
 		rows = figureRows
-		cfg.KeepAliveTimeout, cfg.SuspicionTimeout = 30*time.Second, 30*time.Second
-		cfg.ReplicationTimeout, cfg.CallTimeout = 60*time.Second, 60*time.Second
+		cfg.Transport.KeepAliveTimeout, cfg.Membership.SuspicionTimeout = 30*time.Second, 30*time.Second
+		cfg.Replication.Timeout, cfg.Actors.CallTimeout = 60*time.Second, 60*time.Second
 	}
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
@@ -284,6 +284,7 @@ func TestPagedCommitArrowOneCell(t *testing.T) {
 	if got != -1.5 {
 		t.Fatalf("after the owner's crash the edited cell = %v, want the committed -1.5", got)
 	}
+	discard(nodes)
 }
 
 func TestPagedCommitThreeFields(t *testing.T) {
@@ -311,4 +312,5 @@ func TestPagedCommitThreeFields(t *testing.T) {
 	if got != 2 {
 		t.Fatalf("after the owner's crash Counter = %d, want the committed 2", got)
 	}
+	discard(nodes)
 }

@@ -31,7 +31,7 @@ func TestCallAllocations(t *testing.T) {
 func TestIdleActivationMemory(t *testing.T) {
 	const n = 50_000
 	ctx := context.Background()
-	sys := newSys(t, casty.WithConfig(casty.Config{IdleTimeout: time.Hour}))
+	sys := newSys(t, casty.WithConfig(casty.Config{Actors: casty.ActorConfig{IdleTimeout: time.Hour}}))
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = "m" + strconv.Itoa(i)

@@ -16,7 +16,7 @@ import (
 // member enters it by a join that a majority of the placement accepted,
 // and leaves it by its own graceful leave or by a removal that a majority
 // of the placement supported, each of them having seen it dead for
-// Config.RemoveDeadAfter. The minority side of a partition changes
+// Config.Replication.RemoveDeadAfter. The minority side of a partition changes
 // nothing. Suspicion and death do not move replicas: the owner of a key is
 // the first live member of its replica set, and a quorum that cannot be
 // met fails with ErrQuorumUnavailable instead of picking other members.

@@ -30,7 +30,7 @@ import (
 // members gracefully and so needs no fast failure detection).
 func processConfig() casty.Config {
 	c := replicationConfig()
-	c.KeepAliveTimeout = 2 * time.Second
+	c.Transport.KeepAliveTimeout = 2 * time.Second
 	return c
 }
 
@@ -43,10 +43,10 @@ func TestHelperMember(t *testing.T) {
 	if os.Getenv("CASTY_HELPER_MEMBER") == "" {
 		t.Skip("runs only as a child process of the process tests")
 	}
-	cfg := casty.Config{RemoveDeadAfter: time.Hour}
+	cfg := casty.Config{Replication: casty.ReplicationConfig{RemoveDeadAfter: time.Hour}}
 	if os.Getenv("CASTY_HELPER_CONFIG") == "fast" {
 		cfg = processConfig()
-		cfg.RepairInterval = time.Second // anti-entropy and pruning in test time
+		cfg.Replication.RepairInterval = time.Second // anti-entropy and pruning in test time
 	}
 	var seeds []string
 	if s := os.Getenv("CASTY_HELPER_SEEDS"); s != "" {

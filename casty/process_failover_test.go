@@ -31,7 +31,7 @@ func TestFailoverOfAKilledOrStoppedProcess(t *testing.T) {
 	if os.Getenv("CASTY_FIGURES") != "" {
 		kills, stops = 50, 20
 	}
-	suspicion := casty.DefaultConfig().SuspicionTimeout
+	suspicion := casty.DefaultConfig().Membership.SuspicionTimeout
 	for _, c := range []struct {
 		name   string
 		sig    syscall.Signal

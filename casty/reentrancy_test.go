@@ -92,7 +92,7 @@ func TestClusterCallChainBound(t *testing.T) {
 	// Keep-alives patient enough for a 4 MB message under the race
 	// detector.
 	cfg := fastCluster()
-	cfg.KeepAliveTimeout = 5 * time.Second
+	cfg.Transport.KeepAliveTimeout = 5 * time.Second
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
 	ctx := context.Background()
 	if _, err := casty.Call(ctx, Hops.Ref(nodes[0], "start"), (*Hop).Go, route{Keys: hopRoute(casty.MaxCallChain - 1)}); err != nil {

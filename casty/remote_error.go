@@ -369,7 +369,7 @@ func (cl *cluster) noteLost(k *actor.Kind, method string, err error) {
 			return
 		}
 		cl.logger.Warn("casty: a handler's error type is not registered: the caller on another node gets its text only, "+
-			"and errors.Is and errors.As against it fail there; make it a struct type and register it with casty.Message on every node (doc.go: Errors across nodes)",
+			"and errors.Is and errors.As against it fail there; make it a struct type and register it with casty.Message on every node (docs/guide.md: Errors across nodes)",
 			"kind", k.Name, "method", method, "type", t.String())
 		return
 	}
@@ -384,7 +384,7 @@ func (cl *cluster) noteLost(k *actor.Kind, method string, err error) {
 	switch n := count.Add(1); {
 	case n <= lostTextsPerHandler:
 		cl.logger.Warn("casty: a handler's error is not registered: the caller on another node gets its text only, "+
-			"and errors.Is against it fails there; if callers test it, declare it as a sentinel (var ErrX = errors.New(...)) and register it with casty.Errors on every node (doc.go: Errors across nodes)",
+			"and errors.Is against it fails there; if callers test it, declare it as a sentinel (var ErrX = errors.New(...)) and register it with casty.Errors on every node (docs/guide.md: Errors across nodes)",
 			"kind", k.Name, "method", method, "type", t.String(), "err", text)
 	case n == lostTextsPerHandler+1:
 		cl.logger.Warn("casty: more errors of this handler are not registered; they are not logged",

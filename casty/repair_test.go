@@ -11,10 +11,10 @@ import (
 
 // TestAntiEntropyRestoresAMissedCopy: a replica that lost its copy of an
 // actor (it missed its commits) gets it back from the other replicas
-// within a few Config.RepairInterval, with no call to the actor.
+// within a few Config.Replication.RepairInterval, with no call to the actor.
 func TestAntiEntropyRestoresAMissedCopy(t *testing.T) {
 	cfg := replicationConfig()
-	cfg.RepairInterval = 200 * time.Millisecond
+	cfg.Replication.RepairInterval = 200 * time.Millisecond
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
 	const key = "repair-me"
@@ -48,13 +48,13 @@ func TestAntiEntropyRestoresAMissedCopy(t *testing.T) {
 }
 
 // TestDeletedStateTombstonesExpire: a deleted actor's empty copies are
-// dropped from every replica after Config.StateTombstoneTTL, once all
+// dropped from every replica after Config.Replication.StateTombstoneTTL, once all
 // replicas hold them; live actors' copies stay; the deleted actor starts
 // from zero on its next call.
 func TestDeletedStateTombstonesExpire(t *testing.T) {
 	cfg := replicationConfig()
-	cfg.RepairInterval = 100 * time.Millisecond
-	cfg.StateTombstoneTTL = 300 * time.Millisecond
+	cfg.Replication.RepairInterval = 100 * time.Millisecond
+	cfg.Replication.StateTombstoneTTL = 300 * time.Millisecond
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
 	for _, k := range []string{"gone", "kept"} {
@@ -97,7 +97,7 @@ func TestDeletedStateTombstonesExpire(t *testing.T) {
 // ends on exactly three members, with its state intact.
 func TestJoinMovesCopiesAndOldReplicasDropThem(t *testing.T) {
 	cfg := replicationConfig()
-	cfg.RepairInterval = 100 * time.Millisecond
+	cfg.Replication.RepairInterval = 100 * time.Millisecond
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))
 	ctx := context.Background()
 	const keys = 40

@@ -83,6 +83,7 @@ type replicator struct {
 	repliesWithheld atomic.Int64 // calls served here whose answer the caller's member handed on (early.go)
 	missedBasis     atomic.Int64 // commits this member's copy answered need-full
 	readInline      atomic.Int64 // rounds whose replies their handler read itself (mux.WaitReading)
+	syncRounds      atomic.Int64 // sync rounds that asked other members (runSync)
 	copySyncs       atomic.Int64 // syncs that took their ranges from every member's copies (copySyncMembers)
 	// Commits waiting for the commit they were built on (basisOnItsWay),
 	// closed when the copy publishes one, and how long they wait
@@ -96,7 +97,7 @@ type replicator struct {
 	spareFlush   time.Duration
 	pruned       int64 // copies dropped by pruning (guarded by mu)
 	tombstoneTTL time.Duration
-	maxDrift     time.Duration // Config.MaxClockDrift
+	maxDrift     time.Duration // Config.Replication.MaxClockDrift
 	mutant       string        // seam.Member.Mutant: a deliberately broken rule, for tests only
 
 	// owned holds this member's live activations of replicated actors by
@@ -123,14 +124,14 @@ func newReplicator() *replicator {
 // attach completes the replicator once the member's cluster exists.
 func (r *replicator) attach(cl *cluster, joiner bool) {
 	cfg := cl.sys.cfg
-	r.cl, r.batch, r.timeout, r.joiner = cl, cfg.ReplicationBatch, cfg.ReplicationTimeout, joiner
+	r.cl, r.batch, r.timeout, r.joiner = cl, cfg.Replication.Batch, cfg.Replication.Timeout, joiner
 	// A page travels alone in a commit part at worst: it and the
 	// replication envelope around it must fit one mux message.
-	r.maxPage = max(cfg.MaxMessage-replicationEnvelope, 1)
-	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: cl.physical, MaxDrift: max(cfg.MaxClockDrift, time.Millisecond)})
-	r.maxDrift = cfg.MaxClockDrift
-	r.rep.SetLimit(cfg.MaxReplicatedBytes)
-	r.tombstoneTTL = cfg.StateTombstoneTTL
+	r.maxPage = max(cfg.Transport.MaxMessage-replicationEnvelope, 1)
+	r.clock, _ = hlc.New(hlc.Config{Node: cl.self, Physical: cl.physical, MaxDrift: max(cfg.Replication.MaxClockDrift, time.Millisecond)})
+	r.maxDrift = cfg.Replication.MaxClockDrift
+	r.rep.SetLimit(cfg.Replication.MaxBytes)
+	r.tombstoneTTL = cfg.Replication.StateTombstoneTTL
 	if joiner {
 		r.rep.Joined()
 	}
@@ -141,7 +142,7 @@ func (r *replicator) attach(cl *cluster, joiner bool) {
 		}
 		return r.pl.encode()
 	})
-	r.spawn(func() { r.repairLoop(cfg.RepairInterval) })
+	r.spawn(func() { r.repairLoop(cfg.Replication.RepairInterval) })
 }
 
 // close stops the syncs in flight and waits for every goroutine the
@@ -204,8 +205,8 @@ func (r *replicator) observe(m *replica.Msg) bool {
 }
 
 // errDrift refuses a replication request stamped further ahead of this
-// member's clock than Config.MaxClockDrift.
-var errDrift = errors.New("casty: the request is stamped further ahead of this member's clock than Config.MaxClockDrift: the sender's clock is wrong")
+// member's clock than Config.Replication.MaxClockDrift.
+var errDrift = errors.New("casty: the request is stamped further ahead of this member's clock than Config.Replication.MaxClockDrift: the sender's clock is wrong")
 
 // handle serves a request of another member on the replication lane. A
 // replica answers from memory; it waits only, briefly, for a commit it
@@ -249,7 +250,7 @@ func (r *replicator) handle(ctx context.Context, from *mux.Session, payload []by
 		// member's clock with it, and ages measured by them (pruning,
 		// re-entered ranges) with them: refused until it is fixed.
 		if from != nil {
-			r.cl.warnNet("casty: a member's replication request is stamped beyond Config.MaxClockDrift: refused (fix its clock)", from.PeerAddr(), errDrift)
+			r.cl.warnNet("casty: a member's replication request is stamped beyond Config.Replication.MaxClockDrift: refused (fix its clock)", from.PeerAddr(), errDrift)
 		}
 		return nil, errDrift
 	}
@@ -473,55 +474,20 @@ type round struct {
 	track *atomic.Int32
 	// reply is where run decodes each reply it takes, one at a time.
 	reply replica.Msg
-	// A pooled round (newRound) goes back to rounds once nothing can
-	// touch it: refs counts its holders, the goroutine running it (until
-	// end) and each request whose reply, or failure, is still to come.
-	pooled bool
-	refs   int
 }
 
-// rounds holds the rounds whose run and replies are all over.
-var rounds = sync.Pool{New: func() any { return &round{wake: make(chan struct{}, 1)} }}
-
-// newRound returns a round held by its caller, who must end it.
+// newRound returns a round for run, which must end it. Rounds are not
+// recycled: replies that come after the round ended still reach it
+// (lateAck), and the collector alone knows when the last one has.
 func newRound() *round {
-	rd := rounds.Get().(*round)
+	rd := &round{wake: make(chan struct{}, 1)}
 	rd.replies = rd.buf[:0]
-	rd.pooled, rd.refs = true, 1
 	return rd
 }
 
-// expect counts a request whose reply will reach put.
-func (rd *round) expect() {
-	rd.mu.Lock()
-	rd.refs++
-	rd.mu.Unlock()
-}
-
-// release drops one holder of a pooled round; the last one recycles it.
-func (rd *round) release() {
-	if !rd.pooled {
-		return
-	}
-	rd.mu.Lock()
-	rd.refs--
-	last := rd.refs == 0
-	rd.mu.Unlock()
-	if !last {
-		return
-	}
-	select {
-	case <-rd.wake: // a wake-up nobody took
-	default:
-	}
-	*rd = round{wake: rd.wake}
-	rounds.Put(rd)
-}
-
 func (rd *round) put(rp reply) {
-	defer rd.release()
 	if t := rd.track; t != nil {
-		defer t.Add(-1) // after lateAck took it in, before rd is recycled
+		defer t.Add(-1) // after lateAck took it in
 	}
 	rd.mu.Lock()
 	if rd.ended {
@@ -552,7 +518,6 @@ func (rd *round) put(rp reply) {
 // to lateAck (a commit round's) or nowhere. The round is not its caller's
 // any more.
 func (rd *round) end() {
-	defer rd.release()
 	rd.mu.Lock()
 	rd.ended = true
 	rest := rd.replies
@@ -575,7 +540,7 @@ func (rd *round) take(into []reply) []reply {
 
 // run carries out one round of s until it ends: it sends outs, feeds the
 // replies to s, sends what follows, and expires the round at its deadline
-// (ReplicationTimeout, or ctx's when sooner), or as soon as every request
+// (Replication.Timeout, or ctx's when sooner), or as soon as every request
 // of the round has failed (nothing more can arrive). It reports taken when
 // the member a call's answer rode to voted so that it decided the round
 // (replica.Decides): that member handed the answer to the call (early.go).
@@ -641,7 +606,6 @@ func (r *replicator) run(ctx context.Context, s *replica.Session, outs []replica
 	send := func(outs []replica.Out) {
 		for _, o := range outs {
 			outstanding++
-			rd.expect()
 			if track != nil {
 				track.Add(1)
 			}
@@ -1067,7 +1031,6 @@ func (r *replicator) Restore(ctx context.Context, a *actor.Activation) (actor.Se
 		}
 		rs.dur.clearing = true // ended, and called again
 	}
-	sessionsByActivation.Store(a, rs)
 	return rs, nil
 }
 
@@ -1252,7 +1215,6 @@ func (s *replSession) Commit(ctx context.Context, failed bool) error {
 // Release ends the session (actor.Session). On a graceful Close it first
 // settles the key's set (spares.go, settle).
 func (s *replSession) Release() {
-	sessionsByActivation.Delete(s.act)
 	s.r.disown(s)
 	if cl := s.r.cl; cl != nil && cl.closed.Load() {
 		s.settle()
@@ -1280,7 +1242,7 @@ type ReplicationStats struct {
 	// Keys and Bytes are the actors this member holds a copy of and the
 	// bytes of their pages (keys and data).
 	Keys, Bytes int
-	// Usage is what Config.MaxReplicatedBytes is compared with: Bytes
+	// Usage is what Config.Replication.MaxBytes is compared with: Bytes
 	// plus a fixed cost per actor held; Limit is that setting (0: none).
 	Usage, Limit int
 	// Commits counts the commits this member's activations made; CommitBytes
@@ -1324,10 +1286,10 @@ type ReplicationStats struct {
 	// (replica/SPEC.md, "Read(One) and a deposed owner").
 	Deposed int64
 	// Repaired counts the copies this member adopted in anti-entropy
-	// passes (Config.RepairInterval): commits it had missed. Pruned counts
+	// passes (Config.Replication.RepairInterval): commits it had missed. Pruned counts
 	// the copies it dropped: of ranges it left, once their replica set
 	// held them, and deleted actors' tombstones past
-	// Config.StateTombstoneTTL.
+	// Config.Replication.StateTombstoneTTL.
 	Repaired, Pruned int64
 	// Placed is the number of members of the placement it acts on, and
 	// Syncing whether it is still pulling ranges it entered.
@@ -1353,6 +1315,11 @@ type ReplicationStats struct {
 	// took the ranges from every member's copies instead
 	// (replica/SPEC.md, "Copy syncs").
 	CopySyncs int64
+	// SyncRounds counts the rounds of this member's range syncs that asked
+	// other members for their copies. A range waiting for removed
+	// members' copies is not asked for while nothing it needs can answer:
+	// the count stays put until the view changes.
+	SyncRounds int64
 }
 
 // WaitingSync is one kind's ranges waiting for removed members' copies
@@ -1360,6 +1327,7 @@ type ReplicationStats struct {
 type WaitingSync struct {
 	Kind    string
 	Members []string // the removed members' ids
+	Ranges  int      // how many ranges of the ring the sync has left
 }
 
 // Replication reports this member's replicated state; the zero value on a
@@ -1371,10 +1339,10 @@ func (s *System) Replication() ReplicationStats {
 	r := s.cl.rp
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.MaxReplicatedBytes,
+	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.Replication.MaxBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Deposed: r.deposed, Syncing: r.pending > 0,
 		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load(),
-		RoundsReadInline: r.readInline.Load(), CopySyncs: r.copySyncs.Load()}
+		RoundsReadInline: r.readInline.Load(), CopySyncs: r.copySyncs.Load(), SyncRounds: r.syncRounds.Load()}
 	if r.pl != nil {
 		st.Placed = r.pl.ring.Size()
 		st.PlacementVersion = r.pl.version
@@ -1384,7 +1352,7 @@ func (s *System) Replication() ReplicationStats {
 		if len(run.waiting) == 0 || run.gen != r.syncGen {
 			continue
 		}
-		w := WaitingSync{Kind: run.kind}
+		w := WaitingSync{Kind: run.kind, Ranges: len(run.rngs)}
 		for _, id := range run.waiting {
 			w.Members = append(w.Members, id.String())
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/casty-go/casty/ring"
 )
 
-// Anti-entropy (replica/SPEC.md, "Repair"): every Config.RepairInterval a
+// Anti-entropy (replica/SPEC.md, "Repair"): every Config.Replication.RepairInterval a
 // settled member runs a replica.Repair per kind and per replica set of the
 // ranges it replicates, one after the other, so the pass costs the calls
 // little: brief listings, then only the copies it lacks or holds older.

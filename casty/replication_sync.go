@@ -164,11 +164,26 @@ func (r *replicator) reenter(run *syncRun) {
 		if old.kind != run.kind || old.gen != run.gen || len(old.rngs) == 0 || !overlaps(old.rngs, run.rngs) {
 			continue
 		}
-		run.prior = append(run.prior, old.base)
-		run.prior = append(run.prior, old.prior...)
-		old.prior = append(old.prior, run.base)
+		run.prior = addBases(run.prior, run.base, old.base)
+		run.prior = addBases(run.prior, run.base, old.prior...)
+		old.prior = addBases(old.prior, old.base, run.base)
 		old.abandon()
 	}
+}
+
+// addBases appends to prior each of bs not in it already and not base: a
+// base asked twice adds the same group twice, and runs that re-enter
+// ranges in turn pass their bases on to each other, so, kept as they come,
+// the lists double with each re-entry (1,180 bases of 12 distinct ones
+// after a fault schedule's double failures, every round computing each
+// range's set on each).
+func addBases(prior []*ring.Ring, base *ring.Ring, bs ...*ring.Ring) []*ring.Ring {
+	for _, b := range bs {
+		if b != base && !slices.Contains(prior, b) {
+			prior = append(prior, b)
+		}
+	}
+	return prior
 }
 
 func overlaps(a, b []replica.Range) bool {
@@ -207,7 +222,7 @@ func (run *syncRun) abandon() {
 // syncParallel is how many batches of a sync round run at once.
 const syncParallel = 16
 
-// unsyncedWait, times ReplicationTimeout, is how long a LEFT member a
+// unsyncedWait, times Replication.Timeout, is how long a LEFT member a
 // sync has no session with still counts as a leaver handing off
 // (replica/SPEC.md, "Membership changes").
 const unsyncedWait = 2
@@ -232,11 +247,14 @@ const unsyncedWait = 2
 // and the set it gives can hold a member that never was a replica of the
 // range, whose empty answer would count toward the sync. Rounds repeat
 // until every range is synced or the member closes. Rounds that bring
-// nothing new back off from 50 ms to a second.
+// nothing new back off from 50 ms to a second; rounds that sync nothing
+// while they wait for removed members out of reach back off to
+// waitingRecheck, and run again as soon as the view changes.
 func (r *replicator) runSync(run *syncRun) {
 	self := r.cl.self
 	departed := map[ring.NodeID]time.Time{} // leavers with no session, since when
 	pause := 50 * time.Millisecond
+	var idle time.Duration           // the back-off of rounds that wait for removed members
 	progress, left := time.Now(), -1 // when run last synced a range; how many it had left then
 	for !r.syncDone(run) {
 		start := time.Now()
@@ -399,10 +417,24 @@ func (r *replicator) runSync(run *syncRun) {
 		// ranges of a 50-member placement (about two hundred batches, one
 		// per distinct previous set) would wait two hundred round trips a
 		// round.
+		// A batch some group of which has fewer members this member can
+		// reach than it needs cannot sync this round: send asks only
+		// members with an address in the view (alive, or a leaver handing
+		// off), so it is not sent. Until the view changes nothing can
+		// answer it: a range waiting for removed members' copies costs no
+		// traffic while it waits.
+		reachable := func(id replica.NodeID) bool {
+			return v.addrs[ring.NodeID(id)] != "" || v.left[ring.NodeID(id)] != ""
+		}
 		done := make([]bool, len(batches))
 		sem := make(chan struct{}, syncParallel)
 		var wg sync.WaitGroup
+		asked := everyone != nil
 		for i, bt := range batches {
+			if !answerableNow(bt.groups, reachable) {
+				continue
+			}
+			asked = true
 			sem <- struct{}{}
 			wg.Add(1)
 			ok := r.spawn(func() {
@@ -428,6 +460,28 @@ func (r *replicator) runSync(run *syncRun) {
 		if len(remaining) == 0 {
 			continue // syncDone counts it
 		}
+		if !asked || len(remaining) == len(rngs) && len(waiting) > 0 {
+			// Nothing could be asked, or nothing synced while the round
+			// waits for removed members out of reach: until one of them
+			// is back or a placement is agreed (AcceptLoss too), the next
+			// round most likely ends the same, so rounds back off to
+			// waitingRecheck, woken early by such a change (awaitChange)
+			// or by the copy sync's time.
+			if asked {
+				r.syncRounds.Add(1)
+			}
+			idle = min(max(2*idle, pause), waitingRecheck)
+			wait := idle
+			if due := time.Until(progress.Add(copySyncAfter * r.timeout)); due > 0 {
+				wait = min(wait, due)
+			}
+			if !r.awaitChange(cur, v, start.Add(wait)) {
+				return
+			}
+			continue
+		}
+		r.syncRounds.Add(1)
+		idle = 0
 		select {
 		case <-time.After(time.Until(start.Add(pause))):
 		case <-r.done:
@@ -437,7 +491,65 @@ func (r *replicator) runSync(run *syncRun) {
 	}
 }
 
-// copySyncAfter, times ReplicationTimeout, is how long a sync makes no
+// awaitChange waits, for a sync round that could not progress, until
+// deadline or until a change that may let it: a newer placement, or a
+// member with an address in the view that v had not (one back, a leaver
+// announced). Gossip replaces the view for many other reasons (suspicions,
+// incarnations, records expiring), which would otherwise wake the round
+// several times a second. It returns false when the replicator closes.
+func (r *replicator) awaitChange(cur *layout, v *view, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	changed := v.changed
+	for {
+		select {
+		case <-changed:
+			nv := r.cl.view.Load()
+			if nv.pl != cur || gained(v.addrs, nv.addrs) || gained(v.left, nv.left) {
+				return true
+			}
+			changed = nv.changed
+		case <-timer.C:
+			return true
+		case <-r.done:
+			return false
+		}
+	}
+}
+
+// gained reports whether now has an id with an address that before had
+// not.
+func gained(before, now map[ring.NodeID]string) bool {
+	for id, addr := range now {
+		if addr != "" && before[id] == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingRecheck bounds how long a sync that could ask nobody waits for
+// its view to change before it works its round out again.
+const waitingRecheck = 10 * time.Second
+
+// answerableNow reports whether every group has at least Need members
+// that reachable accepts: only then can a sync round of them complete.
+func answerableNow(groups []replica.Group, reachable func(replica.NodeID) bool) bool {
+	for _, g := range groups {
+		n := 0
+		for _, id := range g.Members {
+			if reachable(id) {
+				n++
+			}
+		}
+		if n < g.Need {
+			return false
+		}
+	}
+	return true
+}
+
+// copySyncAfter, times Replication.Timeout, is how long a sync makes no
 // progress before it asks every member for its copies (copySyncMembers).
 const copySyncAfter = 2
 
@@ -547,7 +659,7 @@ func sameGroups(a, b []replica.Group) bool {
 // more, or done (checked under r.mu; nil: never) reports the work
 // finished — then the members still to answer are not waited for: a sync
 // that has heard enough does not wait out a silent member's timeout. Each
-// round is bounded by ReplicationTimeout; members that do not answer in
+// round is bounded by Replication.Timeout; members that do not answer in
 // time are left out. It reports false when the replicator is closing.
 func (r *replicator) exchange(outs []replica.Out, step func(replica.NodeID, *replica.Msg) []replica.Out, done func() bool) bool {
 	for len(outs) > 0 {

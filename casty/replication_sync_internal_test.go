@@ -96,3 +96,29 @@ func ringOf(t *testing.T, ids ...byte) *ring.Ring {
 	}
 	return r
 }
+
+// Runs that re-enter the same range in turn pass their bases on to each
+// other: each run's bases are every distinct base of the runs before it,
+// each once, never its own. Kept as they came, the lists doubled with each
+// re-entry (a fault schedule's double failures left 1,180 bases of 12
+// distinct ones, every sync round computing each range's set on each).
+func TestReenteredRunsHearEachBaseOnce(t *testing.T) {
+	bases := []*ring.Ring{ringOf(t, 1, 2, 3), ringOf(t, 2, 3, 4), ringOf(t, 3, 4, 5)}
+	r := newReplicator()
+	defer r.close()
+	for i := range 12 {
+		run := &syncRun{kind: "k", rngs: []replica.Range{{Start: 0, End: 100}}, base: bases[i%len(bases)]}
+		r.reenter(run)
+		r.runs = append(r.runs, run)
+	}
+	for i, run := range r.runs {
+		for j, b := range run.prior {
+			if b == run.base || slices.Index(run.prior, b) != j {
+				t.Fatalf("run %d hears base %p twice (%d bases in all)", i, b, len(run.prior))
+			}
+		}
+		if i > 0 && len(run.prior) != len(bases)-1 {
+			t.Fatalf("run %d hears %d other bases, want %d", i, len(run.prior), len(bases)-1)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // TestRollingRestartLosesNothing restarts every member of a five-member
@@ -33,7 +34,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	// 500 ms keepalive to detect a failure; under -race on a busy machine
 	// it cut live connections and failed calls for no reason of this test.
 	cfg := replicationConfig()
-	cfg.KeepAliveInterval, cfg.KeepAliveTimeout = 500*time.Millisecond, 3*time.Second
+	cfg.Transport.KeepAliveInterval, cfg.Transport.KeepAliveTimeout = 500*time.Millisecond, 3*time.Second
 	members := startReplicated(t, 5, casty.WithConfig(cfg))
 	ctx := context.Background()
 	lite, err := casty.Connect(ctx, []string{members[0].Addr()}, casty.WithConfig(cfg), quiet())
@@ -63,15 +64,13 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 			}
 			return true
 		}
-		for deadline := time.Now().Add(60 * time.Second); !settled(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				var b strings.Builder
-				for _, s := range live {
-					st := s.Replication()
-					fmt.Fprintf(&b, "\n  %s: placement of %d, syncing %v, %d keys", s.Addr(), st.Placed, st.Syncing, st.Keys)
-				}
-				t.Fatalf("restart %d: members not synced after 60 s:%s", i, b.String())
+		if !wait.Until(60*time.Second, settled) {
+			var b strings.Builder
+			for _, s := range live {
+				st := s.Replication()
+				fmt.Fprintf(&b, "\n  %s: placement of %d, syncing %v, %d keys", s.Addr(), st.Placed, st.Syncing, st.Keys)
 			}
+			t.Fatalf("restart %d: members not synced after 60 s:%s", i, b.String())
 		}
 	}
 	took := time.Since(start)

@@ -106,7 +106,7 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 	deadline, hasDeadline := ctx.Deadline()
 	var timeout time.Duration
 	if !hasDeadline {
-		timeout = cl.sys.cfg.CallTimeout
+		timeout = cl.sys.cfg.Actors.CallTimeout
 		deadline = time.Now().Add(timeout)
 	}
 	var payload []byte
@@ -140,8 +140,8 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 					return nil, fmt.Errorf("casty: %s/%s.%s: encoding the argument: %w", k.Name, key, req.Method, err)
 				}
 			}
-			if max := cl.sys.cfg.MaxMessage; len(payload) > max {
-				return nil, fmt.Errorf("%w: %s/%s.%s: the call encodes to %d bytes, over Config.MaxMessage (%d); nothing was sent: send large data through Upload", ErrMessageTooLarge, k.Name, key, req.Method, len(payload), max)
+			if max := cl.sys.cfg.Transport.MaxMessage; len(payload) > max {
+				return nil, fmt.Errorf("%w: %s/%s.%s: the call encodes to %d bytes, over Config.Transport.MaxMessage (%d); nothing was sent: send large data through Upload", ErrMessageTooLarge, k.Name, key, req.Method, len(payload), max)
 			}
 		}
 		if !hasDeadline {

@@ -146,7 +146,7 @@ func TestSecretClusterRefusesStrangers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := fastCluster()
-	cfg.JoinTimeout = 500 * time.Millisecond
+	cfg.Membership.JoinTimeout = 500 * time.Millisecond
 	if _, err := connectLite(t, nodes[0].Addr(), casty.WithConfig(cfg)); err == nil {
 		t.Fatal("a lite client without a secret joined")
 	}
@@ -183,7 +183,7 @@ func TestSecretClusterRefusesStrangers(t *testing.T) {
 }
 
 func TestSpySubscriptionsAreCapped(t *testing.T) {
-	cfg := casty.Config{MaxSpies: 2}
+	cfg := casty.Config{Actors: casty.ActorConfig{MaxSpies: 2}}
 	sys := casty.Local(casty.WithConfig(cfg), quiet())
 	defer closeSys(t, sys)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -203,8 +203,8 @@ func TestSpySubscriptionsAreCapped(t *testing.T) {
 		_, err := sys.Spy(ctx, casty.SpyFilter{})
 		return err == nil
 	})
-	if casty.DefaultConfig().MaxSpies != 64 {
-		t.Fatalf("documented default 64, got %d", casty.DefaultConfig().MaxSpies)
+	if casty.DefaultConfig().Actors.MaxSpies != 64 {
+		t.Fatalf("documented default 64, got %d", casty.DefaultConfig().Actors.MaxSpies)
 	}
 }
 
@@ -212,7 +212,7 @@ func TestSpySubscriptionsAreCapped(t *testing.T) {
 // spying member reports it as ErrTooManySpies.
 func TestClusterSpyRefusedByAMemberAtItsCap(t *testing.T) {
 	cfg := fastCluster()
-	cfg.MaxSpies = 1
+	cfg.Actors.MaxSpies = 1
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -311,7 +311,7 @@ func TestCertIdentityRoles(t *testing.T) {
 	}
 	// A certificate without a casty identity gets nowhere.
 	cfg := fastCluster()
-	cfg.JoinTimeout = 500 * time.Millisecond
+	cfg.Membership.JoinTimeout = 500 * time.Millisecond
 	if _, err := connectLite(t, nodes[0].Addr(), casty.WithConfig(cfg), casty.WithTLS(ca.issueWith(t, "anon"))); err == nil {
 		t.Fatal("a certificate without identity connected")
 	}

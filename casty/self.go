@@ -2,7 +2,6 @@ package casty
 
 import (
 	"context"
-	"sync"
 
 	"github.com/casty-go/casty/actor"
 )
@@ -72,12 +71,8 @@ func (c ActorContext) System() *System {
 	return systemOf(c.a.Host())
 }
 
-// systems maps each live host to the System that runs it, for Self. A
-// System is added when it starts and removed once Close has drained it.
-var systems sync.Map // *actor.Host → *System
-
+// systemOf returns the System that runs h (actor.Host.SetOwner).
 func systemOf(h *actor.Host) *System {
-	sys, _ := systems.Load(h)
-	s, _ := sys.(*System)
+	s, _ := h.Owner().(*System)
 	return s
 }

@@ -110,11 +110,11 @@ func (cl *cluster) handle(ctx context.Context, from *mux.Session, payload []byte
 		endServerSpan(span, resp.Err)
 	}
 	b := resp.envelope()
-	if max := cl.sys.cfg.MaxMessage; len(b) > max {
+	if max := cl.sys.cfg.Transport.MaxMessage; len(b) > max {
 		// mux would refuse it, and the caller could not tell that the
 		// handler ran: say so, as the handler's outcome.
 		b = appendCallResp(nil, &callResp{Err: &wireError{Code: codeFailed, Kind: req.Kind, Key: req.Key, Method: req.Method, Cause: codeMessageTooLarge,
-			Message: fmt.Sprintf("casty: the result encodes to %d bytes, over Config.MaxMessage (%d); the handler ran and its effects stand: return large data through Stream", len(b), max)}})
+			Message: fmt.Sprintf("casty: the result encodes to %d bytes, over Config.Transport.MaxMessage (%d); the handler ran and its effects stand: return large data through Stream", len(b), max)}})
 	}
 	return b, nil
 }

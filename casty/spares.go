@@ -96,7 +96,7 @@ func (r *replicator) sendFlush(s *replica.Session, outs []replica.Out, track *at
 // that answers need-full is caught up in a second pass. Before each pass
 // it waits for the replies of s's requests still in flight (inflight): a
 // need-full among them is news Settle needs. Each wait is bounded by
-// ReplicationTimeout.
+// Replication.Timeout.
 //
 // Release calls it when this member is closing gracefully: the
 // activations are drained, in parallel, before the member announces LEFT,
@@ -151,7 +151,7 @@ func (s *replSession) settle() {
 }
 
 // settleTries is how many times settle sends a message its member has not
-// answered (each within ReplicationTimeout): the session forgets a due
+// answered (each within Replication.Timeout): the session forgets a due
 // once it is sent, so a settle message lost to a stalled connection is
 // resent as it was — a duplicate commit is acknowledged without effect.
 const settleTries = 3
@@ -166,7 +166,7 @@ func (r *replicator) isDone() bool {
 	}
 }
 
-// awaitReplies waits, up to ReplicationTimeout, until no request of s's
+// awaitReplies waits, up to Replication.Timeout, until no request of s's
 // rounds or flushes awaits its reply (after that, settle goes on with what
 // it knows). It reports false when the replicator stopped: a crash, or
 // the end of a Close.

@@ -60,7 +60,7 @@ func TestAHotKeySendsItsSpareOneDeltaForSeveralCommits(t *testing.T) {
 // replication is held, as a paused process's would be) does not wait for
 // it: after spareFlush the owner sends the skipped spare its due, and its
 // vote decides the round. Without that flush the round waited out
-// ReplicationTimeout and failed.
+// Replication.Timeout and failed.
 func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
 	owner, caller, spare, key, ref := spareCluster(t)
 	ctx := context.Background()
@@ -70,7 +70,7 @@ func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
 	waitFor(t, 5*time.Second, "the spare holding the first commit", func() bool { return sameCopy(owner, spare, key) })
 	release := casty.HoldReplication(caller)
 	defer release()
-	cctx, cancel := context.WithTimeout(ctx, time.Second) // ReplicationTimeout is 2 s here
+	cctx, cancel := context.WithTimeout(ctx, time.Second) // Replication.Timeout is 2 s here
 	defer cancel()
 	start := time.Now()
 	if n, err := casty.Call(cctx, ref, (*Tab).Add, 2); err != nil || n != 3 {

@@ -22,7 +22,7 @@ import (
 // handing over. Locally they wait in a channel; across members the
 // sender sends an element only once the receiving member granted it
 // credit (casty/SPEC.md, "Streams"), as its consumer takes them, and
-// Config.StreamWindow bounds the bytes besides: at most that many in
+// Config.Transport.StreamWindow bounds the bytes besides: at most that many in
 // flight, and at most that many (plus one element) held by the receiving
 // member — all StreamBuffer only while its own side of a Duplex waits for
 // credit.
@@ -282,7 +282,7 @@ func (s *serverStream[T, Q, E]) Result() any { return nil }
 // loop cancels the handler and frees the actor; an error arrives in-band
 // after the elements before it.
 //
-// Config.CallTimeout does not apply: bound a stream with ctx. Once ctx is
+// Config.Actors.CallTimeout does not apply: bound a stream with ctx. Once ctx is
 // done the loop gets no other element: the stream ends with an error that
 // matches ErrTimeout and context.DeadlineExceeded (a *TimeoutError naming
 // the call) when ctx's deadline passed, context.Canceled when ctx was
@@ -362,7 +362,7 @@ func (s *clientStream[T, E, R]) Result() any { return s.r }
 // connection to the owner breaks) shows the handler an error element; what
 // it did before that is handled like any failed handler's changes: kept
 // and committed under the supervisor's Keep (the default), discarded under
-// Reset or Stop (package doc, "Supervision"). A handler that must apply
+// Reset or Stop (docs/guide.md, "Supervision"). A handler that must apply
 // all or nothing collects the elements and applies them only once the
 // sequence ended without error.
 func Upload[T, E, R any, S Elems[E]](ctx context.Context, ref Ref[T], m func(*T, context.Context, iter.Seq2[E, error]) (R, error), elems S) (R, error) {

@@ -17,7 +17,7 @@ import (
 // may send, starting with StreamBuffer, and grants more as its consumer
 // takes them. So a producer is at most StreamBuffer elements ahead of what
 // its consumer has taken, wherever the two run — the same bound as the
-// local channel — and the mux stream's byte window (Config.StreamWindow)
+// local channel — and the mux stream's byte window (Config.Transport.StreamWindow)
 // bounds the bytes on the wire besides.
 //
 // Each side that may receive credit reads its stream on a goroutine of its
@@ -59,7 +59,7 @@ type flow struct {
 	err     error         // why run returned; read after done
 	unacked int           // elements taken and not yet granted back (the consumer's goroutine only)
 	// run stops reading once the frames it holds for the consumer reach
-	// budget bytes (Config.StreamWindow), unless this side's producer
+	// budget bytes (Config.Transport.StreamWindow), unless this side's producer
 	// waits for credit, which may come only behind them.
 	budget  int64
 	held    atomic.Int64  // bytes of the frames in frames

@@ -373,14 +373,14 @@ func TestStreamCtxEndsRemoteUploadLikeLocal(t *testing.T) {
 }
 
 // Large elements are bounded in bytes as well: a member holds at most
-// Config.StreamWindow bytes of the caller's elements for a handler that
+// Config.Transport.StreamWindow bytes of the caller's elements for a handler that
 // has not taken them (plus the one that crossed it), with the mux
 // stream's window in flight besides — fewer than StreamBuffer of them here.
 func TestStreamRemoteUploadHoldsAWindowOfBigElements(t *testing.T) {
 	nodes := startCluster(t, 2)
 	ref := Spouts.Ref(nodes[0], keyOn(t, nodes[1], nodes[0], Spouts.Name()))
 	const size = 128 << 10
-	window := casty.DefaultConfig().StreamWindow
+	window := casty.DefaultConfig().Transport.StreamWindow
 	big := func(yield func(string) bool) {
 		chunk := strings.Repeat("x", size)
 		for range 100 {

@@ -28,7 +28,7 @@ type System struct {
 	cl     *cluster // nil in local mode
 
 	closing, closed atomic.Bool  // Close began, Close returned (health.go)
-	spies           atomic.Int64 // spy subscriptions served (Config.MaxSpies)
+	spies           atomic.Int64 // spy subscriptions served (Config.Actors.MaxSpies)
 
 	tel *telemetry // nil without a meter or tracer provider (telemetry.go)
 }
@@ -61,7 +61,9 @@ type systemOptions struct {
 	tracers     trace.TracerProvider
 	sampling    int                           // WithDurationSampling
 	nodeID      mux.NodeID                    // a member's id, drawn before its host starts (withNodeID)
-	seam        *seam.Member                  // castytest's network and clock (seam.go)
+	network     Network                       // WithNetwork; nil: TCP
+	clock       func() time.Time              // WithClock; nil: time.Now
+	seam        *seam.Member                  // castytest's randomness and mutants (seam.go)
 	idle        map[*actor.Kind]time.Duration // Tune
 	errs        []error                       // options refused (Tune)
 }
@@ -105,7 +107,7 @@ func Inject[T any](k Declared[T], f func(*T)) Option {
 //
 // Only the options that each member may set on its own are accepted:
 // IdleTimeout, except Forever on a replicated kind and any value on a
-// durable one (Replicas > 1 and IdleTimeout(Forever), package doc), whose
+// durable one (Replicas > 1 and IdleTimeout(Forever), docs/guide.md), whose
 // durability every member must agree on. Name, Replicas, Write and Read
 // must be the same on every node and stay declarations; Supervise and
 // Concurrency are not tunable (yet). Start and Connect fail with an error
@@ -162,9 +164,9 @@ func newSystem(opts []Option) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" || o.secrets.any() {
+	if len(o.seeds) > 0 || o.tls != nil || o.advertise != "" || o.network != nil || o.secrets.any() {
 		sys.discard()
-		return nil, fmt.Errorf("casty: Seeds, Advertise, WithTLS and the secrets are cluster options: use Start or Connect")
+		return nil, fmt.Errorf("casty: Seeds, Advertise, WithNetwork, WithTLS and the secrets are cluster options: use Start or Connect")
 	}
 	if err := sys.tel.observe(sys); err != nil {
 		sys.discard()
@@ -212,7 +214,7 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 		return nil, nil, err
 	}
 	sys := &System{host: host, cfg: cfg, logger: o.logger, tel: tel}
-	systems.Store(host, sys)
+	host.SetOwner(sys)
 	return sys, o, nil
 }
 
@@ -220,7 +222,6 @@ func newSystemWith(opts []Option) (*System, *systemOptions, error) {
 func (s *System) discard() {
 	s.tel.close()
 	s.host.Close(context.Background())
-	systems.Delete(s.host)
 }
 
 // Config returns the system's configuration, defaults filled in.
@@ -254,7 +255,7 @@ func (s *System) Members() []Member {
 
 // Close shuts the system down gracefully: it stops accepting calls, lets
 // in-flight and queued messages finish and Deactivate hooks run (within
-// Config.DrainTimeout or ctx), and from then on every call fails with
+// Config.Actors.DrainTimeout or ctx), and from then on every call fails with
 // ErrActorUnavailable. Close is idempotent. It returns an error naming the
 // handlers still running when the drain timed out.
 func (s *System) Close(ctx context.Context) error {
@@ -273,7 +274,6 @@ func (s *System) Close(ctx context.Context) error {
 	} else {
 		err = s.host.Close(ctx)
 	}
-	systems.Delete(s.host)
 	return err
 }
 

@@ -35,7 +35,7 @@ func TestClusterMutualTLS(t *testing.T) {
 	// A node whose certificate another CA signed can neither join nor call.
 	rogue := newCA(t, dir, "rogue")
 	cfg := fastCluster()
-	cfg.JoinTimeout = 500 * time.Millisecond
+	cfg.Membership.JoinTimeout = 500 * time.Millisecond
 	jctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if sys, err := casty.Start(jctx, "127.0.0.1:0", casty.WithConfig(cfg), casty.Seeds(nodes[0].Addr()),

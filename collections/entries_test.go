@@ -366,7 +366,7 @@ func contains(err error, s string) bool {
 // deactivation would drop them).
 func TestAnIdleCollectionKeepsItsItems(t *testing.T) {
 	cfg := casty.DefaultConfig()
-	cfg.IdleTimeout = 20 * time.Millisecond
+	cfg.Actors.IdleTimeout = 20 * time.Millisecond
 	sys := casty.Local(casty.WithConfig(cfg))
 	defer sys.Close(context.Background())
 	ctx := ctxFor(t)
@@ -378,7 +378,7 @@ func TestAnIdleCollectionKeepsItsItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Hold: ten idle timeouts without a call.
-	time.Sleep(10 * cfg.IdleTimeout)
+	time.Sleep(10 * cfg.Actors.IdleTimeout)
 	if v, ok, err := m.Get(ctx, "k"); err != nil || !ok || v != 7 {
 		t.Fatalf("after an idle spell Get = %d %v %v, want 7", v, ok, err)
 	}

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/casty-go/casty/casty v0.1.0
+	github.com/casty-go/casty/internal v0.1.0
 	github.com/casty-go/casty/ring v0.1.0
 	github.com/casty-go/casty/wire v0.1.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
@@ -15,7 +16,6 @@ require (
 	github.com/casty-go/casty/actor v0.1.0 // indirect
 	github.com/casty-go/casty/gossip v0.1.0 // indirect
 	github.com/casty-go/casty/hlc v0.1.0 // indirect
-	github.com/casty-go/casty/internal v0.1.0 // indirect
 	github.com/casty-go/casty/mux v0.1.0 // indirect
 	github.com/casty-go/casty/pager v0.1.0 // indirect
 	github.com/casty-go/casty/replica v0.1.0 // indirect

@@ -46,9 +46,11 @@ func (l *Lock) Unlock(ctx context.Context, lease *Lease) error { return lease.Re
 
 // Do takes the lock (waiting as Lock does), runs fn with the lease's
 // fencing token, and releases the lock when fn returns. While fn runs, Do
-// renews the lease every TTL/3; if the lease is lost — a renewal finds it
-// gone, or none succeeded before it would have expired — fn's ctx is
-// cancelled and Do's error matches ErrLeaseLost (joined with fn's own).
+// renews the lease every TTL/3 (sooner while it has less left); if the
+// lease is lost — a renewal finds it gone, or none succeeded before it
+// would have expired — fn's ctx is cancelled and Do's error matches
+// ErrLeaseLost (joined with fn's own), as it does when fn returns after
+// the lease would have expired unrenewed.
 // Otherwise Do returns fn's error, or ErrLeaseLost if the release found
 // the lease gone. The release is not bounded by ctx (it gets 5 s of its
 // own); if it fails otherwise, the lease expires by its TTL.
@@ -60,13 +62,20 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context, token uint64
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ferr := lease.run(fctx, cancel, fn)
-	lost := errors.Is(context.Cause(fctx), ErrLeaseLost)
+	var lost error
+	if cause := context.Cause(fctx); errors.Is(cause, ErrLeaseLost) {
+		lost = cause
+	} else if !time.Now().Before(lease.Expires()) {
+		// fn outlasted the lease by this process's count, and no renewal
+		// extended it: lost, though keep had not noticed yet.
+		lost = fmt.Errorf("%w: %s %q, token %d: not renewed before it expired", ErrLeaseLost, l.s.b.meta.Type, l.s.b.name, lease.token)
+	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawWithin)
 	defer rcancel()
 	rerr := lease.Release(rctx)
 	switch {
-	case lost:
-		return errors.Join(context.Cause(fctx), ferr)
+	case lost != nil:
+		return errors.Join(lost, ferr)
 	case ferr != nil:
 		return ferr
 	case errors.Is(rerr, ErrLeaseLost):
@@ -90,7 +99,9 @@ func (l *Lease) run(ctx context.Context, cancel context.CancelCauseFunc, fn func
 // ErrLeaseLost cause once the lease is lost.
 func (l *Lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 	every := l.ttl / 3
-	t := time.NewTimer(every)
+	// The first renewal comes sooner when the lease has less than its
+	// whole TTL left (Acquire kept one it could not renew).
+	t := time.NewTimer(min(every, time.Until(l.Expires())/2))
 	defer t.Stop()
 	for {
 		select {
@@ -120,6 +131,6 @@ func (l *Lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			cancel(err)
 			return
 		}
-		t.Reset(every)
+		t.Reset(min(every, time.Until(l.Expires())/2))
 	}
 }

@@ -2,6 +2,7 @@ package collections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -71,12 +72,42 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, bool, error) {
 // moment is released. An owner's failover keeps its place (the new owner
 // knows it), and so does any infrastructure error shorter than the TTL:
 // Acquire retries them.
+//
+// A grant's answer says how long the lease has left, not how long the
+// answer took to arrive, so the lease counts from the start of the call
+// that got it. When that leaves less than three quarters of the TTL (the
+// call had been parked a while, or the answer was slow), Acquire renews
+// the lease before it returns (one round trip more); if the renewal finds
+// it gone, or fails and the lease's time is up by this count, Acquire
+// waits again — it never returns a lease it cannot count on.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	r, at, err := s.b.await(ctx, waitOps{arrive: (*shard).SemAcquire, withdraw: (*shard).SemWithdraw}, req{N: int64(s.permits)})
-	if err != nil {
-		return nil, err
+	for {
+		r, at, err := s.b.await(ctx, waitOps{arrive: (*shard).SemAcquire, withdraw: (*shard).SemWithdraw}, req{N: int64(s.permits)})
+		if err != nil {
+			return nil, err
+		}
+		l := s.lease("", r, at)
+		if time.Until(l.Expires()) >= l.ttl*3/4 {
+			return l, nil
+		}
+		err = l.Renew(ctx)
+		switch {
+		case err == nil:
+			return l, nil
+		case !errors.Is(err, ErrLeaseLost) && time.Now().Before(l.Expires()):
+			return l, nil // not renewed, but still counted on (Do renews it)
+		}
+		if !errors.Is(err, ErrLeaseLost) {
+			// Its time is up by this count, though the owner may hold it
+			// still: give it back, for the next waiter's sake.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawWithin)
+			_ = l.Release(rctx)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 	}
-	return s.lease("", r, at), nil
 }
 
 func (s *Semaphore) lease(id string, r resp, at time.Time) *Lease {
@@ -115,10 +146,11 @@ func (l *Lease) Token() uint64 { return l.token }
 func (l *Lease) TTL() time.Duration { return l.ttl }
 
 // Expires returns when the lease ends unless renewed, as this process
-// estimates it: from the time the owner said was left, counted from when
-// the request that got it was sent (Renew, TryAcquire, an Acquire granted
-// at once) or, for a grant that came while Acquire was parked, from when
-// its answer arrived. The owner's clock decides; keep well inside it.
+// estimates it: from the time the owner said was left when it answered,
+// counted from when the request that got the answer was sent (Renew,
+// TryAcquire, Acquire, which renews a grant that leaves it less than three
+// quarters of the TTL), so never later than the owner's own. The owner's
+// clock decides; keep well inside it.
 func (l *Lease) Expires() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()

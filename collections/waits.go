@@ -306,8 +306,10 @@ func newWaiterID() string {
 
 // await runs the waiting protocol for a single-owner collection: it
 // arrives with q, parks until granted, and withdraws when ctx ends. It
-// returns the granting response and when the lease time it reports
-// (resp.Expires) started counting, as this process can tell.
+// returns the granting response and a time no later than when the lease
+// time it reports (resp.Expires) started counting on the owner: the start
+// of the call that got it, which for a parked call can be long before the
+// grant (parkAt's bound).
 func (b *base) await(ctx context.Context, ops waitOps, q req) (resp, time.Time, error) {
 	q.Waiter, q.TTL, q.Wait = newWaiterID(), int64(b.opt.ttl), true
 	var pause backoff
@@ -315,10 +317,16 @@ func (b *base) await(ctx context.Context, ops waitOps, q req) (resp, time.Time, 
 	for {
 		var r resp
 		var err error
+		// The time left that a grant reports is the owner's when it
+		// answered, after the call began: counted from the call's start
+		// it never outlasts the owner's. Counted from the answer's
+		// arrival, as it was, a delayed answer (a slow link, a cut
+		// healing) stretched the holder's estimate past the owner's by
+		// the delay, while the owner granted the permit to the next
+		// waiter.
 		sent := time.Now()
 		if parkedNow {
 			r, err = b.parkAt(ctx, q)
-			sent = time.Now() // the grant may be older than the call: count from its answer
 		} else {
 			r, err = b.send(ctx, ops.arrive, q)
 		}

@@ -73,7 +73,8 @@ type Config struct {
 	SeenTTL time.Duration
 	// LeaveLinger is how long Agent.Leave keeps the node running after it
 	// announced LEFT, answering grafts for the LEFT record, before it closes
-	// the transport. Zero means 2 × GraftTimeout.
+	// the transport. Zero means 2 × GraftTimeout. A node with no other
+	// live or suspected member does not linger.
 	LeaveLinger time.Duration
 	// MaxTableSize bounds the member table: its records (tombstones
 	// included) plus the second-hand records waiting for an admission

@@ -273,7 +273,8 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 
 // Leave departs gracefully: the LEFT record goes to the neighbours (who
 // spread it without any suspicion), the node lingers Config.LeaveLinger
-// answering grafts for it, then the agent closes.
+// answering grafts for it, then the agent closes. A node whose table
+// holds no other live or suspected member closes at once.
 //
 // Cancelling ctx cuts the linger short, not the announcement: the LEFT
 // record goes out first however early ctx is cancelled, unless ctx's
@@ -288,6 +289,9 @@ func (a *Agent) Leave(ctx context.Context) error {
 	if err := a.do(actx, func() { a.carry(a.node.Leave(a.clock())) }); err != nil {
 		return err
 	}
+	if a.alone() {
+		return a.Close() // nobody to answer grafts for
+	}
 	linger := time.NewTimer(a.linger)
 	defer linger.Stop()
 	select {
@@ -295,6 +299,18 @@ func (a *Agent) Leave(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return a.Close()
+}
+
+// alone reports whether the member table holds no other member that is
+// alive or suspected: nobody who could still ask for a record.
+func (a *Agent) alone() bool {
+	self := a.Self().ID
+	for _, m := range a.Members() {
+		if m.ID != self && (m.Status == Alive || m.Status == Suspect) {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops the agent without a goodbye (the others will suspect it and

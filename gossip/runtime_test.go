@@ -202,3 +202,31 @@ func TestLeaveAnnouncesThoughItsLingerIsCutShort(t *testing.T) {
 		waitFor(t, 5*time.Second, "leaver LEFT for the other", func() bool { return c.allSee(1, isStatus(Left), 1) })
 	}
 }
+
+// A node with nobody left to tell (every other member gone, or none ever
+// there) has nobody to answer grafts for its LEFT record: Leave closes at
+// once instead of lingering Config.LeaveLinger for nothing.
+func TestALoneNodeLeavesWithoutLingering(t *testing.T) {
+	net := NewMemNetwork(1)
+	tr, err := net.Transport("m0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.LeaveLinger = time.Hour
+	a, err := Start(Peer{ID: NodeID{1}, Addr: "m0"}, cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	left := make(chan error, 1)
+	go func() { left <- a.Leave(context.Background()) }()
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Fatalf("Leave: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a node alone still lingers after its LEFT (Config.LeaveLinger 1 h)")
+	}
+}

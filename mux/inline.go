@@ -99,11 +99,7 @@ func (s *Session) runInline(job task, held bool) bool {
 	}
 	rd.watch.word.Store(mine)
 	n.inline.Add(1)
-	if !n.watching.Load() && n.watching.CompareAndSwap(false, true) {
-		if !n.goTracked(n.watchInline) {
-			n.watching.Store(false)
-		}
-	}
+	n.watchReaders()
 	job.run()
 	n.inline.Add(-1)
 	lent := mine&^stateMask | readerLent
@@ -173,9 +169,13 @@ func (n *Node) watchInline() {
 			return
 		case <-t.C:
 		}
-		if n.inline.Load() > 0 {
+		n.watchTicks.Add(1)
+		// A request whose reader was replaced (or lent) may run on for
+		// long — a call waiting for a quorum that is down, on the network
+		// or a timer — but nobody waits for its connection's reading any
+		// more: it is no reason to tick.
+		if n.inline.Load() > 0 && n.replaceStuckReaders() {
 			quiet = 0
-			n.replaceStuckReaders()
 			continue
 		}
 		if quiet++; quiet < 4 {
@@ -184,15 +184,39 @@ func (n *Node) watchInline() {
 		// Stop, unless a reader started a request between the check and
 		// the flag (it saw the flag still set).
 		n.watching.Store(false)
-		if n.inline.Load() == 0 || !n.watching.CompareAndSwap(false, true) {
+		if n.inline.Load() == 0 || !n.anyInline() || !n.watching.CompareAndSwap(false, true) {
 			return
 		}
 	}
 }
 
+// watchReaders starts the watchdog unless it runs: call it after a
+// reader's state word becomes readerInline.
+func (n *Node) watchReaders() {
+	if !n.watching.Load() && n.watching.CompareAndSwap(false, true) {
+		if !n.goTracked(n.watchInline) {
+			n.watching.Store(false)
+		}
+	}
+}
+
+// anyInline reports whether some session's reader runs a request itself.
+func (n *Node) anyInline() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for s := range n.all {
+		if s.rd.watch.word.Load()&stateMask == readerInline {
+			return true
+		}
+	}
+	return false
+}
+
 // replaceStuckReaders starts a new reader for each session whose reader
-// is still running the request it was running at the previous tick.
-func (n *Node) replaceStuckReaders() {
+// is still running the request it was running at the previous tick, and
+// reports whether a reader still runs one it has not been replaced on (a
+// request that started since).
+func (n *Node) replaceStuckReaders() (inline bool) {
 	n.mu.Lock()
 	sessions := make([]*Session, 0, len(n.all))
 	for s := range n.all {
@@ -204,12 +228,16 @@ func (n *Node) replaceStuckReaders() {
 		cur := w.word.Load()
 		if cur&stateMask != readerInline || cur != w.seen {
 			w.seen = cur // new since the last tick: give it a period
+			inline = inline || cur&stateMask == readerInline
 			continue
 		}
 		if s.takeOver(cur) {
 			n.takeovers[takeoverStuck].Add(1)
+		} else {
+			inline = true // it changed meanwhile: look again next tick
 		}
 	}
+	return inline
 }
 
 // Why a reader was replaced (Node.takeovers counts each).

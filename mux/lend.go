@@ -116,6 +116,7 @@ func (s *Session) lend(word uint64, wake <-chan struct{}, max time.Duration) boo
 	// Back to the request's state: its reader goes on reading once the
 	// request ends, and HandOff and the watchdog work as before.
 	rd.watch.word.Store(word)
+	s.node.watchReaders() // it may have stopped while no reader ran a request
 	return ready
 }
 

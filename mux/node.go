@@ -77,6 +77,7 @@ type Node struct {
 	watching      atomic.Bool     // the inline watchdog runs (inline.go)
 	inline        atomic.Int32    // readers running a request themselves
 	takeovers     [2]atomic.Int64 // readers replaced, by reason (inline.go)
+	watchTicks    atomic.Int64    // the inline watchdog's ticks (inline.go; tests read it)
 	mu            sync.Mutex
 	closed        bool
 	live          map[NodeID]*Session

@@ -84,6 +84,13 @@ func TestClientsCannotTakeTheMembersRoom(t *testing.T) {
 			_, _, err := dialFrom(t, m.client(testConfig(13)), addr, "127.0.0.3")
 			wantTooManyClients(t, "a fourth client", err)
 			if m.name == "secret" {
+				// The fourth client's slot back first: with MaxInboundConns
+				// 4, a dial while it is still held would be shed before its
+				// handshake, not refused a client's room.
+				waitFor(t, 5*time.Second, "the fourth client's slot back", func() bool {
+					conns, _, _ := roomCounts(srv)
+					return conns == 3
+				})
 				// The cluster secret announcing RoleClient: a client still.
 				c := withSecret(testConfig(14), memberSecret)
 				c.Role = RoleClient

@@ -20,13 +20,7 @@ import (
 // created inside a synctest bubble must never be touched outside it (the
 // runtime aborts), so the bubble runs in a child process of its own.
 func TestKeepaliveDefaultsInFakeTime(t *testing.T) {
-	if os.Getenv(fakeTimeChild) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKeepaliveDefaultsInFakeTime$", "-test.count=1")
-		cmd.Env = append(os.Environ(), fakeTimeChild+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child process: %v\n%s", err, out)
-		}
+	if inParent(t) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -68,3 +62,61 @@ func TestKeepaliveDefaultsInFakeTime(t *testing.T) {
 }
 
 const fakeTimeChild = "MUX_SYNCTEST_CHILD"
+
+// inParent runs t's test again in a child process of its own, where its
+// bubble may create yamux's pooled timers, and reports true (t is done)
+// unless this process is that child.
+func inParent(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(fakeTimeChild) != "" {
+		return false
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fakeTimeChild+"=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child process: %v\n%s", err, out)
+	}
+	return true
+}
+
+// TestAReplacedReaderStopsTheWatchdog: a request that runs on its
+// connection's reader and then waits for long, without handing the
+// reading on (a call waiting for a quorum that is down, say), is replaced
+// as the reader within two watchdog periods; the watchdog then has no
+// reader left to watch and stops, though the request runs on. It ticked
+// every millisecond for as long as the request ran (10,000 ticks in the
+// 10 s here): on a fake clock, a simulated cluster whose calls waited on
+// replication timeouts spent a seventh of its CPU on it.
+func TestAReplacedReaderStopsTheWatchdog(t *testing.T) {
+	if inParent(t) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, err := New(testConfig(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(testConfig(2))
+		b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			time.Sleep(10 * time.Second) // waits without HandOff
+			return p, nil
+		})
+		c1, c2 := net.Pipe()
+		go b.Accept(context.Background(), c2)
+		sa, err := a.DialConn(context.Background(), c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := sa.Request(context.Background(), LaneMessage, []byte("slow")); err != nil || string(out) != "slow" {
+			t.Fatalf("the slow request: %q, %v", out, err)
+		}
+		if stuck := b.takeovers[takeoverStuck].Load(); stuck != 1 {
+			t.Fatalf("the watchdog replaced %d readers, want the slow request's", stuck)
+		}
+		if ticks := b.watchTicks.Load(); ticks > 100 {
+			t.Fatalf("the watchdog ticked %d times while the replaced request waited 10 s", ticks)
+		}
+		a.Close()
+		b.Close()
+	})
+}

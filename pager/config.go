@@ -16,7 +16,7 @@ type Config struct {
 }
 
 // Default limits, matching casty's: mux's message cap (mux.Config.MaxMessage)
-// and casty's replication batch (casty.Config.ReplicationBatch).
+// and casty's replication batch (casty.Config.Replication.Batch).
 const (
 	DefaultMaxPageSize = 4 << 20   // bytes: the transport's message cap
 	DefaultBatchSize   = 256 << 10 // bytes: the replication batch

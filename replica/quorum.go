@@ -3,13 +3,14 @@ package replica
 // Quorums of one key's replica set. A replica set holds n members (the
 // configured replica count R, capped by the members placed); a write needs
 // w acknowledgements with w counted against R, never against n, so a
-// member that sees fewer replicas cannot lower its own bar. A read — the
-// prepare of an activation, the confirm of Read(Majority) — needs
+// member that sees fewer replicas cannot lower its own bar. A sync needs
 // ReadQuorum(n, w) = n - w + 1 answers, the smallest count that meets every
-// write quorum of the same set in at least one member.
+// write quorum of the same set in at least one member; an owner's prepare
+// and a Read(Majority)'s confirm need OwnerQuorumOf, which meets the sync
+// quorums too.
 
-// ReadQuorum returns the answers a prepare or a confirm needs so that it
-// intersects every write quorum of size w in a set of n members. It is at
+// ReadQuorum returns the smallest count of answers that intersects every
+// write quorum of size w in a set of n members. It is at
 // least 1 and at most n.
 func ReadQuorum(n, w int) int {
 	q := n - w + 1
@@ -20,6 +21,21 @@ func ReadQuorum(n, w int) int {
 		q = n
 	}
 	return q
+}
+
+// OwnerQuorumOf is the answers an owner's prepare and a Read(Majority)'s
+// confirm need in a set of n members of a kind with r replicas and w
+// acknowledgements a write: the read quorum, and never fewer than w,
+// capped at n. An owner's quorum must meet every sync quorum (SyncNeed,
+// the read quorum) of its set, or an owner cut off with too few others
+// could activate or confirm a state that the next placement's set, synced
+// from the others, has overwritten since: with Write(All) the read quorum
+// is one, the owner's own copy (SPEC.md, "Safety", case 4). Two quorums of
+// a set meet when they sum past n; SyncNeed is n - w + 1, so w suffice.
+// For a majority w it is the read quorum itself; Write(All) prepares and
+// confirms on every replica, as it writes.
+func OwnerQuorumOf(n, r, w int) int {
+	return min(n, max(ReadQuorumOf(n, r, w), w))
 }
 
 // Reachable reports whether a quorum of need answers can still be met by a

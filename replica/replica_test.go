@@ -397,8 +397,16 @@ func TestReadQuorumIntersectsEveryWriteQuorum(t *testing.T) {
 			}
 			// A sync must meet every write quorum, and leave too few
 			// members unheard to form one under the old placement.
-			if need := SyncNeed(n, w); need < q || n-need >= w || need > n {
+			need := SyncNeed(n, w)
+			if need < q || n-need >= w || need > n {
 				t.Fatalf("n=%d w=%d: sync need %d", n, w, need)
+			}
+			// An owner's prepare and confirm meet every write quorum and
+			// every sync quorum of the set: an owner left behind by a
+			// placement change cannot activate or confirm without
+			// hearing of it (with Write(All) the read quorum alone is one).
+			if o := OwnerQuorumOf(n, n, w); o < q || o+need <= n || o > n {
+				t.Fatalf("n=%d w=%d: owner quorum %d, sync need %d", n, w, o, need)
 			}
 		}
 	}
@@ -577,7 +585,11 @@ func TestLateFullSetOfAnEarlierCommitDoesNotTakeTheCopyBack(t *testing.T) {
 // TestLinearizableWithWholeSetWrites, seed 205).
 func TestOwnerServesTheQuorumsStateNotItsUnvotedOrphan(t *testing.T) {
 	point := func(_, key string) uint64 { return 2 }
-	members := ids(2)
+	// Three members, two acknowledgements a write: the other two are the
+	// prepare's quorum. (Seed 205 ran Replicas(2), Write(Majority), whose
+	// owner's quorum was then its one other member; it is both now,
+	// OwnerQuorumOf, so an unsynced owner there cannot activate at all.)
+	members := ids(3)
 	c := cluster{}
 	for _, id := range members {
 		c[id] = NewReplica(point)

@@ -19,7 +19,7 @@ type Set struct {
 	// configured replica count R (not against len(Members)).
 	W int
 	// R is the configured replica count; zero means len(Members). Reads
-	// (prepares, confirms) need ReadQuorumOf(len(Members), R, W) answers.
+	// (prepares, confirms) need OwnerQuorumOf(len(Members), R, W) answers.
 	R int
 	// Batch bounds the bytes of one message part (default
 	// pager.DefaultBatchSize).
@@ -115,7 +115,7 @@ type Session struct {
 	set       Set
 	local     *Replica
 	ballot    Ballot
-	q         int
+	q         int   // a prepare's and a confirm's quorum (OwnerQuorumOf)
 	confirmN  int   // the running confirm round's number, carried in Part and echoed
 	state     State // adopted, then committed
 
@@ -185,7 +185,7 @@ func NewSession(kind, key string, set Set, local *Replica, ballot Ballot) *Sessi
 		set.Batch = pager.DefaultBatchSize
 	}
 	return &Session{kind: kind, key: key, set: set, local: local, ballot: ballot,
-		q: ReadQuorumOf(len(set.Members), set.R, set.W)}
+		q: OwnerQuorumOf(len(set.Members), set.R, set.W)}
 }
 
 // Ballot returns the session's ballot.

@@ -40,26 +40,33 @@ const liteNode = maxMembers
 // most 1 s, a replication round or a connect gives up after 2 s or 1 s,
 // and a member lost to a failure (or a seed, while none is live) is
 // contacted again every second once its record expired
-// (MemberReconnectInterval). RemoveDeadAfter keeps casty's default of
+// (Membership.ReconnectInterval). RemoveDeadAfter keeps casty's default of
 // 30 s, so a crashed or partitioned member keeps its replica slots for
 // the length of a test.
 func TestConfig() casty.Config {
 	return casty.Config{
-		SuspicionTimeout:    time.Second,
-		ShuffleInterval:     time.Second,
-		AntiEntropyInterval: time.Second,
-		JoinTimeout:         10 * time.Second,
-		KeepAliveInterval:   250 * time.Millisecond,
-		KeepAliveTimeout:    time.Second,
-		ConnectTimeout:      time.Second,
-		HandshakeTimeout:    2 * time.Second,
-		ReconnectMax:        time.Second,
-		DrainTimeout:        2 * time.Second,
-		HandoffTimeout:      2 * time.Second,
-		ReplicationTimeout:  2 * time.Second,
-		CallTimeout:         5 * time.Second,
-
-		MemberReconnectInterval: time.Second,
+		Actors: casty.ActorConfig{
+			DrainTimeout: 2 * time.Second,
+			CallTimeout:  5 * time.Second,
+		},
+		Replication: casty.ReplicationConfig{
+			HandoffTimeout: 2 * time.Second,
+			Timeout:        2 * time.Second,
+		},
+		Transport: casty.TransportConfig{
+			KeepAliveInterval: 250 * time.Millisecond,
+			KeepAliveTimeout:  time.Second,
+			ConnectTimeout:    time.Second,
+			HandshakeTimeout:  2 * time.Second,
+			ReconnectMax:      time.Second,
+		},
+		Membership: casty.MembershipConfig{
+			SuspicionTimeout:    time.Second,
+			ShuffleInterval:     time.Second,
+			AntiEntropyInterval: time.Second,
+			JoinTimeout:         10 * time.Second,
+			ReconnectInterval:   time.Second,
+		},
 	}
 }
 
@@ -108,7 +115,8 @@ func Seed(seed int64) ClusterOption {
 // MemberOptions adds casty options to every member and to the lite
 // member, after the cluster's own (TestConfig, a logger that discards
 // unless CASTY_TEST_LOGS is set). Seeds and addresses are the cluster's
-// to choose.
+// to choose, and so are the network and the clock: the cluster's own
+// casty.WithNetwork and casty.WithClock (Skew) come after these.
 func MemberOptions(opts ...casty.Option) ClusterOption {
 	return func(o *clusterOptions) { o.member = append(o.member, opts...) }
 }
@@ -223,18 +231,21 @@ func quietLogs() casty.Option {
 	return casty.WithLogger(slog.New(slog.DiscardHandler))
 }
 
-// member returns the options that put node i on the test network with its
-// (possibly skewed) clock, its node ID and its gossip's and mux's random
-// choices drawn from the cluster's seed, the node's index and how many
-// times a node started in its slot.
-func (c *Cluster) member(i int, sl *slot) casty.Option {
+// member returns the options that put node i on the test network
+// (casty.WithNetwork) with its (possibly skewed) clock (casty.WithClock),
+// its node ID and its gossip's and mux's random choices drawn from the
+// cluster's seed, the node's index and how many times a node started in
+// its slot.
+func (c *Cluster) member(i int, sl *slot) []casty.Option {
 	m := &seam.Member{
-		Network:  endpoint{nw: c.nw, self: i},
-		Physical: func() int64 { return time.Now().Add(time.Duration(sl.skew.Load())).UnixMilli() },
-		Rand:     rand.New(rand.NewPCG(uint64(c.seed), uint64(i)<<32|sl.starts.Add(1))),
-		Mutant:   c.mutant,
+		Rand:   rand.New(rand.NewPCG(uint64(c.seed), uint64(i)<<32|sl.starts.Add(1))),
+		Mutant: c.mutant,
 	}
-	return seam.Option(m).(casty.Option)
+	return []casty.Option{
+		casty.WithNetwork(endpoint{nw: c.nw, self: i}),
+		casty.WithClock(func() time.Time { return time.Now().Add(time.Duration(sl.skew.Load())) }),
+		seam.Option(m).(casty.Option),
+	}
 }
 
 // start starts full member i at its address, joining through seeds.
@@ -244,7 +255,8 @@ func (c *Cluster) start(i int, seeds []string) (*casty.System, error) {
 	c.mu.Lock()
 	sl := c.members[i]
 	c.mu.Unlock()
-	opts := append(slices.Clone(c.opts), casty.Seeds(seeds...), c.member(i, sl))
+	opts := append(slices.Clone(c.opts), casty.Seeds(seeds...))
+	opts = append(opts, c.member(i, sl)...)
 	return casty.Start(ctx, addrOf(i), opts...)
 }
 
@@ -380,7 +392,7 @@ func (c *Cluster) Lite() *casty.System {
 	sl := &slot{}
 	ctx, cancel := context.WithTimeout(context.Background(), c.within)
 	defer cancel()
-	opts := append(slices.Clone(c.opts), c.member(liteNode, sl))
+	opts := append(slices.Clone(c.opts), c.member(liteNode, sl)...)
 	sys, err := casty.Connect(ctx, seeds, opts...)
 	if err != nil {
 		c.t.Fatalf("castytest: start the lite member: %v (seed %d)", err, c.seed)
@@ -496,7 +508,7 @@ func (c *Cluster) Join() int {
 	// A paused seed accepts the connection and never answers: a newcomer
 	// whose gossip JOIN went there is admitted only once it tries another
 	// seed, seconds later — at times not before Start gives up
-	// (Config.JoinTimeout).
+	// (Config.Membership.JoinTimeout).
 	var seeds []string
 	c.mu.Lock()
 	for j, sl := range c.members {
@@ -634,7 +646,7 @@ func (c *Cluster) Duplicate(i, j int, p float64) {
 }
 
 // Skew sets member i's clock offset: its replication HLC reads the wall
-// clock plus d (d may be negative). Within Config.MaxClockDrift its
+// clock plus d (d may be negative). Within Config.Replication.MaxClockDrift its
 // timestamps lead or lag and the HLC orders them anyway; further ahead,
 // the others refuse its replication requests. The skew
 // survives Restart; it does not move timers or timeouts.

@@ -68,9 +68,11 @@
 // NewCluster(t, n) starts n full members of a Casty cluster in the test's
 // process and returns once each sees all n and has settled the placement
 // of replicated kinds (about 90 ms for five; BENCHMARKS.md). They run the
-// real casty, mux and gossip code; only the network is the package's own:
-// connections are in-memory byte streams between fixed loopback addresses
-// (member i at 127.77.0.i+1:7000), on which no socket is opened. Member(i)
+// real casty, mux and gossip code; only the network is the package's own,
+// given to each member with casty.WithNetwork (and its clock, which Skew
+// moves, with casty.WithClock: docs/guide.md, "Custom networks and
+// clocks"): connections are in-memory byte streams between fixed loopback
+// addresses (member i at 127.77.0.i+1:7000), on which no socket is opened. Member(i)
 // is member i's *casty.System, Lite() a lite member (casty.Connect) on the
 // same network, started on first use, whose index in the link methods is
 // N(). Join() starts one more full member, a newcomer, and returns its
@@ -117,8 +119,8 @@
 //     same address, started at once; the others suspect the old identity
 //     when the new one answers at its address (gossip/SPEC.md, failure
 //     detection).
-//   - Skew(i, d): member i's replication clock (its HLC, hlc.Config.Physical)
-//     reads the wall clock plus d. Within Config.MaxClockDrift (500 ms by
+//   - Skew(i, d): member i's replication clock (casty.WithClock: its HLC's
+//     physical clock) reads the wall clock plus d. Within Config.Replication.MaxClockDrift (500 ms by
 //     default) the HLC orders its stamps after every stamp it has seen;
 //     further ahead, the others refuse its replication requests. Timers and
 //     timeouts keep the real clock. SkewedClock(d) is the same skew as a

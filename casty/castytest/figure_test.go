@@ -39,7 +39,10 @@ func TestClusterStartStopTime(t *testing.T) {
 	}
 	t.Logf("5-member cluster, %d trials: start+stop p50 %v, p90 %v, max %v (start alone p50 %v)",
 		trials, pct(took, 0.5), pct(took, 0.9), took[len(took)-1].Round(100*time.Microsecond), pct(started, 0.5))
-	if pct(took, 0.5) >= time.Second && !raceDetector {
+	// A duration on the real clock is a figure, not a test: the goal is
+	// checked only when the figures are taken (CASTY_FIGURES, a quiet
+	// machine), never in the ordinary run a loaded machine shares.
+	if os.Getenv("CASTY_FIGURES") != "" && pct(took, 0.5) >= time.Second && !raceDetector {
 		t.Errorf("median start+stop of 5 members %v, over the 1 s goal", pct(took, 0.5))
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/casty-go/casty/internal/wait"
 )
 
-// Faults held longer than Config.RemoveDeadAfter: the placement changes
+// Faults held longer than Config.Replication.RemoveDeadAfter: the placement changes
 // only by agreement (replica/SPEC.md, "Placement by agreement"), so a
 // side without a majority of the placement removes no one, a member
 // removed while cut off hands its copies over when it is back and joins
@@ -26,7 +26,7 @@ const removeAfter = 3 * time.Second
 
 func removeFast() castytest.ClusterOption {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = removeAfter
+	cfg.Replication.RemoveDeadAfter = removeAfter
 	return castytest.MemberOptions(casty.WithConfig(cfg))
 }
 

@@ -334,7 +334,7 @@ func heldRun(t *testing.T, d time.Duration, nemesis string, logged *regexp.Regex
 	if strings.Contains(out, "nemesis skipped") {
 		t.Skip("iptables unavailable: " + lastLine(out))
 	}
-	if !strings.Contains(out, "faults held 4s..6s; members remove a member a majority saw dead for RemoveDeadAfter 3s") {
+	if !strings.Contains(out, "faults held 4s..6s; members remove a member a majority saw dead for Replication.RemoveDeadAfter 3s") {
 		t.Fatalf("the run does not print its hold and RemoveDeadAfter:\n%s", out)
 	}
 	if !logged.MatchString(out) {

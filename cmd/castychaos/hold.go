@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// removeDeadAfter is the members' Config.RemoveDeadAfter: how long a
+// removeDeadAfter is the members' Config.Replication.RemoveDeadAfter: how long a
 // majority must have seen a member dead before the placement of
 // replicated kinds drops it. Short, so a fault held a few seconds longer
 // (-hold) outlasts it and the member is removed while down or cut off.
@@ -47,7 +47,7 @@ func (h *holdRange) Set(s string) error {
 	case b < a:
 		return fmt.Errorf("hold %s: the upper bound is below the lower", s)
 	case b > maxHoldFactor*removeDeadAfter:
-		return fmt.Errorf("hold %s: at most %s (%d × RemoveDeadAfter %s)", s, maxHoldFactor*removeDeadAfter, maxHoldFactor, removeDeadAfter)
+		return fmt.Errorf("hold %s: at most %s (%d × Replication.RemoveDeadAfter %s)", s, maxHoldFactor*removeDeadAfter, maxHoldFactor, removeDeadAfter)
 	}
 	h.min, h.max = a, b
 	return nil

@@ -67,7 +67,10 @@
 // Nemeses (-nemesis, comma-separated, default all; "none" for none):
 //
 //   - kill: SIGKILL a member, restart it (a new node identity) after the
-//     hold.
+//     hold. The next kill waits until the members report every copy
+//     re-replicated (a second crash before that would be a double
+//     failure, beyond what Replicas(3) survives without AcceptLoss); a
+//     round that would kill sooner logs "kill deferred".
 //   - pause: SIGSTOP a member, SIGCONT after the hold.
 //   - partition: cut 1 to a minority of members off the other members,
 //     both ways; the lite member (the clients) keeps reaching both sides.

@@ -25,18 +25,26 @@ import (
 // of replicated kinds once a fault is held past removeDeadAfter.
 func clusterConfig() casty.Config {
 	return casty.Config{
-		SuspicionTimeout:    time.Second,
-		ShuffleInterval:     time.Second,
-		AntiEntropyInterval: 2 * time.Second,
-		JoinTimeout:         5 * time.Second,
-		KeepAliveInterval:   250 * time.Millisecond,
-		KeepAliveTimeout:    750 * time.Millisecond,
-		ConnectTimeout:      time.Second,
-		ReconnectMin:        50 * time.Millisecond,
-		ReconnectMax:        time.Second,
-		DrainTimeout:        2 * time.Second,
-		CallTimeout:         2 * time.Second,
-		RemoveDeadAfter:     removeDeadAfter,
+		Actors: casty.ActorConfig{
+			DrainTimeout: 2 * time.Second,
+			CallTimeout:  2 * time.Second,
+		},
+		Replication: casty.ReplicationConfig{
+			RemoveDeadAfter: removeDeadAfter,
+		},
+		Transport: casty.TransportConfig{
+			KeepAliveInterval: 250 * time.Millisecond,
+			KeepAliveTimeout:  750 * time.Millisecond,
+			ConnectTimeout:    time.Second,
+			ReconnectMin:      50 * time.Millisecond,
+			ReconnectMax:      time.Second,
+		},
+		Membership: casty.MembershipConfig{
+			SuspicionTimeout:    time.Second,
+			ShuffleInterval:     time.Second,
+			AntiEntropyInterval: 2 * time.Second,
+			JoinTimeout:         5 * time.Second,
+		},
 	}
 }
 
@@ -54,7 +62,7 @@ func member(args []string, stderr io.Writer) int {
 	cluster := fs.String("cluster", "castychaos", "cluster name")
 	verbose := fs.Bool("v", false, "log to stderr")
 	skew := fs.Duration("skew", 0, "offset of the replication clock from the wall clock (may be negative)")
-	maxDrift := fs.Duration("max-drift", 0, "Config.MaxClockDrift (0: casty's default)")
+	maxDrift := fs.Duration("max-drift", 0, "Config.Replication.MaxClockDrift (0: casty's default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,7 +76,7 @@ func member(args []string, stderr io.Writer) int {
 		seedList = strings.Split(*seeds, ",")
 	}
 	cfg := clusterConfig()
-	cfg.MaxClockDrift = *maxDrift
+	cfg.Replication.MaxClockDrift = *maxDrift
 	opts := []casty.Option{casty.WithConfig(cfg), casty.Seeds(seedList...),
 		casty.ClusterName(*cluster), casty.WithLogger(logger)}
 	if *skew != 0 {

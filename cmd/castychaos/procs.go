@@ -51,7 +51,7 @@ type procs struct {
 	verbose  bool
 	logDir   string
 	members  []*proc
-	// maxDrift, when set, is each member's Config.MaxClockDrift: the
+	// maxDrift, when set, is each member's Config.Replication.MaxClockDrift: the
 	// skews the controller draws stay within it.
 	maxDrift time.Duration
 }

@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.maxOps, "max-ops", 20000, "operations per workload, at most")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between faults")
 	o.hold = defaultHold
-	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a `range` min..max drawn from uniformly, or one duration; up to %d × the members' RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
+	fs.Var(&o.hold, "hold", fmt.Sprintf("how long each fault is held: a `range` min..max drawn from uniformly, or one duration; up to %d × the members' Replication.RemoveDeadAfter (%s), so a fault can outlast removal", maxHoldFactor, removeDeadAfter))
 	fs.IntVar(&o.regs, "registers", 4, "register and cregister workloads: registers each (porcupine checks each one's history on its own, so more registers keep a long run's history checkable)")
 	fs.StringVar(&o.workload, "workload", "all", "workloads: "+strings.Join(allWorkloads, ",")+", all (the first four) or collections (the last five)")
 	fs.Float64Var(&o.relay, "relay", 0.5, "register workload: share of operations sent through a member (the Relay service), whose calls replicas may answer early; the rest go from the lite member")
@@ -157,7 +157,7 @@ func chaos(o options, stdout io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stdout, "castychaos: %d members, replicas %d, %d clients per workload, workloads %s, nemesis %s, duration %s\n",
 		o.members, o.replicas, o.clients, strings.Join(workloads, ","), orNone(faults), o.duration)
-	fmt.Fprintf(stdout, "castychaos: faults held %s; members remove a member a majority saw dead for RemoveDeadAfter %s\n", &o.hold, removeDeadAfter)
+	fmt.Fprintf(stdout, "castychaos: faults held %s; members remove a member a majority saw dead for Replication.RemoveDeadAfter %s\n", &o.hold, removeDeadAfter)
 
 	// A hard bound on the whole run, and Ctrl-C or SIGTERM end it early;
 	// either way the deferred cleanup below runs.

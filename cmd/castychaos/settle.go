@@ -50,32 +50,11 @@ func settled(ctx context.Context, sys *casty.System, n, replicas int, keys []kin
 	}
 	var version uint64
 	if replicas > 1 {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		reports, err := sys.PlacementStatus(cctx)
-		cancel()
-		if err != nil {
-			return 0, fmt.Sprintf("PlacementStatus: %v", err)
+		v, missing := placementWhole(ctx, sys, n)
+		if missing != "" {
+			return 0, missing
 		}
-		if len(reports) != n {
-			return 0, fmt.Sprintf("%d members reported their placement, want %d", len(reports), n)
-		}
-		for i, r := range reports {
-			switch {
-			case r.Err != "":
-				return 0, fmt.Sprintf("member %s: %s", r.Member.Addr, r.Err)
-			case r.Placed != n:
-				return 0, fmt.Sprintf("member %s acts on placement version %d of %d members, want %d", r.Member.Addr, r.Version, r.Placed, n)
-			case r.Syncing && len(r.Waiting) > 0:
-				return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for removed members %v", r.Member.Addr, r.Version, r.Waiting)
-			case r.Syncing:
-				return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for no removed member", r.Member.Addr, r.Version)
-			case len(r.Waiting) > 0:
-				return 0, fmt.Sprintf("member %s has syncs waiting for removed members %v", r.Member.Addr, r.Waiting)
-			case i > 0 && r.Version != version:
-				return 0, fmt.Sprintf("members act on placement versions %d and %d", version, r.Version)
-			}
-			version = r.Version
-		}
+		version = v
 	}
 	want := min(replicas, n)
 	for _, kk := range keys {
@@ -95,6 +74,41 @@ func settled(ctx context.Context, sys *casty.System, n, replicas int, keys []kin
 		if err := w.probe(ctx); err != nil {
 			return 0, fmt.Sprintf("%s: %v", w.name(), err)
 		}
+	}
+	return version, ""
+}
+
+// placementWhole reports whether all n members report (PlacementStatus) the
+// same agreed placement version with all n placed, no range still syncing
+// and no sync waiting for a removed member: every copy is where the
+// placement puts it. It returns that version, or what is missing.
+func placementWhole(ctx context.Context, sys *casty.System, n int) (uint64, string) {
+	var version uint64
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	reports, err := sys.PlacementStatus(cctx)
+	cancel()
+	if err != nil {
+		return 0, fmt.Sprintf("PlacementStatus: %v", err)
+	}
+	if len(reports) != n {
+		return 0, fmt.Sprintf("%d members reported their placement, want %d", len(reports), n)
+	}
+	for i, r := range reports {
+		switch {
+		case r.Err != "":
+			return 0, fmt.Sprintf("member %s: %s", r.Member.Addr, r.Err)
+		case r.Placed != n:
+			return 0, fmt.Sprintf("member %s acts on placement version %d of %d members, want %d", r.Member.Addr, r.Version, r.Placed, n)
+		case r.Syncing && len(r.Waiting) > 0:
+			return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for removed members %v", r.Member.Addr, r.Version, r.Waiting)
+		case r.Syncing:
+			return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for no removed member", r.Member.Addr, r.Version)
+		case len(r.Waiting) > 0:
+			return 0, fmt.Sprintf("member %s has syncs waiting for removed members %v", r.Member.Addr, r.Waiting)
+		case i > 0 && r.Version != version:
+			return 0, fmt.Sprintf("members act on placement versions %d and %d", version, r.Version)
+		}
+		version = r.Version
 	}
 	return version, ""
 }

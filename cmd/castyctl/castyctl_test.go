@@ -59,9 +59,24 @@ var (
 
 func fastConfig() casty.Config {
 	return casty.Config{
-		SuspicionTimeout: 500 * time.Millisecond, ShuffleInterval: time.Second, AntiEntropyInterval: time.Second,
-		JoinTimeout: 5 * time.Second, KeepAliveInterval: 200 * time.Millisecond, KeepAliveTimeout: 500 * time.Millisecond,
-		DrainTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, ReplicationTimeout: 2 * time.Second, RemoveDeadAfter: time.Hour,
+		Actors: casty.ActorConfig{
+			DrainTimeout: 5 * time.Second,
+			CallTimeout:  5 * time.Second,
+		},
+		Replication: casty.ReplicationConfig{
+			Timeout:         2 * time.Second,
+			RemoveDeadAfter: time.Hour,
+		},
+		Transport: casty.TransportConfig{
+			KeepAliveInterval: 200 * time.Millisecond,
+			KeepAliveTimeout:  500 * time.Millisecond,
+		},
+		Membership: casty.MembershipConfig{
+			SuspicionTimeout:    500 * time.Millisecond,
+			ShuffleInterval:     time.Second,
+			AntiEntropyInterval: time.Second,
+			JoinTimeout:         5 * time.Second,
+		},
 	}
 }
 
@@ -308,7 +323,7 @@ func TestCastyctlExitCodes(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	o := &options{seeds: "127.0.0.1:1", timeout: 500 * time.Millisecond, stdout: &stdout, stderr: &stderr,
-		connectOverrides: []casty.Option{casty.WithConfig(casty.Config{JoinTimeout: 500 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})}}
+		connectOverrides: []casty.Option{casty.WithConfig(casty.Config{Transport: casty.TransportConfig{ConnectTimeout: 200 * time.Millisecond}, Membership: casty.MembershipConfig{JoinTimeout: 500 * time.Millisecond}})}}
 	if code := o.run(context.Background(), []string{"members"}); code != exitUnreachable {
 		t.Errorf("unreachable seed: exit %d, want %d: %s", code, exitUnreachable, stderr.String())
 	}

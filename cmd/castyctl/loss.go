@@ -34,19 +34,19 @@ func (o *options) waiting(ctx context.Context, args []string) error {
 	if o.json {
 		return o.printJSON(rows)
 	}
-	t := newTable(o.stdout, "ADDRESS", "ID", "VERSION", "LOST", "KIND", "WAITING FOR")
+	t := newTable(o.stdout, "ADDRESS", "ID", "VERSION", "LOST", "KIND", "RANGES", "WAITING FOR")
 	waiting := map[string]bool{}
 	for _, r := range rows {
 		if r.Err != "" {
-			t.row(r.Member.Addr, r.Member.ID, "?", "?", "-", "error: "+r.Err)
+			t.row(r.Member.Addr, r.Member.ID, "?", "?", "-", "-", "error: "+r.Err)
 			continue
 		}
 		version, lost := fmt.Sprint(r.Version), fmt.Sprint(r.LostMembers)
 		if len(r.Waiting) == 0 {
-			t.row(r.Member.Addr, r.Member.ID, version, lost, "-", "-")
+			t.row(r.Member.Addr, r.Member.ID, version, lost, "-", "-", "-")
 		}
 		for _, w := range r.Waiting {
-			t.row(r.Member.Addr, r.Member.ID, version, lost, w.Kind, strings.Join(w.Members, ","))
+			t.row(r.Member.Addr, r.Member.ID, version, lost, w.Kind, fmt.Sprint(w.Ranges), strings.Join(w.Members, ","))
 			for _, id := range w.Members {
 				waiting[id] = true
 			}

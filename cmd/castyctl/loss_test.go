@@ -98,7 +98,7 @@ func ctlOn(t *testing.T, lite *casty.System, args ...string) (int, string, strin
 // again with nothing waiting.
 func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = 2 * time.Second
+	cfg.Replication.RemoveDeadAfter = 2 * time.Second
 	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))
 	lite := c.Lite()
 	ctx := context.Background()
@@ -125,7 +125,7 @@ func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 		c.Crash(i)
 	}
 	var out string
-	wait.For(t, cfg.RemoveDeadAfter+20*time.Second, "castyctl waiting to name both crashed members", func() bool {
+	wait.For(t, cfg.Replication.RemoveDeadAfter+20*time.Second, "castyctl waiting to name both crashed members", func() bool {
 		var code int
 		code, out, _ = ctlOn(t, lite, "waiting")
 		return code == exitOK && strings.Contains(out, Accounts.Name()) &&
@@ -170,7 +170,7 @@ func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 // table is a full member's.
 func TestCastyctlMembersShowsAMemberJustCrashedAsSuspect(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.SuspicionTimeout = time.Minute // suspect, not yet dead, for the whole test
+	cfg.Membership.SuspicionTimeout = time.Minute // suspect, not yet dead, for the whole test
 	c := castytest.NewCluster(t, 3, castytest.MemberOptions(casty.WithConfig(cfg)))
 	crashed := c.Member(2)
 	c.Crash(2)

@@ -218,7 +218,7 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(o.stderr, nil))
 	}
-	cfg := casty.Config{JoinTimeout: o.timeout, CallTimeout: o.timeout}
+	cfg := casty.Config{Actors: casty.ActorConfig{CallTimeout: o.timeout}, Membership: casty.MembershipConfig{JoinTimeout: o.timeout}}
 	opts := []casty.Option{casty.WithLogger(logger), casty.WithConfig(cfg)}
 	if o.cluster != "" {
 		opts = append(opts, casty.ClusterName(o.cluster))

@@ -43,7 +43,7 @@ func TestCastyctlMutualTLS(t *testing.T) {
 	} {
 		var stdout, stderr strings.Builder
 		o := &options{seeds: seed, timeout: time.Second, stdout: &stdout, stderr: &stderr,
-			connectOverrides: []casty.Option{casty.WithConfig(casty.Config{JoinTimeout: time.Second, ConnectTimeout: 500 * time.Millisecond})}}
+			connectOverrides: []casty.Option{casty.WithConfig(casty.Config{Transport: casty.TransportConfig{ConnectTimeout: 500 * time.Millisecond}, Membership: casty.MembershipConfig{JoinTimeout: time.Second}})}}
 		if code := o.run(context.Background(), args); code != exitUnreachable {
 			t.Errorf("%s: exit %d, want %d: %s", name, code, exitUnreachable, stderr.String())
 		}

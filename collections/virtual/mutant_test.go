@@ -1,6 +1,7 @@
 package virtual_test
 
 import (
+	"github.com/casty-go/casty/internal/procstat"
 	"os"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func mutantRun(mutant string) runConfig {
 // that fails go unchecked: the register's check (the last) is the one
 // that can take porcupine's whole CheckTimeout.
 func caught(t *testing.T, mutant string, seed int64, firstOnly bool) []string {
-	cpu0 := cpuTime()
+	cpu0 := procstat.Self()
 	run := runSeed(t, seed, mutantRun(mutant), workloads())
 	var failures []string
 	for _, l := range run.loads {
@@ -49,7 +50,7 @@ func caught(t *testing.T, mutant string, seed int64, firstOnly bool) []string {
 		}
 	}
 	t.Logf("seed %d: %d faults; settled: %v; %v virtual in %v CPU", seed, len(run.schedule.Faults), run.settled,
-		run.virtual.Round(time.Second), (cpuTime() - cpu0).Round(time.Millisecond))
+		run.virtual.Round(time.Second), (procstat.Self() - cpu0).Round(time.Millisecond))
 	return failures
 }
 

@@ -3,6 +3,7 @@ package virtual_test
 import (
 	"context"
 	"fmt"
+	"github.com/casty-go/casty/internal/procstat"
 	"os"
 	"strconv"
 	"strings"
@@ -16,7 +17,8 @@ import (
 )
 
 // Seeded fault schedules on virtual time, against the collections: five
-// members and a lite member, and clients of a Set, a Counter, a Register,
+// members with casty's default configuration (RemoveDeadAfter 10 s) and a
+// lite member, and clients of a Set, a Counter, a Register,
 // a Map, a Queue and a Lock on the lite member and on the members in
 // turn, while a
 // schedule crashes, pauses, stops, isolates, splits, one-way-cuts, slows,
@@ -27,10 +29,10 @@ import (
 // (workloads_test.go); a read that never answers fails the seed only if
 // the cluster settled (otherwise its ranges wait, by casty's rule, for
 // the copies of members removed as dead, and the write is left
-// unverified). A failure names the seed and how to replay it. CI runs a
-// few seeds;
-// CASTY_COLLECTION_SEEDS=N runs seeds 1 to N, CASTY_COLLECTION_SEED=S
-// replays seed S alone, CASTY_COLLECTION_LENGTH sets the schedule's length
+// unverified). A failure names the seed and how to replay it.
+// CASTY_COLLECTION_SEEDS=N runs N seeds from CASTY_COLLECTION_FIRST_SEED
+// (default 1), CASTY_COLLECTION_SEED=S replays seed S alone,
+// CASTY_COLLECTION_LENGTH sets the schedule's length
 // (default 3m of virtual time); CASTY_COLLECTION_VERBOSE=1 logs each step
 // of the schedule as it is applied, and CASTY_COLLECTION_WORKLOADS runs
 // only the workloads it names (workloads_test.go).
@@ -192,8 +194,8 @@ func runSeed(t *testing.T, seed int64, cfg runConfig, loads []workload) seedRun 
 	run := seedRun{loads: loads}
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		ccfg := castytest.TestConfig()
-		ccfg.RemoveDeadAfter = removeAfter
+		ccfg := casty.DefaultConfig()
+		ccfg.Replication.RemoveDeadAfter = removeAfter
 		opts := []castytest.ClusterOption{castytest.Seed(seed), castytest.MemberOptions(casty.WithConfig(ccfg))}
 		if cfg.mutant != "" {
 			opts = append(opts, castytest.Mutant(cfg.mutant))
@@ -251,12 +253,15 @@ func visPath(t *testing.T, l workload) string {
 	return strings.TrimSuffix(castytest.VisualizationPath(t), ".html") + "-" + l.name() + ".html"
 }
 
-// seeds lists the seeds TestCollectionsOnVirtualTime runs: 1 to
-// CASTY_COLLECTION_SEEDS (default 3), or CASTY_COLLECTION_SEED alone.
+// seeds lists the seeds TestCollectionsOnVirtualTime runs:
+// CASTY_COLLECTION_SEEDS of them (default 3) from CASTY_COLLECTION_FIRST_SEED
+// (default 1: shards of one soak run in parallel), or CASTY_COLLECTION_SEED
+// alone.
 func seeds() []int64 {
 	var out []int64
+	first := int64(envInt("CASTY_COLLECTION_FIRST_SEED", 1))
 	for i := range envInt("CASTY_COLLECTION_SEEDS", 3) {
-		out = append(out, int64(i+1))
+		out = append(out, first+int64(i))
 	}
 	if s := os.Getenv("CASTY_COLLECTION_SEED"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -283,9 +288,9 @@ func TestCollectionsOnVirtualTime(t *testing.T) {
 	all := seeds()
 	for _, seed := range all {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			cpu0 := cpuTime()
+			cpu0 := procstat.Self()
 			run := runSeed(t, seed, defaultRun(length), workloads())
-			cpu := cpuTime() - cpu0
+			cpu := procstat.Self() - cpu0
 			var failures []string
 			for _, l := range run.loads {
 				// Checked after the bubble: porcupine's CheckTimeout is

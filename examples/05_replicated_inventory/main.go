@@ -210,8 +210,8 @@ func demo(logger casty.Option) {
 	// 6. Cleanup: the lite member leaves, and the members still running are
 	// stopped gracefully and waited for. The last of them finds no majority
 	// to agree its leave with (the killed member keeps its place in the
-	// placement until Config.RemoveDeadAfter, 30 s), so it exits after
-	// Config.DrainTimeout, 10 s.
+	// placement until Config.Replication.RemoveDeadAfter, 30 s), so it exits after
+	// Config.Actors.DrainTimeout, 10 s.
 	fmt.Println("stopping the members; the last one waits 10 s for a majority to agree its leave")
 	lite.Close(ctx)
 	for _, c := range children {

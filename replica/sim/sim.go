@@ -94,7 +94,7 @@ type Config struct {
 	// Ops issued), and only while the placement keeps Replicas members.
 	Leaves int
 	// HandoffTimeout bounds a leaver's handoff (simulated ms; casty's
-	// Config.HandoffTimeout). Default 10000; negative: no handoff, the
+	// Config.Replication.HandoffTimeout). Default 10000; negative: no handoff, the
 	// leaver is gone the moment its removal is published.
 	HandoffTimeout int64
 	// LeaveWhilePaused makes every pause also start a leave (besides the
@@ -140,10 +140,6 @@ type Config struct {
 	// copies younger than the tombstone TTL: such a copy can be the only
 	// live one of an acknowledged write whose set moved on before syncing.
 	DropOnReentry bool
-	// EarlyAnswersUnchecked breaks that rule, to show the check finds it:
-	// the owner attaches the answer to the commit to the home whatever
-	// its write quorum needs, and the home answers on any acceptance.
-	EarlyAnswersUnchecked bool
 	// UnguardedKills kills members (Restarts, Crashes) at the times drawn
 	// even when a second death in a key's replica set, before the first
 	// was replaced and re-synced, exceeds what a write quorum survives
@@ -207,7 +203,7 @@ func (c *Config) defaults() {
 const (
 	latencyMin   = 1
 	latencyMax   = 8
-	roundTimeout = 300  // a session round's deadline (ReplicationTimeout)
+	roundTimeout = 300  // a session round's deadline (Replication.Timeout)
 	handoffPoll  = 20   // how often a leaver asks who has taken over
 	clientWait   = 1500 // a client gives up on an answer (ErrTimeout)
 	thinkMax     = 20   // pause between a client's operations
@@ -873,20 +869,11 @@ func (s *Sim) confirm(a *activation, req *request) []replica.Out {
 
 // answering returns the messages of req's round, built by build with the
 // answer tag for req's home to carry where the rule lets it
-// (CommitAnswering, ConfirmAnswering); EarlyAnswersUnchecked attaches it
-// to the message to the home regardless.
+// (CommitAnswering, ConfirmAnswering).
 func (s *Sim) answering(req *request, build func(home replica.NodeID, answer []byte) []replica.Out) []replica.Out {
 	home, answer := s.nodes[req.home].id, binary.BigEndian.AppendUint64(nil, req.id)
 	s.early[req.id] = req
-	outs := build(home, answer)
-	if s.cfg.EarlyAnswersUnchecked {
-		for _, o := range outs {
-			if o.To == home {
-				o.Msg.Answer = answer
-			}
-		}
-	}
-	return outs
+	return build(home, answer)
 }
 
 // answerEarly answers the request whose commit or confirm m is, when the
@@ -894,9 +881,6 @@ func (s *Sim) answering(req *request, build func(home replica.NodeID, answer []b
 // Config.EarlyReads).
 func (s *Sim) answerEarly(m, reply *replica.Msg) {
 	decides := replica.Decides(m, reply)
-	if s.cfg.EarlyAnswersUnchecked {
-		decides = reply.Status == replica.StatusOK
-	}
 	req := s.early[binary.BigEndian.Uint64(m.Answer)]
 	if !decides || req == nil || req.done {
 		return
@@ -1009,7 +993,7 @@ func (s *Sim) client(c int) {
 	}
 	s.reqs++
 	req := &request{in: in, client: c, call: s.now, home: -1, id: s.reqs}
-	if s.cfg.EarlyAnswers || s.cfg.EarlyAnswersUnchecked {
+	if s.cfg.EarlyAnswers {
 		// Mostly one of the key's replicas, where an early answer can
 		// happen; sometimes any member, gone or not.
 		req.home = s.rng.IntN(len(s.nodes))

@@ -23,7 +23,7 @@ import (
 // still reaches the cut owner, whose activation finds no read quorum and
 // refuses, so the lite member takes the call to the next replica —
 // within SuspicionTimeout + 2 s plus what a call's own retries take (two
-// ReplicationTimeouts), on the virtual clock. With CASTY_FIGURES=1 it
+// Replication.Timeouts), on the virtual clock. With CASTY_FIGURES=1 it
 // logs, per seed, when each side served the key first
 // (BENCHMARKS.md, "Failure detection").
 //
@@ -82,7 +82,7 @@ func bridgedTrial(t *testing.T, seed int64, silent bool) {
 		c.Partition([]int{0, 1}, []int{2, 3, 4})
 	}
 	start := time.Now()
-	bound := cfg.SuspicionTimeout + 2*time.Second + 2*cfg.ReplicationTimeout
+	bound := cfg.Membership.SuspicionTimeout + 2*time.Second + 2*cfg.Replication.Timeout
 	served := func(via *casty.System) time.Duration {
 		t.Helper()
 		for v := 2; ; v++ {

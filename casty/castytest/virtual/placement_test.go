@@ -57,7 +57,7 @@ func TestSkippedVersionsAreCaughtByTheirScenario(t *testing.T) {
 
 func missedVersionsTrial(t *testing.T, seed int64, stale func(format string, args ...any), opts ...castytest.ClusterOption) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = 10 * time.Minute // nobody is removed: C is paused through N's whole stay
+	cfg.Replication.RemoveDeadAfter = 10 * time.Minute // nobody is removed: C is paused through N's whole stay
 	opts = append([]castytest.ClusterOption{castytest.Seed(seed), castytest.MemberOptions(casty.WithConfig(cfg))}, opts...)
 	c := castytest.NewCluster(t, 3, opts...)
 	a, b, cc := 0, 1, 2

@@ -21,7 +21,7 @@ var ReadOneRegs = casty.Actor[Reg](casty.Name("castytest.virtual.ReadOneReg"), c
 func TestAnOwnerBackFromAPauseDoesNotServeStaleReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := castytest.TestConfig()
-		cfg.RemoveDeadAfter = time.Hour // nobody is removed: only the owner changes
+		cfg.Replication.RemoveDeadAfter = time.Hour // nobody is removed: only the owner changes
 		c := castytest.NewCluster(t, 3, castytest.Seed(1), castytest.MemberOptions(casty.WithConfig(cfg)))
 		ctx := context.Background()
 		lite := c.Lite()
@@ -96,7 +96,7 @@ func TestAnOwnerBackFromAPauseDoesNotServeStaleReads(t *testing.T) {
 // it heals; Y's prepare or commit reaches O's copy with Y's higher
 // ballot and deposes O's activation. "lost": the link is cut both ways,
 // nothing of Y's reaches O, and O's next anti-entropy pass adopts Y's
-// copy from Z, which deposes it (Config.RepairInterval at most). Either
+// copy from Z, which deposes it (Config.Replication.RepairInterval at most). Either
 // way the next read activates from a read quorum and reads Y's write.
 // Before, O read the old value for as long as nobody wrote (both fail on
 // the commit before this test: 40 s after the views agreed, O reads 1).
@@ -115,7 +115,7 @@ func TestAnOwnerDeposedWhileViewsDisagreedDoesNotServeStaleReads(t *testing.T) {
 func deposedOwnerTrial(t *testing.T, cut func(c *castytest.Cluster, y, o int)) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := castytest.TestConfig()
-		cfg.RemoveDeadAfter = time.Hour // nobody is removed: only the owner changes
+		cfg.Replication.RemoveDeadAfter = time.Hour // nobody is removed: only the owner changes
 		c := castytest.NewCluster(t, 3, castytest.Seed(1), castytest.MemberOptions(casty.WithConfig(cfg)))
 		lite := c.Lite()
 		const key = "deposed"
@@ -166,7 +166,7 @@ func deposedOwnerTrial(t *testing.T, cut func(c *castytest.Cluster, y, o int)) {
 			return y >= 0 && y != o
 		})
 		until(time.Minute, "the next replica serves the key itself", func() bool { return ownerIn(c.Member(y)) == y })
-		time.Sleep(5 * cfg.SuspicionTimeout) // Y holds O dead, not merely suspect
+		time.Sleep(5 * cfg.Membership.SuspicionTimeout) // Y holds O dead, not merely suspect
 		cut(c, y, o)
 		c.Resume(o)
 
@@ -200,7 +200,7 @@ func deposedOwnerTrial(t *testing.T, cut func(c *castytest.Cluster, y, o int)) {
 		agreed := time.Now()
 		// Bounded by the delivery of what Y sent O, or else by O's next
 		// anti-entropy pass.
-		bound := casty.DefaultConfig().RepairInterval + 5*time.Second
+		bound := casty.DefaultConfig().Replication.RepairInterval + 5*time.Second
 		for {
 			v, err := get(lite)
 			if err == nil && v == 2 {

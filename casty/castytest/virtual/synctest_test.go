@@ -3,13 +3,13 @@ package virtual_test
 import (
 	"context"
 	"fmt"
+	"github.com/casty-go/casty/internal/procstat"
 	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -134,7 +134,7 @@ func (r virtualRun) answered(at time.Duration) []int {
 // settle.
 func partitionRun(t *testing.T, seed int64, hold, settle time.Duration) virtualRun {
 	var run virtualRun
-	cpu0 := cpuTime()
+	cpu0 := procstat.Self()
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		c := castytest.NewCluster(t, 5, castytest.Seed(seed))
@@ -190,7 +190,7 @@ func partitionRun(t *testing.T, seed int64, hold, settle time.Duration) virtualR
 		t.Logf("members each member sees, %v after the heal: %v", settle, run.views)
 		run.h, run.virtual = h, time.Since(start)
 	})
-	run.cpu = cpuTime() - cpu0
+	run.cpu = procstat.Self() - cpu0
 	return run
 }
 
@@ -220,13 +220,6 @@ func registerOp(h *castytest.History[castytest.RegisterOp[int], castytest.Regist
 		})
 	}
 	return err
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Five members split two against three for three times RemoveDeadAfter

@@ -13,6 +13,11 @@ import (
 	"github.com/casty-go/casty/casty/castytest"
 )
 
+// quietRoundsPerSync is how many rounds TestRangesThatLostTheirQuorumWait
+// lets each waiting sync run in 30 virtual seconds with nothing changing:
+// one every 10 s (casty's waitingRecheck), and one more.
+const quietRoundsPerSync = 4
+
 // waitingKeys is how many registers each writer of
 // TestRangesThatLostTheirQuorumWait writes in turn.
 const waitingKeys = 24
@@ -47,7 +52,7 @@ func TestRangesThatLostTheirQuorumWait(t *testing.T) {
 
 func lostQuorumTrial(t *testing.T) {
 	cfg := castytest.TestConfig()
-	cfg.RemoveDeadAfter = scheduleRemoveAfter
+	cfg.Replication.RemoveDeadAfter = scheduleRemoveAfter
 	c := castytest.NewCluster(t, 5, castytest.Seed(18), castytest.MemberOptions(casty.WithConfig(cfg)))
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Millisecond) }
 	at := func(kind castytest.FaultKind, start, end float64, m int) castytest.Fault {
@@ -180,6 +185,27 @@ func lostQuorumTrial(t *testing.T) {
 	if t.Failed() {
 		dumpWaiting(t, c)
 		return
+	}
+
+	// While they wait, and nothing changes, the waiting syncs back off:
+	// nothing could answer them until the view changes. (Each asked every
+	// previous holder it could reach again every second, for as long as
+	// the wait lasted.)
+	if len(w) > 0 {
+		var rounds, syncs int64
+		for _, m := range c.Members() {
+			st := m.Replication()
+			rounds -= st.SyncRounds
+			syncs += int64(len(st.Waiting))
+		}
+		time.Sleep(30 * time.Second)
+		for _, m := range c.Members() {
+			rounds += m.Replication().SyncRounds
+		}
+		t.Logf("%d waiting syncs ran %d rounds in 30 quiet virtual seconds", syncs, rounds)
+		if limit := syncs * quietRoundsPerSync; rounds > limit {
+			t.Errorf("while %d syncs waited for %v and nothing changed, the members ran %d sync rounds in 30 virtual seconds; want at most %d", syncs, w, rounds, limit)
+		}
 	}
 
 	// The way out: an operator gives the crashed members' copies up. The

@@ -1,33 +1,16 @@
-// Package seam is how casty/castytest reaches into a casty member without
+// Package seam is how casty/castytest reaches into a casty member for
+// what is a test harness's business only — seeded randomness, a crash,
+// waiting for a settled placement, a deliberately broken rule — without
 // widening casty's public API: casty fills the function variables below
 // when it is initialised, and castytest calls them. It imports nothing of
-// casty's, so both may import it.
+// casty's, so both may import it. The network and the clock a test
+// injects are public options (casty.WithNetwork, casty.WithClock).
 package seam
 
-import (
-	"context"
-	"math/rand/v2"
-	"net"
-)
-
-// Network replaces TCP for one member: the listener it serves on and the
-// dials it makes.
-type Network interface {
-	// Listen returns the listener for addr (the member's address).
-	Listen(addr string) (net.Listener, error)
-	// Dial opens a connection to addr, honouring ctx.
-	Dial(ctx context.Context, addr string) (net.Conn, error)
-}
+import "math/rand/v2"
 
 // Member is what a castytest cluster injects into one member.
 type Member struct {
-	// Network, if set, carries every connection of the member; its
-	// listen address is then used as given (no UDP probe, no
-	// interface lookup).
-	Network Network
-	// Physical, if set, is the member's HLC physical clock in
-	// milliseconds since the Unix epoch (a skewed clock).
-	Physical func() int64
 	// Rand, if set, is drawn from while the member starts (and never
 	// after) for its node ID and for the seeds of its gossip's and its
 	// mux node's randomness, instead of crypto/rand and the runtime's
