@@ -697,3 +697,43 @@ func TestParsedPayloadsAreIndependent(t *testing.T) {
 		}
 	}
 }
+
+// A Connect for an identity whose address another node now holds (a
+// process restarted there under a new id) fails with ErrUnexpectedPeer
+// and leaves the session to the node that answered open: Connect once
+// closed it, though it was that node's live session, so every caller
+// still asking the departed identity cut the link others were using.
+// Until that session closes, Connect fails at once, without dialling.
+func TestConnectToADepartedIdentityKeepsTheLiveSession(t *testing.T) {
+	ca := testConfig(1)
+	var dials atomic.Int64
+	ca.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	a, b := newNode(t, ca), newNode(t, testConfig(2))
+	b.HandleRequests(LaneMessage, echo)
+	addrB := listen(t, b)
+	if _, err := a.Connect(context.Background(), testID(2), addrB); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := a.Connect(context.Background(), testID(9), addrB); !errors.Is(err, ErrUnexpectedPeer) {
+			t.Fatalf("Connect for the departed identity: %v, want ErrUnexpectedPeer", err)
+		}
+	}
+	live, ok := a.Session(testID(2))
+	if !ok {
+		t.Fatal("no live session to the node at the address any more")
+	}
+	if err := live.Err(); err != nil {
+		t.Fatalf("the session to the node at the address closed: %v", err)
+	}
+	if got, err := live.Request(context.Background(), LaneMessage, []byte("x")); err != nil || string(got) != "x" {
+		t.Fatalf("request on the live session: %q, %v", got, err)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("%d dials, want 2: one for the live session, one that found the address taken", n)
+	}
+}

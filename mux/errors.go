@@ -66,8 +66,8 @@ var (
 	ErrKeepalive = errors.New("mux: keepalive failed")
 
 	// ErrUnexpectedPeer is returned by Connect when the node at the
-	// address has another node id than the one asked for; the new
-	// connection is closed.
+	// address has another node id than the one asked for; the session to
+	// the node that answered stays open (Node.Connect).
 	ErrUnexpectedPeer = errors.New("mux: unexpected peer at address")
 
 	// ErrTooManyClients matches (errors.Is) the *HandshakeError a dialler

@@ -88,6 +88,7 @@ type Node struct {
 	names         map[NodeID]string        // CertIdentity: node id → certificate member name
 	dialing       map[uint64]int           // dial nonces of this node's handshakes in progress (claim.go)
 	contests      map[NodeID]chan struct{} // peers whose newcomer awaits a claim check; closed when decided
+	elsewhere     map[NodeID]answeredAt    // peers Connect found another node in place of (answeredAt)
 	adm           admission                // connections accepted by Serve (limits.go)
 	rand          *rand.Rand
 	authRand      io.Reader        // the handshake's challenges; nil: crypto/rand (tests set it)
@@ -124,6 +125,7 @@ func New(cfg Config) (*Node, error) {
 		names:       make(map[NodeID]string),
 		dialing:     make(map[uint64]int),
 		contests:    make(map[NodeID]chan struct{}),
+		elsewhere:   make(map[NodeID]answeredAt),
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -348,21 +350,69 @@ func (n *Node) Dial(ctx context.Context, addr string) (*Session, error) {
 }
 
 // Connect returns the live session to peer, dialling addr if there is
-// none. It fails with ErrUnexpectedPeer (closing the new connection) if
-// the node at addr is not peer.
+// none. It fails with ErrUnexpectedPeer if the node at addr is not peer.
+// The session to the node that answered stays open: it is that node's
+// live session, which others may be using (a process restarted on its
+// address under a new id, say). Until that session closes, Connect to
+// peer at addr fails at once, without dialling: while the node that
+// answered holds its session, it holds the address too, so peer is not
+// there (a caller that keeps asking a departed identity costs no
+// connections).
 func (n *Node) Connect(ctx context.Context, peer NodeID, addr string) (*Session, error) {
 	if s, ok := n.Session(peer); ok {
 		return s, nil
+	}
+	if other := n.answeredFor(peer, addr); other != nil {
+		return nil, fmt.Errorf("%w: %s has %s, want %s", ErrUnexpectedPeer, addr, other.Peer(), peer)
 	}
 	s, err := n.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	if s.Peer() != peer {
-		s.Close()
+		n.noteAnswered(peer, addr, s)
 		return nil, fmt.Errorf("%w: %s has %s, want %s", ErrUnexpectedPeer, addr, s.Peer(), peer)
 	}
 	return s, nil
+}
+
+// answeredAt records that a dial of addr for some peer reached the node
+// of session s instead.
+type answeredAt struct {
+	addr string
+	s    *Session
+}
+
+// maxElsewhere bounds Node.elsewhere: past it, the records start over (a
+// record only spares dials).
+const maxElsewhere = 4096
+
+// noteAnswered records that the node of s answered at addr when peer was
+// asked for.
+func (n *Node) noteAnswered(peer NodeID, addr string, s *Session) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.elsewhere) >= maxElsewhere {
+		clear(n.elsewhere)
+	}
+	n.elsewhere[peer] = answeredAt{addr: addr, s: s}
+}
+
+// answeredFor returns the live session of the node a dial of addr for peer
+// last reached, nil when there is none (no such dial, or that session is
+// no longer the node's live one).
+func (n *Node) answeredFor(peer NodeID, addr string) *Session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a, ok := n.elsewhere[peer]
+	if !ok {
+		return nil
+	}
+	if a.addr != addr || n.live[a.s.peer] != a.s || a.s.Err() != nil {
+		delete(n.elsewhere, peer)
+		return nil
+	}
+	return a.s
 }
 
 // DialConn runs the dialling side of the handshake over an established
