@@ -160,10 +160,31 @@ type view struct {
 	pl      *layout       // where replicated kinds live (placement.go)
 	up      map[ring.NodeID]bool
 	// left holds the addresses of members that left gracefully (while
-	// gossip keeps their LEFT record): a leaver hands its ranges off by
-	// answering the syncs of the members that take them over, after it
-	// has left the placement (handoff.go).
+	// gossip keeps their LEFT record and no live member took the address
+	// over): a leaver hands its ranges off by answering the syncs of the
+	// members that take them over, after it has left the placement
+	// (handoff.go).
 	left map[ring.NodeID]string
+}
+
+// dropReplacedLeavers forgets the address of each leaver that a live
+// member advertises now: a process restarted on its address (a rolling
+// restart) holds the leaver's port, so the leaver's process is gone and
+// answers nothing. Kept, it would have every sync that asks the leaver
+// dial a node that is not it, round after round.
+func (v *view) dropReplacedLeavers() {
+	if len(v.left) == 0 {
+		return
+	}
+	held := make(map[string]bool, len(v.addrs))
+	for _, addr := range v.addrs {
+		held[addr] = true
+	}
+	for id, addr := range v.left {
+		if held[addr] && v.addrs[id] == "" {
+			delete(v.left, id)
+		}
+	}
 }
 
 // ownerOf returns the member that serves k's actor at point: for a
@@ -595,6 +616,7 @@ func (cl *cluster) refresh() {
 		}
 	}
 	slices.SortFunc(v.members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	v.dropReplacedLeavers()
 	// Many events leave the live full members as they were (a lite member,
 	// an incarnation, a LEFT record expiring): the ring is kept then, not
 	// rebuilt (a rebuild hashes 128 tokens per member).
