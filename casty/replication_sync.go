@@ -315,16 +315,14 @@ func (r *replicator) runSync(run *syncRun) {
 			id                    ring.NodeID
 			gone, forgiven, waits bool
 		}
-		var members []member
+		members := map[ring.NodeID]member{}
 		about := func(id ring.NodeID) member {
-			for _, m := range members {
-				if m.id == id {
-					return m
-				}
+			if m, ok := members[id]; ok {
+				return m
 			}
 			m := member{id: id, gone: gone(id), forgiven: forgiven(id)}
 			m.waits = !cur.placed(id) && cur.p.WasRemoved(id) && !m.gone && !m.forgiven && v.addrs[id] == ""
-			members = append(members, m)
+			members[id] = m
 			return m
 		}
 		isGone := func(id ring.NodeID) bool { return about(id).gone }
