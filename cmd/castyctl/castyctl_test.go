@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/casty/schema"
 	"github.com/casty-go/casty/internal/wait"
 	"go.uber.org/goleak"
@@ -155,7 +156,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 			}
 		}
 		code, out, _ = ctl(t, seed, "members", "-json")
-		var rows []casty.MemberStatus
+		var rows []inspect.MemberStatus
 		if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
 			t.Fatalf("members -json: exit %d, %v:\n%s", code, err, out)
 		}
@@ -177,7 +178,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		wait.For(t, 20*time.Second, "members -all to list a lite member that left", func() bool {
 			code, out, _ = ctl(t, seed, "members", "-all", "-json")
 			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil &&
-				slices.ContainsFunc(rows, func(r casty.MemberStatus) bool { return r.Lite && r.State == "left" })
+				slices.ContainsFunc(rows, func(r inspect.MemberStatus) bool { return r.Lite && r.State == "left" })
 		})
 	})
 
@@ -197,7 +198,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 				t.Errorf("ring output lacks %s:\n%s", n.Addr(), out)
 			}
 		}
-		var rows []casty.RangeShare
+		var rows []inspect.RangeShare
 		wait.For(t, 20*time.Second, "castyctl ring -json to list the three members", func() bool {
 			code, out, _ = ctl(t, seed, "ring", "-json")
 			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil && len(rows) == 3
@@ -217,7 +218,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		})
 		t.Logf("castyctl ring ctl.Counter alice:\n%s", out)
 		code, out, _ = ctl(t, seed, "ring", "-replicas", "3", "-json", Accounts.Name(), "acct")
-		var p casty.KeyPlacement
+		var p inspect.KeyPlacement
 		if err := json.Unmarshal([]byte(out), &p); code != exitOK || err != nil {
 			t.Fatalf("ring -replicas 3 -json: exit %d %v:\n%s", code, err, out)
 		}
