@@ -9,7 +9,7 @@
 // The methods that produce these values are casty.System's: Health,
 // MemberTable and MemberTableVia, Placement, Ownership, Replication,
 // PlacementStatus. cmd/castyctl prints them, and their JSON field names
-// are its output format: they do not change.
+// are its output format.
 //
 // The package has no dependency on casty (casty depends on it), so a tool
 // may decode a report it received as JSON without linking a cluster
