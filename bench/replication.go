@@ -12,6 +12,7 @@ import (
 
 	"github.com/casty-go/casty/casty"
 	"github.com/casty-go/casty/casty/castytest/benchkit"
+	"github.com/casty-go/casty/casty/inspect"
 )
 
 // Register and the replication kinds are castytest/benchkit's.
@@ -312,8 +313,8 @@ func replication() {
 }
 
 // commitTotals sums the members' commit counters.
-func commitTotals(nodes []*casty.System) casty.ReplicationStats {
-	var t casty.ReplicationStats
+func commitTotals(nodes []*casty.System) inspect.ReplicationStats {
+	var t inspect.ReplicationStats
 	for _, s := range nodes {
 		st := s.Replication()
 		t.Commits += st.Commits

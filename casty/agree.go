@@ -691,12 +691,12 @@ func stale(pl *layout, v *view) bool {
 // them) are gone for good. Use it only when those members were removed as
 // dead and will never come back with their state — two of a Replicas(3)
 // set's members lost with their disks, say: the ranges they held with the
-// remaining members wait for them until then (ReplicationStats.Waiting,
+// remaining members wait for them until then (inspect.ReplicationStats.Waiting,
 // Health), since the one copy left may lack writes the lost members alone
 // acknowledged. After it, those ranges sync from the members that remain,
 // and writes only the lost members held are lost: that is the operator's
 // decision, never the runtime's. Each acceptance is logged and counted
-// (ReplicationStats.LostMembers, the casty.replication.lost_members
+// (inspect.ReplicationStats.LostMembers, the casty.replication.lost_members
 // gauge). It returns once the change is chosen, or ctx's error; a member
 // still placed, or never removed, is refused with ErrNotRemoved.
 func (s *System) AcceptLoss(ctx context.Context, ids ...string) error {

@@ -50,10 +50,6 @@ func Seeds(addrs ...string) Option {
 	return func(o *systemOptions) { o.seeds = append(o.seeds, addrs...) }
 }
 
-// ErrInvalidSeed: a seed given to Start or Connect is not a host:port
-// address a node can dial; the error names it. Definite: nothing started.
-var ErrInvalidSeed = errors.New("casty: invalid seed address")
-
 // checkSeeds returns an error wrapping ErrInvalidSeed for the first seed
 // that is not a dialable host:port.
 func checkSeeds(seeds []string) error {

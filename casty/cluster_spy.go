@@ -95,7 +95,7 @@ func decodePayload(b []byte) any {
 }
 
 func (w wireEvent) decode() Event {
-	info := EventInfo{Kind: w.Kind, Key: w.Key, Node: w.Node, Seq: w.Seq, Time: time.Unix(0, w.Time)}
+	info := actor.EventInfo{Kind: w.Kind, Key: w.Key, Node: w.Node, Seq: w.Seq, Time: time.Unix(0, w.Time)}
 	switch w.T {
 	case evActivated:
 		return Activated{EventInfo: info}
@@ -177,7 +177,7 @@ func (cl *cluster) spyCluster(ctx context.Context, f actor.SpyFilter) (iter.Seq[
 }
 
 func gapOf(m Member) Gap {
-	return Gap{EventInfo: EventInfo{Node: m.Addr, Time: time.Now()}, Member: m.Addr}
+	return Gap{EventInfo: actor.EventInfo{Node: m.Addr, Time: time.Now()}, Member: m.Addr}
 }
 
 // openSpy subscribes to one member's events.

@@ -1,7 +1,6 @@
 package casty
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -476,11 +475,6 @@ func (c TransportConfig) withDefaults() TransportConfig { return filled(c, Defau
 func (c MembershipConfig) withDefaults() MembershipConfig {
 	return filled(c, DefaultMembershipConfig())
 }
-
-// ErrInvalidConfig is wrapped by every error of Config.Validate and of
-// each group's Validate (and so by Local, Start and Connect given such a
-// Config); the message names the field by its path.
-var ErrInvalidConfig = errors.New("casty: invalid config")
 
 // Validate reports the first field that is negative or inconsistent,
 // named by its path (Replication.Timeout), wrapping ErrInvalidConfig:

@@ -109,6 +109,15 @@ var (
 	// ErrNotRemoved is AcceptLoss's refusal of a member the placement did
 	// not remove as dead: a live member, a leaver or an unknown id.
 	ErrNotRemoved = errors.New("casty: the member was not removed from the placement as dead")
+
+	// ErrInvalidConfig is wrapped by every error of Config.Validate and of
+	// each group's Validate (and so by Local, Start and Connect given such
+	// a Config); the message names the field by its path.
+	ErrInvalidConfig = errors.New("casty: invalid config")
+	// ErrInvalidSeed: a seed given to Start or Connect is not a host:port
+	// address a node can dial; the error names it. Definite: nothing
+	// started.
+	ErrInvalidSeed = errors.New("casty: invalid seed address")
 )
 
 // MaxCallChain is the most activations a call chain may hold waiting:

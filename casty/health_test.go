@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/inspect"
 )
 
 // probe asks h for path and returns the status code and the Health body.
-func healthProbe(t *testing.T, h http.Handler, path string) (int, casty.Health) {
+func healthProbe(t *testing.T, h http.Handler, path string) (int, inspect.Health) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-	var hs casty.Health
+	var hs inspect.Health
 	if rec.Code != http.StatusNotFound {
 		if err := json.Unmarshal(rec.Body.Bytes(), &hs); err != nil {
 			t.Fatalf("%s: body %q: %v", path, rec.Body.String(), err)
@@ -45,13 +46,13 @@ var HoldGates = casty.Actor[HoldGate](casty.Name("test.health.HoldGate"))
 // ready at once; a member is not ready while it drains and not live once
 // closed.
 func TestHealthReadinessLifecycle(t *testing.T) {
-	if code, hs := healthProbe(t, casty.HealthHandler(nil), "/readyz"); code != 503 || hs.Ready || !hs.Live {
+	if code, hs := healthProbe(t, inspect.HealthHandler((*casty.System)(nil).Health), "/readyz"); code != 503 || hs.Ready || !hs.Live {
 		t.Errorf("nil system /readyz: %d %+v, want 503, live, not ready", code, hs)
 	}
-	if code, _ := healthProbe(t, casty.HealthHandler(nil), "/livez"); code != 200 {
+	if code, _ := healthProbe(t, inspect.HealthHandler((*casty.System)(nil).Health), "/livez"); code != 200 {
 		t.Errorf("nil system /livez: %d, want 200", code)
 	}
-	if code, _ := healthProbe(t, casty.HealthHandler(nil), "/other"); code != 404 {
+	if code, _ := healthProbe(t, inspect.HealthHandler((*casty.System)(nil).Health), "/other"); code != 404 {
 		t.Errorf("/other: %d, want 404", code)
 	}
 
@@ -62,7 +63,7 @@ func TestHealthReadinessLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := casty.HealthHandler(sys)
+	h := inspect.HealthHandler(sys.Health)
 	waitFor(t, 5*time.Second, "a founder ready", func() bool { return sys.Health().Ready })
 	if code, hs := healthProbe(t, h, "/healthz/readyz"); code != 200 || !hs.Joined || !hs.Settled || hs.Draining {
 		t.Errorf("founder /readyz: %d %+v, want 200 joined settled", code, hs)
@@ -97,7 +98,7 @@ func TestHealthJoinerAndLite(t *testing.T) {
 	release2 := casty.HoldReplication(nodes[1])
 	joiner := startNode(t, []string{nodes[0].Addr()}, casty.WithConfig(replicationConfig()))
 	t.Cleanup(func() { release(); release2() }) // before the nodes close
-	h := casty.HealthHandler(joiner)
+	h := inspect.HealthHandler(joiner.Health)
 	if code, hs := healthProbe(t, h, "/readyz"); code != 503 || hs.Settled || !hs.Joined || hs.Reason != "ring not settled" {
 		t.Errorf("a joiner whose sync is held: /readyz %d %+v, want 503 joined, not settled", code, hs)
 	}
@@ -129,7 +130,7 @@ func TestHealthJoinerAndLite(t *testing.T) {
 // ready until then.
 func TestHealthOfAMemberRemovedWhileAlive(t *testing.T) {
 	nodes := startReplicated(t, 3)
-	h := casty.HealthHandler(nodes[2])
+	h := inspect.HealthHandler(nodes[2].Health)
 	if code, hs := healthProbe(t, h, "/livez"); code != 200 || !hs.Ready {
 		t.Fatalf("a settled member: /livez %d %+v", code, hs)
 	}
@@ -151,8 +152,8 @@ func ExampleHealthHandler() {
 	defer sys.Close(context.Background())
 	// A container's probes: livenessProbe GET /livez, readinessProbe GET /readyz.
 	mux := http.NewServeMux()
-	mux.Handle("/livez", casty.HealthHandler(sys))
-	mux.Handle("/readyz", casty.HealthHandler(sys))
+	mux.Handle("/livez", inspect.HealthHandler(sys.Health))
+	mux.Handle("/readyz", inspect.HealthHandler(sys.Health))
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	fmt.Println(rec.Code, sys.Health().Ready)

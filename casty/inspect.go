@@ -10,12 +10,10 @@ import (
 	"github.com/casty-go/casty/wire"
 )
 
-// Event is a lifecycle event; switch on its concrete type.
+// Event is a lifecycle event; switch on its concrete type. Every event
+// carries, in Info and as promoted fields, its kind, key and node, a
+// per-activation sequence number from 1 with no gaps, and the time.
 type Event = actor.Event
-
-// EventInfo is what every event carries: kind, key, node, a per-activation
-// sequence number from 1 with no gaps, and the time.
-type EventInfo = actor.EventInfo
 
 // The lifecycle events.
 type (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/gossip"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
@@ -20,38 +21,23 @@ import (
 // key space, and the live state of an actor whose Go type the tool does
 // not have. A lite member answers all of these from its own view.
 
-// MemberStatus is one record of the member table as this node sees it:
-// full and lite members, alive, suspected, departed or dead (departed and
-// dead ones until their tombstones expire, Config.Membership.TombstoneTTL).
-type MemberStatus struct {
-	ID          string `json:"id"`          // node id
-	Addr        string `json:"addr"`        // the address others dial
-	Lite        bool   `json:"lite"`        // a lite member: routes, hosts nothing
-	State       string `json:"state"`       // "alive", "suspect", "left" or "dead"
-	Incarnation uint64 `json:"incarnation"` // bumped by the member to refute a suspicion
-	// For is how long the record has been in State, as the node whose
-	// table it is saw it (milliseconds; in JSON, nanoseconds): for a
-	// member suspected or dead, about how long ago it stopped answering.
-	For time.Duration `json:"for"`
-}
-
 // MemberTable returns every record of this node's member table, sorted by
 // address then id; nil for a local system. A lite member's table holds
 // only what it could check itself: a member that stopped answering before
 // the lite member joined is missing from it until declared dead
 // (MemberTableVia asks a full member instead).
-func (s *System) MemberTable() []MemberStatus {
+func (s *System) MemberTable() []inspect.MemberStatus {
 	if s == nil || s.cl == nil {
 		return nil
 	}
 	return s.cl.memberTable()
 }
 
-func (cl *cluster) memberTable() []MemberStatus {
-	var out []MemberStatus
+func (cl *cluster) memberTable() []inspect.MemberStatus {
+	var out []inspect.MemberStatus
 	now := time.Now()
 	for _, m := range cl.agent.Members() {
-		st := MemberStatus{
+		st := inspect.MemberStatus{
 			ID: ring.NodeID(m.ID).String(), Addr: m.Addr, Lite: m.Role == gossip.RoleClient,
 			State: m.Status.String(), Incarnation: m.Incarnation,
 		}
@@ -68,8 +54,8 @@ func (cl *cluster) memberTable() []MemberStatus {
 	return out
 }
 
-func sortMemberTable(t []MemberStatus) {
-	slices.SortFunc(t, func(a, b MemberStatus) int {
+func sortMemberTable(t []inspect.MemberStatus) {
+	slices.SortFunc(t, func(a, b inspect.MemberStatus) int {
 		if c := strings.Compare(a.Addr, b.Addr); c != 0 {
 			return c
 		}
@@ -77,7 +63,7 @@ func sortMemberTable(t []MemberStatus) {
 	})
 }
 
-// memberRecord is a MemberStatus as it crosses the wire (opMemberTable).
+// memberRecord is a inspect.MemberStatus as it crosses the wire (opMemberTable).
 type memberRecord struct {
 	ID          string `msgpack:"i"`
 	Addr        string `msgpack:"a"`
@@ -95,7 +81,7 @@ type memberRecord struct {
 // where a lite member that joined since knows nothing of it. Any peer
 // may ask (a lite member learns the same records by gossip). ctx bounds
 // the whole request (Config.Actors.CallTimeout when it has no deadline).
-func (s *System) MemberTableVia(ctx context.Context) (Member, []MemberStatus, error) {
+func (s *System) MemberTableVia(ctx context.Context) (Member, []inspect.MemberStatus, error) {
 	if s == nil || s.cl == nil {
 		return Member{}, nil, errors.New("casty: MemberTableVia needs a cluster (Start or Connect)")
 	}
@@ -127,9 +113,9 @@ func (s *System) MemberTableVia(ctx context.Context) (Member, []MemberStatus, er
 			why = append(why, fmt.Sprintf("malformed member table from %s: %v", m.Addr, err))
 			continue
 		}
-		out := make([]MemberStatus, len(recs))
+		out := make([]inspect.MemberStatus, len(recs))
 		for i, r := range recs {
-			out[i] = MemberStatus{ID: r.ID, Addr: r.Addr, Lite: r.Lite, State: r.State, Incarnation: r.Incarnation,
+			out[i] = inspect.MemberStatus{ID: r.ID, Addr: r.Addr, Lite: r.Lite, State: r.State, Incarnation: r.Incarnation,
 				For: time.Duration(r.ForMillis) * time.Millisecond}
 		}
 		sortMemberTable(out)
@@ -158,27 +144,11 @@ func (cl *cluster) serveMemberTable() callResp {
 	return callResp{Ok: true, Result: b}
 }
 
-// KeyPlacement says where one actor lives on this node's current view.
-type KeyPlacement struct {
-	Kind  string `json:"kind"`
-	Key   string `json:"key"`
-	Point uint64 `json:"point"` // the key's ring point (ring/SPEC.md §3: H("kind/key"))
-	// Owner is the member that serves the actor now; zero when no member
-	// can (no full member, or no replica alive).
-	Owner Member `json:"owner"`
-	// Replicas are the members holding its state, owner's ring order:
-	// the owner alone for Replicas(1); for a replicated kind, its replica
-	// set on the placement, which may include members that are down
-	// (Down lists those).
-	Replicas []Member `json:"replicas"`
-	Down     []string `json:"down,omitempty"` // ids of replicas not alive
-}
-
 // Placement returns where key of the kind named kind lives. replicas is
 // the kind's replica count; 0 means the count the kind was declared with
 // in this process (1 when it is not declared here, as in a tool that does
 // not link the program's kinds). ok is false in local mode.
-func (s *System) Placement(kind, key string, replicas int) (p KeyPlacement, ok bool) {
+func (s *System) Placement(kind, key string, replicas int) (p inspect.KeyPlacement, ok bool) {
 	if s == nil || s.cl == nil {
 		return p, false
 	}
@@ -190,7 +160,7 @@ func (s *System) Placement(kind, key string, replicas int) (p KeyPlacement, ok b
 	}
 	v := s.cl.view.Load()
 	point := ring.Point(kind, key)
-	p = KeyPlacement{Kind: kind, Key: key, Point: point}
+	p = inspect.KeyPlacement{Kind: kind, Key: key, Point: point}
 	member := func(id ring.NodeID) Member { return Member{ID: id.String(), Addr: v.addrs[id]} }
 	if replicas == 1 || v.pl == nil {
 		if id, ok := v.ring.Owner(point); ok {
@@ -211,34 +181,20 @@ func (s *System) Placement(kind, key string, replicas int) (p KeyPlacement, ok b
 	return p, true
 }
 
-// RangeShare is how much of the ring one member owns.
-type RangeShare struct {
-	Member Member `json:"member"`
-	// Ranges is how many ring ranges (one per virtual node) the member
-	// owns: where its Replicas(1) actors live.
-	Ranges int `json:"ranges"`
-	// Share is the fraction of the key space those ranges cover, so the
-	// expected fraction of keys the member owns.
-	Share float64 `json:"share"`
-	// Held is how many ranges the member holds a replica of, owner or not,
-	// for the replica count asked (equal to Ranges for 1).
-	Held int `json:"held"`
-}
-
 // Ownership returns how the current ring of live full members divides the
 // key space, one row per member sorted by address; with replicas > 1 it
 // counts, in Held, the ranges each member is a replica of on the
 // placement of replicated kinds. Nil in local mode.
-func (s *System) Ownership(replicas int) []RangeShare {
+func (s *System) Ownership(replicas int) []inspect.RangeShare {
 	if s == nil || s.cl == nil {
 		return nil
 	}
 	v := s.cl.view.Load()
-	rows := map[ring.NodeID]*RangeShare{}
-	row := func(id ring.NodeID) *RangeShare {
+	rows := map[ring.NodeID]*inspect.RangeShare{}
+	row := func(id ring.NodeID) *inspect.RangeShare {
 		r := rows[id]
 		if r == nil {
-			r = &RangeShare{Member: Member{ID: id.String(), Addr: v.addrs[id]}}
+			r = &inspect.RangeShare{Member: Member{ID: id.String(), Addr: v.addrs[id]}}
 			rows[id] = r
 		}
 		return r
@@ -266,11 +222,11 @@ func (s *System) Ownership(replicas int) []RangeShare {
 			row(id).Held++
 		}
 	}
-	out := make([]RangeShare, 0, len(rows))
+	out := make([]inspect.RangeShare, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, *r)
 	}
-	slices.SortFunc(out, func(a, b RangeShare) int {
+	slices.SortFunc(out, func(a, b inspect.RangeShare) int {
 		if c := strings.Compare(a.Member.Addr, b.Member.Addr); c != 0 {
 			return c
 		}

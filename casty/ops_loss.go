@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/ring"
 	"github.com/vmihailenco/msgpack/v5"
@@ -22,29 +23,7 @@ import (
 // serves them only to a peer with the operator role (a member or operator
 // credential, SECURITY.md); to others they fail with ErrForbidden.
 
-// MemberPlacement is one full member's report on the placement of
-// replicated kinds it acts on (PlacementStatus): its ReplicationStats
-// fields about the placement.
-type MemberPlacement struct {
-	Member Member `json:"member"`
-	// Version is the agreed placement version the member acts on.
-	Version uint64 `json:"version"`
-	// Placed is the number of members of that placement, Syncing whether
-	// the member is still pulling ranges it entered.
-	Placed  int  `json:"placed"`
-	Syncing bool `json:"syncing"`
-	// Waiting lists, by kind, the removed members whose copies the
-	// member's syncs wait for (ReplicationStats.Waiting): until they come
-	// back or an operator gives them up (AcceptLoss), no owner serves the
-	// keys of those ranges.
-	Waiting []WaitingSync `json:"waiting,omitempty"`
-	// LostMembers counts the members whose copies an operator gave up.
-	LostMembers int `json:"lostMembers"`
-	// Err says why the member did not report; the other fields are zero.
-	Err string `json:"err,omitempty"`
-}
-
-// placementReport is a MemberPlacement as it crosses the wire.
+// placementReport is a inspect.MemberPlacement as it crosses the wire.
 type placementReport struct {
 	Version     uint64       `msgpack:"v"`
 	Placed      int          `msgpack:"p"`
@@ -132,12 +111,12 @@ func (s *System) AcceptLossVia(ctx context.Context, ids ...string) (Member, erro
 
 // PlacementStatus asks every live full member for its report on the
 // placement of replicated kinds, above all the syncs that wait for
-// removed members (MemberPlacement.Waiting), and returns the reports
+// removed members (inspect.MemberPlacement.Waiting), and returns the reports
 // sorted by address. A member that cannot be asked has its Err set. Each
 // member asked requires the operator role: when one refuses, it returns
 // ErrForbidden. ctx bounds each request (Config.Actors.CallTimeout when it has
 // no deadline).
-func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error) {
+func (s *System) PlacementStatus(ctx context.Context) ([]inspect.MemberPlacement, error) {
 	if s == nil || s.cl == nil {
 		return nil, errors.New("casty: PlacementStatus needs a cluster (Start or Connect)")
 	}
@@ -148,7 +127,7 @@ func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error)
 	members := cl.view.Load().members
 	deadline := cl.deadline(ctx)
 	payload := appendCallReq(nil, &callReq{Op: opPlacementStatus, Deadline: deadline.UnixNano()})
-	out := make([]MemberPlacement, len(members))
+	out := make([]inspect.MemberPlacement, len(members))
 	var forbiddenErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -179,7 +158,7 @@ func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error)
 			}
 			out[i].Version, out[i].Placed, out[i].Syncing, out[i].LostMembers = r.Version, r.Placed, r.Syncing, r.LostMembers
 			for _, w := range r.Waiting {
-				out[i].Waiting = append(out[i].Waiting, WaitingSync{Kind: w.Kind, Members: w.Members, Ranges: w.Ranges})
+				out[i].Waiting = append(out[i].Waiting, inspect.WaitingSync{Kind: w.Kind, Members: w.Members, Ranges: w.Ranges})
 			}
 		})
 	}
@@ -190,7 +169,7 @@ func (s *System) PlacementStatus(ctx context.Context) ([]MemberPlacement, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b MemberPlacement) int {
+	slices.SortFunc(out, func(a, b inspect.MemberPlacement) int {
 		if c := strings.Compare(a.Member.Addr, b.Member.Addr); c != 0 {
 			return c
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/hlc"
 	"github.com/casty-go/casty/mux"
 	"github.com/casty-go/casty/pager"
@@ -1236,110 +1237,16 @@ func (e *CommitTooLargeError) Error() string {
 	return fmt.Sprintf("casty: %s/%s: state page %q is %d bytes, over the %d-byte page limit: nothing was replicated", e.Kind, e.Key, e.Page, e.Size, e.Limit)
 }
 
-// ReplicationStats is what a member holds and has shipped of replicated
-// state (System.Replication).
-type ReplicationStats struct {
-	// Keys and Bytes are the actors this member holds a copy of and the
-	// bytes of their pages (keys and data).
-	Keys, Bytes int
-	// Usage is what Config.Replication.MaxBytes is compared with: Bytes
-	// plus a fixed cost per actor held; Limit is that setting (0: none).
-	Usage, Limit int
-	// Commits counts the commits this member's activations made; CommitBytes
-	// the encoded bytes of their commit messages, every replica counted
-	// (the owner's own copy is not sent, so not counted).
-	Commits, CommitBytes int64
-	// SyncBytes counts the encoded bytes of copies this member pulled from
-	// others, in the range syncs that follow a placement change (joins,
-	// leaves and their handoff, removals) and in anti-entropy repairs;
-	// ServedSyncBytes those it sent in answer to others' syncs — for a
-	// member that closed gracefully, what its handoff shipped.
-	SyncBytes, ServedSyncBytes int64
-	// EarlyAnswers counts the calls made from this member that its own
-	// copy answered: the owner's commit (or a read's confirm) carried the
-	// answer, and this member's reply completed the quorum
-	// (replica/SPEC.md, "Early answers"), a round trip before the owner's
-	// reply.
-	EarlyAnswers int64
-	// RepliesWithheld counts the calls from other members that this member
-	// served and did not answer itself, because the caller's member had
-	// handed the call the answer the commit carried (the other side of
-	// EarlyAnswers; replica/SPEC.md, "Early answers").
-	RepliesWithheld int64
-	// MissedBasis counts the commits this member's copy could not apply
-	// because it lacked the commit they were built on (one it missed, or
-	// one still on its way after a short wait), each answered need-full:
-	// the owner then sends it the full page set. A copy that keeps up
-	// leaves it at zero.
-	MissedBasis int64
-	// RoundsReadInline counts the rounds (commits, confirms) of this
-	// member's activations whose replies the handler read itself from the
-	// connection of the call it served, instead of handing that
-	// connection's reading to another goroutine and waiting to be woken: a
-	// hot key's usual round when its caller's member holds a copy
-	// (ARCHITECTURE.md, "After each handler").
-	RoundsReadInline int64
-	// Deposed counts this member's activations of replicated actors that
-	// ended because another member's higher ballot reached this member's
-	// copy of their key (ReasonDeposed): their views disagreed for a
-	// moment, and the other member activated the key too
-	// (replica/SPEC.md, "Read(One) and a deposed owner").
-	Deposed int64
-	// Repaired counts the copies this member adopted in anti-entropy
-	// passes (Config.Replication.RepairInterval): commits it had missed. Pruned counts
-	// the copies it dropped: of ranges it left, once their replica set
-	// held them, and deleted actors' tombstones past
-	// Config.Replication.StateTombstoneTTL.
-	Repaired, Pruned int64
-	// Placed is the number of members of the placement it acts on, and
-	// Syncing whether it is still pulling ranges it entered.
-	Placed  int
-	Syncing bool
-	// PlacementVersion is the agreed placement version it acts on
-	// (replica/SPEC.md, "Placement by agreement").
-	PlacementVersion uint64
-	// Waiting lists, by kind, the members removed as dead whose copies
-	// the syncs of ranges this member entered cannot do without: too few
-	// of those ranges' previous holders remain to make a read quorum, or,
-	// for a sync stalled because those holders each still pull the ranges
-	// from the others, the removed members out of reach that its copy
-	// sync must hear (replica/SPEC.md, "Copy syncs"). The ranges stay
-	// unsynced (no owner serves their keys) until those members come back
-	// or an operator gives them up (AcceptLoss).
-	Waiting []WaitingSync
-	// LostMembers counts the members whose copies an operator gave up
-	// (AcceptLoss), as the agreed placement records them.
-	LostMembers int
-	// CopySyncs counts the syncs that, making no progress because the
-	// members they had to hear were themselves still pulling the ranges,
-	// took the ranges from every member's copies instead
-	// (replica/SPEC.md, "Copy syncs").
-	CopySyncs int64
-	// SyncRounds counts the rounds of this member's range syncs that asked
-	// other members for their copies. A range waiting for removed
-	// members' copies is not asked for while nothing it needs can answer:
-	// the count stays put until the view changes.
-	SyncRounds int64
-}
-
-// WaitingSync is one kind's ranges waiting for removed members' copies
-// (ReplicationStats.Waiting).
-type WaitingSync struct {
-	Kind    string
-	Members []string // the removed members' ids
-	Ranges  int      // how many ranges of the ring the sync has left
-}
-
 // Replication reports this member's replicated state; the zero value on a
 // lite member or in local mode.
-func (s *System) Replication() ReplicationStats {
+func (s *System) Replication() inspect.ReplicationStats {
 	if s.cl == nil || s.cl.rp == nil {
-		return ReplicationStats{}
+		return inspect.ReplicationStats{}
 	}
 	r := s.cl.rp
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.Replication.MaxBytes,
+	st := inspect.ReplicationStats{Keys: r.rep.Keys(), Bytes: r.rep.Bytes(), Usage: r.rep.Usage(), Limit: r.cl.sys.cfg.Replication.MaxBytes,
 		Commits: r.commits.Load(), CommitBytes: r.commitBytes.Load(), SyncBytes: r.syncIn.Load(), ServedSyncBytes: r.syncOut.Load(), Repaired: r.repaired.Load(), Pruned: r.pruned, Deposed: r.deposed, Syncing: r.pending > 0,
 		EarlyAnswers: r.earlyAnswers.Load(), RepliesWithheld: r.repliesWithheld.Load(), MissedBasis: r.missedBasis.Load(),
 		RoundsReadInline: r.readInline.Load(), CopySyncs: r.copySyncs.Load(), SyncRounds: r.syncRounds.Load()}
@@ -1352,7 +1259,7 @@ func (s *System) Replication() ReplicationStats {
 		if len(run.waiting) == 0 || run.gen != r.syncGen {
 			continue
 		}
-		w := WaitingSync{Kind: run.kind, Ranges: len(run.rngs)}
+		w := inspect.WaitingSync{Kind: run.kind, Ranges: len(run.rngs)}
 		for _, id := range run.waiting {
 			w.Members = append(w.Members, id.String())
 		}

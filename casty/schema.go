@@ -10,91 +10,37 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/casty/schema"
 	"github.com/casty-go/casty/wire"
 )
 
-// Schemas: a program's wire contract, as data. Every node of a rolling
-// deploy must agree on it where it matters (wire/SPEC.md, "Schema
-// evolution"): a field keeps its type, a wire name keeps its meaning, a
-// kind keeps its replica count. A program writes its schema with
-// WriteSchema (typically behind a flag of its own, e.g. -casty-schema),
-// and `castyctl schema check OLD NEW` compares two of them in CI.
-
-// SchemaVersion is the version of the Schema format WriteSchema writes.
-const SchemaVersion = 1
-
-// Schema describes every actor kind, service and registered message of a
-// process. It is stable: sorted by name, and types are spelled the same
-// way on every platform and Go version, so two schemas of unchanged code
-// are byte-identical in JSON.
-type Schema struct {
-	Version  int             `json:"version"`
-	Kinds    []KindSchema    `json:"kinds"`
-	Messages []MessageSchema `json:"messages"`
-}
-
-// KindSchema is one actor kind or service.
-type KindSchema struct {
-	Name     string         `json:"name"`    // wire name
-	GoType   string         `json:"go_type"` // Go type, informative only
-	Service  bool           `json:"service,omitempty"`
-	Replicas int            `json:"replicas"`
-	State    []FieldSchema  `json:"state"` // exported fields (none for a service)
-	Methods  []MethodSchema `json:"methods"`
-}
-
-// MethodSchema is one handler.
-type MethodSchema struct {
-	Name   string `json:"name"`
-	Shape  string `json:"shape"`            // "unary", "server-stream", "client-stream", "duplex"
-	Arg    string `json:"arg,omitempty"`    // argument (or element) type; empty for none
-	Result string `json:"result,omitempty"` // result (or element) type; empty for error only
-}
-
-// MessageSchema is one registered message struct.
-type MessageSchema struct {
-	Name   string        `json:"name"`    // wire name
-	GoType string        `json:"go_type"` // Go type, informative only
-	Fields []FieldSchema `json:"fields"`
-}
-
-// FieldSchema is one encoded field: its wire name (the Go name or its
-// msgpack tag) and its type.
-//
-// Types are spelled: bool, string, int, int8 … int64, uint … uint64,
-// float32, float64, bytes ([]byte), time (time.Time), []T (slices and
-// arrays: both encode as arrays), map[K]V, msg(NAME) for a registered
-// message, struct{name T; …} for an anonymous or embedded struct, and
-// custom(GoType) for a type that encodes itself. A pointer is spelled as
-// its pointee: it encodes as the pointee or nil.
-type FieldSchema struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
+// A program's wire contract, as data (package schema says how tools use
+// it): Schemas builds it from the kind registry and the wire registry.
 
 // Schemas returns the schema of everything declared in this process so
 // far: call it after package initialisation, when every Actor, Service
 // and Message declaration has run.
-func Schemas() Schema {
-	s := Schema{Version: SchemaVersion, Kinds: []KindSchema{}, Messages: []MessageSchema{}}
+func Schemas() schema.Schema {
+	s := schema.Schema{Version: schema.Version, Kinds: []schema.Kind{}, Messages: []schema.Message{}}
 	if p := kinds.byName.Load(); p != nil {
 		for _, d := range *p {
 			s.Kinds = append(s.Kinds, kindSchema(d))
 		}
 	}
-	slices.SortFunc(s.Kinds, func(a, b KindSchema) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.Kinds, func(a, b schema.Kind) int { return strings.Compare(a.Name, b.Name) })
 	for _, name := range wire.Default.Names() {
 		t, _ := wire.Default.TypeOf(name)
 		if d := kinds.declaredOf(name); d != nil && d.k.Type == t {
 			continue // a kind's state: listed with the kind
 		}
-		s.Messages = append(s.Messages, MessageSchema{Name: name, GoType: goTypeName(t), Fields: fieldsOf(t)})
+		s.Messages = append(s.Messages, schema.Message{Name: name, GoType: goTypeName(t), Fields: fieldsOf(t)})
 	}
 	return s
 }
 
-// WriteSchema writes Schemas as indented JSON to w. A program exposes its
-// schema to CI with a few lines in main:
+// WriteSchema writes Schemas as indented JSON to w, the format package
+// schema documents. A program exposes its schema to CI (`castyctl schema
+// check`) with a few lines in main:
 //
 //	if len(os.Args) == 2 && os.Args[1] == "-casty-schema" {
 //		if err := casty.WriteSchema(os.Stdout); err != nil {
@@ -111,12 +57,12 @@ func WriteSchema(w io.Writer) error {
 	return err
 }
 
-func kindSchema(d *declared) KindSchema {
+func kindSchema(d *declared) schema.Kind {
 	k := d.k
-	ks := KindSchema{Name: k.Name, GoType: goTypeName(k.Type), Service: k.Service, Replicas: d.repl.replicas,
-		State: fieldsOf(k.Type), Methods: []MethodSchema{}}
+	ks := schema.Kind{Name: k.Name, GoType: goTypeName(k.Type), Service: k.Service, Replicas: d.repl.replicas,
+		State: fieldsOf(k.Type), Methods: []schema.Method{}}
 	if ks.State == nil {
-		ks.State = []FieldSchema{}
+		ks.State = []schema.Field{}
 	}
 	pt := reflect.PointerTo(k.Type)
 	for i := range pt.NumMethod() {
@@ -124,7 +70,7 @@ func kindSchema(d *declared) KindSchema {
 		if m == nil {
 			continue
 		}
-		ms := MethodSchema{Name: m.Name, Shape: shapeName(m.Shape)}
+		ms := schema.Method{Name: m.Name, Shape: shapeName(m.Shape)}
 		if m.Arg != nil {
 			ms.Arg = typeSpelling(m.Arg)
 		}
@@ -133,7 +79,7 @@ func kindSchema(d *declared) KindSchema {
 		}
 		ks.Methods = append(ks.Methods, ms)
 	}
-	slices.SortFunc(ks.Methods, func(a, b MethodSchema) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(ks.Methods, func(a, b schema.Method) int { return strings.Compare(a.Name, b.Name) })
 	return ks
 }
 
@@ -159,8 +105,8 @@ func goTypeName(t reflect.Type) string {
 }
 
 // fieldsOf lists the encoded fields of the struct type t, sorted by name.
-func fieldsOf(t reflect.Type) []FieldSchema {
-	out := []FieldSchema{}
+func fieldsOf(t reflect.Type) []schema.Field {
+	out := []schema.Field{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("msgpack")
@@ -176,15 +122,15 @@ func fieldsOf(t reflect.Type) []FieldSchema {
 		if f.Anonymous && ft.Kind() == reflect.Struct {
 			spelled = structSpelling(ft) // wire/SPEC.md: a field named after the embedded type
 		}
-		out = append(out, FieldSchema{Name: name, Type: spelled})
+		out = append(out, schema.Field{Name: name, Type: spelled})
 	}
-	slices.SortFunc(out, func(a, b FieldSchema) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b schema.Field) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 var timeType = reflect.TypeFor[time.Time]()
 
-// typeSpelling spells t as FieldSchema documents.
+// typeSpelling spells t as schema.Field documents.
 func typeSpelling(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

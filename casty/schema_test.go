@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/schema"
 )
 
 // SchemaLine is a registered message.
@@ -45,21 +46,21 @@ var _ = casty.Actor[SchemaCart](casty.Name("test.schema.Cart"), casty.Replicas(3
 // fields by wire name with their wire types, and is byte-stable.
 func TestSchemasDescribeKindsAndMessages(t *testing.T) {
 	s := casty.Schemas()
-	if s.Version != casty.SchemaVersion {
-		t.Errorf("version %d, want %d", s.Version, casty.SchemaVersion)
+	if s.Version != schema.Version {
+		t.Errorf("version %d, want %d", s.Version, schema.Version)
 	}
-	i := slices.IndexFunc(s.Messages, func(m casty.MessageSchema) bool { return m.Name == "test.schema.Line" })
+	i := slices.IndexFunc(s.Messages, func(m schema.Message) bool { return m.Name == "test.schema.Line" })
 	if i < 0 {
 		t.Fatalf("message test.schema.Line missing: %+v", s.Messages)
 	}
-	want := []casty.FieldSchema{
+	want := []schema.Field{
 		{Name: "Extra", Type: "map[string][]float64"}, {Name: "Note", Type: "string"},
 		{Name: "Raw", Type: "bytes"}, {Name: "SKU", Type: "string"}, {Name: "When", Type: "time"}, {Name: "q", Type: "int32"},
 	}
 	if got := s.Messages[i].Fields; !slices.Equal(got, want) {
 		t.Errorf("fields\n got %+v\nwant %+v", got, want)
 	}
-	k := slices.IndexFunc(s.Kinds, func(k casty.KindSchema) bool { return k.Name == "test.schema.Cart" })
+	k := slices.IndexFunc(s.Kinds, func(k schema.Kind) bool { return k.Name == "test.schema.Cart" })
 	if k < 0 {
 		t.Fatalf("kind test.schema.Cart missing")
 	}
@@ -67,11 +68,11 @@ func TestSchemasDescribeKindsAndMessages(t *testing.T) {
 	if cart.Replicas != 3 || cart.Service {
 		t.Errorf("cart: replicas %d service %v", cart.Replicas, cart.Service)
 	}
-	wantState := []casty.FieldSchema{{Name: "Lines", Type: "[]msg(test.schema.Line)"}, {Name: "Meta", Type: "struct{Owner string}"}}
+	wantState := []schema.Field{{Name: "Lines", Type: "[]msg(test.schema.Line)"}, {Name: "Meta", Type: "struct{Owner string}"}}
 	if !slices.Equal(cart.State, wantState) {
 		t.Errorf("state\n got %+v\nwant %+v", cart.State, wantState)
 	}
-	wantMethods := []casty.MethodSchema{
+	wantMethods := []schema.Method{
 		{Name: "Add", Shape: "unary", Arg: "msg(test.schema.Line)", Result: "int"},
 		{Name: "Clear", Shape: "unary"},
 	}
@@ -79,7 +80,7 @@ func TestSchemasDescribeKindsAndMessages(t *testing.T) {
 		t.Errorf("methods\n got %+v\nwant %+v", cart.Methods, wantMethods)
 	}
 
-	if slices.ContainsFunc(s.Messages, func(m casty.MessageSchema) bool { return m.Name == "test.schema.Cart" }) {
+	if slices.ContainsFunc(s.Messages, func(m schema.Message) bool { return m.Name == "test.schema.Cart" }) {
 		t.Error("an actor's state type is listed among the messages too")
 	}
 
@@ -91,7 +92,7 @@ func TestSchemasDescribeKindsAndMessages(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two WriteSchema of the same process differ")
 	}
-	var back casty.Schema
+	var back schema.Schema
 	if err := json.Unmarshal(a.Bytes(), &back); err != nil || len(back.Kinds) != len(s.Kinds) {
 		t.Errorf("WriteSchema does not read back: %v", err)
 	}

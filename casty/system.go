@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/casty-go/casty/actor"
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/casty/internal/seam"
 	"github.com/casty-go/casty/mux"
 )
@@ -33,11 +34,9 @@ type System struct {
 	tel *telemetry // nil without a meter or tracer provider (telemetry.go)
 }
 
-// Member is a full cluster member.
-type Member struct {
-	ID   string // node id
-	Addr string // the address others dial
-}
+// Member is a full cluster member: its node id (ID) and the address
+// others dial (Addr).
+type Member = inspect.Member
 
 // Option configures a System.
 type Option func(*systemOptions)

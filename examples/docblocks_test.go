@@ -78,6 +78,13 @@ var fragmentImports = map[string]string{
 // docPreludes declares, per file (slash path from the repository root),
 // what the code blocks of its package doc comment use without declaring.
 var docPreludes = map[string]string{
+	"casty/doc.go": `
+var sys *casty.System
+
+type Greeter struct{ Greetings int }
+
+func (g *Greeter) Greet(ctx context.Context, who string) (string, error) { return who, nil }
+`,
 	"collections/doc.go": `
 var sys *casty.System
 `,

@@ -488,7 +488,7 @@ func (c *Cluster) Restart(i int) *casty.System {
 // state and an address of its own — joining through the members up (not
 // crashed nor paused), and returns its index: the N() before the call,
 // which grows by one (the lite member's index in the link methods with
-// it). It waits until the newcomer is ready (casty.Health's Ready): it
+// it). It waits until the newcomer is ready (System.Health's Ready): it
 // has seen the others, the placement agreed with it in holds it, and it
 // has synced the ranges it entered. A member paused or cut off meanwhile
 // learns of it once back; Join does not wait for that.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/inspect"
+	"github.com/casty-go/casty/casty/schema"
 	"github.com/casty-go/casty/internal/wait"
 	"go.uber.org/goleak"
 )
@@ -154,7 +156,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 			}
 		}
 		code, out, _ = ctl(t, seed, "members", "-json")
-		var rows []casty.MemberStatus
+		var rows []inspect.MemberStatus
 		if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
 			t.Fatalf("members -json: exit %d, %v:\n%s", code, err, out)
 		}
@@ -176,7 +178,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		wait.For(t, 20*time.Second, "members -all to list a lite member that left", func() bool {
 			code, out, _ = ctl(t, seed, "members", "-all", "-json")
 			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil &&
-				slices.ContainsFunc(rows, func(r casty.MemberStatus) bool { return r.Lite && r.State == "left" })
+				slices.ContainsFunc(rows, func(r inspect.MemberStatus) bool { return r.Lite && r.State == "left" })
 		})
 	})
 
@@ -196,7 +198,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 				t.Errorf("ring output lacks %s:\n%s", n.Addr(), out)
 			}
 		}
-		var rows []casty.RangeShare
+		var rows []inspect.RangeShare
 		wait.For(t, 20*time.Second, "castyctl ring -json to list the three members", func() bool {
 			code, out, _ = ctl(t, seed, "ring", "-json")
 			return code == exitOK && json.Unmarshal([]byte(out), &rows) == nil && len(rows) == 3
@@ -216,7 +218,7 @@ func TestCastyctlAgainstACluster(t *testing.T) {
 		})
 		t.Logf("castyctl ring ctl.Counter alice:\n%s", out)
 		code, out, _ = ctl(t, seed, "ring", "-replicas", "3", "-json", Accounts.Name(), "acct")
-		var p casty.KeyPlacement
+		var p inspect.KeyPlacement
 		if err := json.Unmarshal([]byte(out), &p); code != exitOK || err != nil {
 			t.Fatalf("ring -replicas 3 -json: exit %d %v:\n%s", code, err, out)
 		}
@@ -346,7 +348,7 @@ func TestCastyctlSchema(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("schema -- PROG: exit %d: %s", code, errOut)
 	}
-	var s casty.Schema
+	var s schema.Schema
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func TestCastyctlSchema(t *testing.T) {
 		t.Errorf("the program's schema through castyctl differs from casty.Schemas():\n%s\n%s", got, want)
 	}
 	dir := t.TempDir()
-	write := func(name string, s casty.Schema) string {
+	write := func(name string, s schema.Schema) string {
 		p := filepath.Join(dir, name)
 		b, _ := json.Marshal(s)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -371,14 +373,14 @@ func TestCastyctlSchema(t *testing.T) {
 		t.Errorf("schema FILE: exit %d:\n%s", code, out)
 	}
 
-	edit := func(f func(s *casty.Schema)) string {
-		var c casty.Schema
+	edit := func(f func(s *schema.Schema)) string {
+		var c schema.Schema
 		b, _ := json.Marshal(s)
 		json.Unmarshal(b, &c)
 		f(&c)
 		return write(fmt.Sprintf("new%d.json", time.Now().UnixNano()), c)
 	}
-	kind := func(c *casty.Schema, name string) *casty.KindSchema {
+	kind := func(c *schema.Schema, name string) *schema.Kind {
 		for i := range c.Kinds {
 			if c.Kinds[i].Name == name {
 				return &c.Kinds[i]
@@ -388,10 +390,10 @@ func TestCastyctlSchema(t *testing.T) {
 		return nil
 	}
 
-	compatible := edit(func(c *casty.Schema) {
+	compatible := edit(func(c *schema.Schema) {
 		k := kind(c, "ctl.Counter")
-		k.State = append(k.State[1:], casty.FieldSchema{Name: "Since", Type: "time"}) // N removed, Since added
-		k.Methods = append(k.Methods, casty.MethodSchema{Name: "Reset", Shape: "unary"})
+		k.State = append(k.State[1:], schema.Field{Name: "Since", Type: "time"}) // N removed, Since added
+		k.Methods = append(k.Methods, schema.Method{Name: "Reset", Shape: "unary"})
 	})
 	code, out, _ = ctl(t, "", "schema", "check", oldPath, compatible)
 	if code != exitOK || !strings.Contains(out, "0 breaking") || !strings.Contains(out, "state field Since time added") {
@@ -400,17 +402,17 @@ func TestCastyctlSchema(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		edit   func(c *casty.Schema)
+		edit   func(c *schema.Schema)
 		report string
 	}{
-		{"field type", func(c *casty.Schema) { kind(c, "ctl.Counter").State[0].Type = "string" },
+		{"field type", func(c *schema.Schema) { kind(c, "ctl.Counter").State[0].Type = "string" },
 			"state field N changed type int → string"},
-		{"wire name reused", func(c *casty.Schema) {
+		{"wire name reused", func(c *schema.Schema) {
 			k := kind(c, "ctl.Counter")
-			k.GoType, k.State = "example.com/other.Invoice", []casty.FieldSchema{{Name: "Total", Type: "float64"}}
+			k.GoType, k.State = "example.com/other.Invoice", []schema.Field{{Name: "Total", Type: "float64"}}
 		}, "wire name reused for another type"},
-		{"replicas", func(c *casty.Schema) { kind(c, "ctl.Account").Replicas = 5 }, "replicas changed 3 → 5"},
-		{"handler", func(c *casty.Schema) { kind(c, "ctl.Account").Methods[0].Arg = "string" },
+		{"replicas", func(c *schema.Schema) { kind(c, "ctl.Account").Replicas = 5 }, "replicas changed 3 → 5"},
+		{"handler", func(c *schema.Schema) { kind(c, "ctl.Account").Methods[0].Arg = "string" },
 			"handler Deposit argument changed type int64 → string"},
 	}
 	for _, tc := range cases {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/inspect"
 )
 
 // table writes aligned columns.
@@ -52,7 +53,7 @@ func (o *options) members(ctx context.Context, args []string) error {
 		fmt.Fprintf(o.stderr, "castyctl members: %v; showing this tool's own view\n", err)
 		table = sys.MemberTable()
 	}
-	rows := []casty.MemberStatus{}
+	rows := []inspect.MemberStatus{}
 	for _, m := range table {
 		if m.ID != sys.ID() && (*all || !m.Lite || m.State != "left") {
 			rows = append(rows, m)

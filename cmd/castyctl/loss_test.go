@@ -13,6 +13,7 @@ import (
 
 	"github.com/casty-go/casty/casty"
 	"github.com/casty-go/casty/casty/castytest"
+	"github.com/casty-go/casty/casty/inspect"
 	"github.com/casty-go/casty/internal/wait"
 )
 
@@ -151,7 +152,7 @@ func TestCastyctlAcceptLossUnblocksAWaitingRange(t *testing.T) {
 	})
 	wait.For(t, 20*time.Second, "castyctl waiting -json: nothing waits, two members lost", func() bool {
 		code, out, _ := ctlOn(t, lite, "waiting", "-json")
-		var rows []casty.MemberPlacement
+		var rows []inspect.MemberPlacement
 		if code != exitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 {
 			return false
 		}
@@ -177,7 +178,7 @@ func TestCastyctlMembersShowsAMemberJustCrashedAsSuspect(t *testing.T) {
 	const least = 300 * time.Millisecond
 	wait.For(t, 20*time.Second, "the live members to suspect the crashed member for a while", func() bool {
 		for _, i := range []int{0, 1} {
-			if !slices.ContainsFunc(c.Member(i).MemberTable(), func(m casty.MemberStatus) bool {
+			if !slices.ContainsFunc(c.Member(i).MemberTable(), func(m inspect.MemberStatus) bool {
 				return m.ID == crashed.ID() && m.State == "suspect" && m.For >= least
 			}) {
 				return false
@@ -204,11 +205,11 @@ func TestCastyctlMembersShowsAMemberJustCrashedAsSuspect(t *testing.T) {
 		t.Errorf("FOR column %q: want how long it has been suspect, at least %v", row[4], least)
 	}
 	code, out, _ = ctlOn(t, lite, "members", "-json")
-	var rows []casty.MemberStatus
+	var rows []inspect.MemberStatus
 	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
 		t.Fatalf("members -json: exit %d, %v:\n%s", code, err, out)
 	}
-	if i := slices.IndexFunc(rows, func(m casty.MemberStatus) bool { return m.ID == crashed.ID() }); i < 0 || rows[i].State != "suspect" || rows[i].For < least {
+	if i := slices.IndexFunc(rows, func(m inspect.MemberStatus) bool { return m.ID == crashed.ID() }); i < 0 || rows[i].State != "suspect" || rows[i].For < least {
 		t.Errorf("members -json: %+v, want %s suspect for some time", rows, crashed.ID())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/inspect"
 )
 
 // The exit codes (doc.go lists them).
@@ -249,7 +250,7 @@ func (o *options) connect(ctx context.Context) (*casty.System, error) {
 	// The lite member learns the table by gossip: wait until it knows a
 	// full member and the table has been still for -settle.
 	deadline := time.Now().Add(o.timeout)
-	var last []casty.MemberStatus
+	var last []inspect.MemberStatus
 	stillSince := time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		t := sys.MemberTable()

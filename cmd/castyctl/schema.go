@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/casty-go/casty/casty"
+	"github.com/casty-go/casty/casty/schema"
 )
 
 // schema prints a schema, or checks two (schema check).
@@ -24,7 +24,7 @@ func (o *options) schema(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var s casty.Schema
+	var s schema.Schema
 	switch {
 	case len(pos) >= 2 && pos[0] == "--":
 		if s, err = o.runSchema(ctx, pos[1], pos[2:]); err != nil {
@@ -44,17 +44,17 @@ func (o *options) schema(ctx context.Context, args []string) error {
 }
 
 // runSchema runs a program that writes its schema to stdout.
-func (o *options) runSchema(ctx context.Context, prog string, args []string) (casty.Schema, error) {
+func (o *options) runSchema(ctx context.Context, prog string, args []string) (schema.Schema, error) {
 	cmd := exec.CommandContext(ctx, prog, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, o.stderr
 	if err := cmd.Run(); err != nil {
-		return casty.Schema{}, fmt.Errorf("%s: %w", prog, err)
+		return schema.Schema{}, fmt.Errorf("%s: %w", prog, err)
 	}
 	return decodeSchema(prog, out.Bytes())
 }
 
-func (o *options) readSchema(name string) (casty.Schema, error) {
+func (o *options) readSchema(name string) (schema.Schema, error) {
 	var b []byte
 	var err error
 	if name == "-" {
@@ -63,20 +63,20 @@ func (o *options) readSchema(name string) (casty.Schema, error) {
 		b, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return casty.Schema{}, err
+		return schema.Schema{}, err
 	}
 	return decodeSchema(name, b)
 }
 
-func decodeSchema(from string, b []byte) (casty.Schema, error) {
-	var s casty.Schema
+func decodeSchema(from string, b []byte) (schema.Schema, error) {
+	var s schema.Schema
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return s, fmt.Errorf("%s: not a casty schema: %w", from, err)
 	}
-	if s.Version < 1 || s.Version > casty.SchemaVersion {
-		return s, fmt.Errorf("%s: schema version %d, this castyctl reads 1 to %d", from, s.Version, casty.SchemaVersion)
+	if s.Version < 1 || s.Version > schema.Version {
+		return s, fmt.Errorf("%s: schema version %d, this castyctl reads 1 to %d", from, s.Version, schema.Version)
 	}
 	if err := checkUnique(s); err != nil {
 		return s, fmt.Errorf("%s: not a casty schema: %w", from, err)
@@ -86,7 +86,7 @@ func decodeSchema(from string, b []byte) (casty.Schema, error) {
 
 // checkUnique refuses a schema that names a kind, message, field or
 // handler twice: WriteSchema never does, and the comparison relies on it.
-func checkUnique(s casty.Schema) error {
+func checkUnique(s schema.Schema) error {
 	seen := map[string]bool{}
 	once := func(what string) error {
 		if seen[what] {
@@ -95,7 +95,7 @@ func checkUnique(s casty.Schema) error {
 		seen[what] = true
 		return nil
 	}
-	fields := func(where string, fs []casty.FieldSchema) error {
+	fields := func(where string, fs []schema.Field) error {
 		for _, f := range fs {
 			if err := once(where + " field " + f.Name); err != nil {
 				return err
@@ -129,7 +129,7 @@ func checkUnique(s casty.Schema) error {
 	return nil
 }
 
-func printSchema(w io.Writer, s casty.Schema) error {
+func printSchema(w io.Writer, s schema.Schema) error {
 	t := newTable(w, "WHAT", "NAME", "TYPE", "DETAIL")
 	for _, k := range s.Kinds {
 		what := "actor"
@@ -153,7 +153,7 @@ func printSchema(w io.Writer, s casty.Schema) error {
 	return t.flush()
 }
 
-func methodSig(m casty.MethodSchema) string {
+func methodSig(m schema.Method) string {
 	return "(" + m.Arg + ") " + orDash(m.Result)
 }
 
@@ -243,12 +243,12 @@ func (o *options) schemaCheck(args []string) error {
 // "Schema evolution"): fields may come and go, but a field keeps its
 // type, a wire name keeps its type, a handler keeps its signature, a kind
 // keeps its replica count.
-func compareSchemas(old, new casty.Schema) []change {
+func compareSchemas(old, new schema.Schema) []change {
 	var out []change
 	add := func(sev, where, format string, args ...any) {
 		out = append(out, change{Severity: sev, Where: where, What: fmt.Sprintf(format, args...)})
 	}
-	newMsgs := map[string]casty.MessageSchema{}
+	newMsgs := map[string]schema.Message{}
 	for _, m := range new.Messages {
 		newMsgs[m.Name] = m
 	}
@@ -269,12 +269,12 @@ func compareSchemas(old, new casty.Schema) []change {
 		}
 	}
 
-	newKinds := map[string]casty.KindSchema{}
+	newKinds := map[string]schema.Kind{}
 	for _, k := range new.Kinds {
 		newKinds[k.Name] = k
 	}
 	oldKinds := map[string]bool{}
-	label := func(k casty.KindSchema) string {
+	label := func(k schema.Kind) string {
 		if k.Service {
 			return "service " + k.Name
 		}
@@ -321,7 +321,7 @@ func severityRank(s string) int {
 
 // compareFields compares one struct's fields; it reports true when the
 // wire name now names an unrelated type (and then lists nothing more).
-func compareFields(add func(sev, where, format string, args ...any), where, what, oldGo, newGo string, old, new []casty.FieldSchema) (reused bool) {
+func compareFields(add func(sev, where, format string, args ...any), where, what, oldGo, newGo string, old, new []schema.Field) (reused bool) {
 	newF := map[string]string{}
 	for _, f := range new {
 		newF[f.Name] = f.Type
@@ -359,7 +359,7 @@ func compareFields(add func(sev, where, format string, args ...any), where, what
 	return false
 }
 
-func fieldList(fs []casty.FieldSchema) string {
+func fieldList(fs []schema.Field) string {
 	var parts []string
 	for _, f := range fs {
 		parts = append(parts, f.Name+" "+f.Type)
@@ -367,8 +367,8 @@ func fieldList(fs []casty.FieldSchema) string {
 	return strings.Join(parts, "; ")
 }
 
-func compareMethods(add func(sev, where, format string, args ...any), where string, old, new []casty.MethodSchema) {
-	newM := map[string]casty.MethodSchema{}
+func compareMethods(add func(sev, where, format string, args ...any), where string, old, new []schema.Method) {
+	newM := map[string]schema.Method{}
 	for _, m := range new {
 		newM[m.Name] = m
 	}
