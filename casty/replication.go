@@ -54,6 +54,12 @@ type replicator struct {
 	maxPage int // the largest state page a commit may carry
 	timeout time.Duration
 
+	// groupsMu guards the repair pass's ring groups, worked out once per
+	// ring (groupsOf).
+	groupsMu   sync.Mutex
+	groupsRing *ring.Ring
+	groups     map[int][]ringGroup
+
 	undeclared sync.Map // kind name → struct{}: kinds this member was sent but does not declare (warned once)
 
 	mu     sync.Mutex // guards rep, pl and every replica.Session and replica.Sync

@@ -45,7 +45,7 @@ func (r *replicator) repairPass() {
 	// (replica/SPEC.md, "Pruning").
 	expired := r.clock.Now().Wall - (r.tombstoneTTL + r.maxDrift).Milliseconds()
 	for _, d := range kinds.replicated() {
-		for _, g := range ringGroups(pl.ring, self, d.repl.replicas) {
+		for _, g := range r.groupsOf(pl.ring, d.repl.replicas) {
 			if !g.mine {
 				// Ranges it left: drop what their set holds.
 				if !r.prune(d.k.Name, pl, g, true, 0) {
@@ -87,6 +87,24 @@ func (r *replicator) prune(kind string, pl *layout, g ringGroup, moved bool, exp
 	r.pruned += int64(len(p.Pruned()))
 	r.mu.Unlock()
 	return true
+}
+
+// groupsOf is ringGroups(cur, self, n), worked out once per ring and
+// replica count: a ring is immutable, and every repair pass of every
+// replicated kind walks it (its 128 tokens per member, a replica set each).
+// The groups are shared: callers only read them.
+func (r *replicator) groupsOf(cur *ring.Ring, n int) []ringGroup {
+	r.groupsMu.Lock()
+	defer r.groupsMu.Unlock()
+	if r.groupsRing != cur {
+		r.groupsRing, r.groups = cur, map[int][]ringGroup{}
+	}
+	gs, ok := r.groups[n]
+	if !ok {
+		gs = ringGroups(cur, r.cl.self, n)
+		r.groups[n] = gs
+	}
+	return gs
 }
 
 // ringGroup is the ranges of the ring whose replica set is the same: mine
