@@ -688,17 +688,18 @@ func stale(pl *layout, v *view) bool {
 
 // AcceptLoss records, as an agreed change of the placement, that the
 // copies held by the members named (by id, as Members and castyctl list
-// them) are gone for good. Use it only when those members were removed as
-// dead and will never come back with their state — two of a Replicas(3)
-// set's members lost with their disks, say: the ranges they held with the
-// remaining members wait for them until then (inspect.ReplicationStats.Waiting,
-// Health), since the one copy left may lack writes the lost members alone
-// acknowledged. After it, those ranges sync from the members that remain,
+// them) are gone for good. Use it only when those members were taken out
+// of the placement and will never come back with their state — two of a
+// Replicas(3) set's members lost with their disks, say, or a member whose
+// graceful Close ran out of time before the members taking its ranges over
+// had synced them: the ranges they held with the remaining members wait for
+// them until then (inspect.ReplicationStats.Waiting, Health), since the
+// copies left may lack writes the lost members alone acknowledged. After it, those ranges sync from the members that remain,
 // and writes only the lost members held are lost: that is the operator's
 // decision, never the runtime's. Each acceptance is logged and counted
 // (inspect.ReplicationStats.LostMembers, the casty.replication.lost_members
 // gauge). It returns once the change is chosen, or ctx's error; a member
-// still placed, or never removed, is refused with ErrNotRemoved.
+// still placed, or never placed, is refused with ErrNotRemoved.
 func (s *System) AcceptLoss(ctx context.Context, ids ...string) error {
 	if s.cl == nil || s.cl.lite {
 		return errors.New("casty: AcceptLoss runs on a full member")
@@ -711,7 +712,7 @@ func (s *System) AcceptLoss(ctx context.Context, ids ...string) error {
 			return fmt.Errorf("casty: AcceptLoss: member id %q: %w", raw, err)
 		}
 		pl := cl.latest()
-		if pl == nil || !pl.p.WasRemoved(id) {
+		if pl == nil || !pl.p.WasGone(id) {
 			return fmt.Errorf("%w: AcceptLoss: member %s (see Replication().Waiting for the members syncs wait for)", ErrNotRemoved, raw)
 		}
 		if !pl.p.WasLost(id) {
@@ -726,7 +727,7 @@ func (s *System) AcceptLoss(ctx context.Context, ids ...string) error {
 			pl := cl.latest()
 			want = slices.DeleteFunc(want, func(c agreed.Change) bool {
 				if pl.p.WasLost(c.ID) {
-					cl.logger.Error("casty: the operator accepted the loss of a removed member's copies: writes only it held are gone", logPeer, c.ID.String())
+					cl.logger.Error("casty: the operator accepted the loss of a departed member's copies: writes only it held are gone", logPeer, c.ID.String())
 					return true
 				}
 				return false

@@ -107,8 +107,9 @@ var (
 	ErrNotRegistered = wire.ErrNotRegistered
 
 	// ErrNotRemoved is AcceptLoss's refusal of a member the placement did
-	// not remove as dead: a live member, a leaver or an unknown id.
-	ErrNotRemoved = errors.New("casty: the member was not removed from the placement as dead")
+	// not take out (remove as dead, or see leave): a placed member or an
+	// unknown id.
+	ErrNotRemoved = errors.New("casty: the member was not taken out of the placement")
 
 	// ErrInvalidConfig is wrapped by every error of Config.Validate and of
 	// each group's Validate (and so by Local, Start and Connect given such

@@ -26,7 +26,10 @@ import (
 // the Close ctx) runs out. The handoff pushes nothing: the members taking
 // over pull what they need through the sync the safety argument already
 // covers, so a handoff is safe however it ends, and only whether the syncs
-// can finish depends on the leaver staying. (Before it, the drain settled
+// can finish depends on the leaver staying: once its process is gone the
+// syncs no longer ask it but still count its copies (syncPeers), so one
+// it did not finish waits for an operator's AcceptLoss rather than sync
+// without what only the leaver held. (Before it, the drain settled
 // each of the leaver's activations with its replica set: spares.go,
 // settle.)
 

@@ -3,6 +3,7 @@ package casty_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,4 +246,108 @@ func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
 	}
 	// The silent member's pull lasts Replication.Timeout (2 s here).
 	waitFor(t, time.Second, "the other member asked for its facts", func() bool { return pulls() > 0 })
+}
+
+// TestALeaveCutShortIsWaitedFor: two members of a key's replica set close
+// while they answer no replication (their handoffs run out of time), and
+// the third missed the key's last commit. The members that enter the
+// key's range cannot sync it from the leavers, and once the leavers'
+// processes are gone their copies were the only ones of the acknowledged
+// writes. So the range waits for them, and every member reports it
+// waiting, until an operator gives them up (AcceptLoss): no owner serves
+// the key meanwhile, least of all without its writes. Before, a sync
+// counted a departed leaver's copies out, so its read quorum shrank to
+// the one member left: the range synced from an empty copy and the key
+// read as if never written.
+func TestALeaveCutShortIsWaitedFor(t *testing.T) {
+	nodes := startReplicated(t, 5)
+	ctx := context.Background()
+	byAddr := map[string]*casty.System{}
+	for _, n := range nodes {
+		byAddr[n.Addr()] = n
+	}
+	l1, l2 := nodes[1], nodes[2]
+	var key string
+	var a *casty.System
+	for i := 0; i < 10000 && key == ""; i++ {
+		k := fmt.Sprintf("c%d", i)
+		p, _ := nodes[0].Placement(Ledgers.Name(), k, 0)
+		in := map[*casty.System]bool{}
+		for _, r := range p.Replicas {
+			in[byAddr[r.Addr]] = true
+		}
+		if len(p.Replicas) == 3 && in[l1] && in[l2] && !in[nodes[0]] {
+			key = k
+			for n := range in {
+				if n != l1 && n != l2 {
+					a = n
+				}
+			}
+		}
+	}
+	if key == "" {
+		t.Fatal("no key replicated on both leavers and not on nodes[0]")
+	}
+	via := nodes[0]
+	for i := 1; i <= 5; i++ {
+		if n, err := casty.Call(ctx, Ledgers.Ref(via, key), (*Ledger).Add, 1); err != nil || n != i {
+			t.Fatalf("add #%d: %d, %v", i, n, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every replica holding the last commit", func() bool {
+		want, ok := casty.ReplicaState(l1, Ledgers.Name(), key)
+		for _, n := range []*casty.System{l2, a} {
+			got, has := casty.ReplicaState(n, Ledgers.Name(), key)
+			ok = ok && has && got == want
+		}
+		return ok
+	})
+	// The commit sits on the two leavers only, which answer nothing.
+	casty.DropCopy(a, Ledgers.Name(), key)
+	for _, l := range []*casty.System{l1, l2} {
+		release := casty.HoldReplication(l)
+		defer release()
+	}
+	for _, l := range []*casty.System{l1, l2} {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = l.Close(cctx) // the handoff runs out of time: that is the point
+		cancel()
+	}
+	rest := []*casty.System{nodes[0], nodes[3], nodes[4]}
+	reported := func() bool {
+		for _, n := range rest {
+			for _, w := range n.Replication().Waiting {
+				if w.Kind == Ledgers.Name() && slices.Contains(w.Members, l1.ID()) && slices.Contains(w.Members, l2.ID()) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// Until a member reports the wait, and a few reads after: each read
+	// fails (the range waits) or sees the writes.
+	deadline, after := time.Now().Add(20*time.Second), 3
+	for after > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no member reports syncs that wait for both leavers")
+		}
+		if reported() {
+			after--
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		n, err := casty.Call0(cctx, Ledgers.Ref(via, key), (*Ledger).Get)
+		cancel()
+		if err == nil && n != 5 {
+			t.Fatalf("read %d after the leavers left with their handoffs cut short, want 5 or a failure (the range waits for their copies)", n)
+		}
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // a read that failed at once: not in a tight loop
+		}
+	}
+	if err := a.AcceptLoss(ctx, l1.ID(), l2.ID()); err != nil {
+		t.Fatalf("AcceptLoss of the leavers: %v", err)
+	}
+	callUntil(t, 20*time.Second, "reading once the leavers' copies are given up", func(ctx context.Context) (int, error) {
+		return casty.Call0(ctx, Ledgers.Ref(via, key), (*Ledger).Get)
+	})
 }

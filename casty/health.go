@@ -61,7 +61,7 @@ func (s *System) Health() inspect.Health {
 	case !h.Joined:
 		h.Reason = "not joined"
 	case !h.Settled && len(waiting) > 0:
-		h.Reason = "syncs wait for the copies of members removed as dead: " + strings.Join(waiting, ", ") +
+		h.Reason = "syncs wait for the copies of members removed as dead or departed before their handoff ended: " + strings.Join(waiting, ", ") +
 			" (they come back, or an operator gives them up: AcceptLoss)"
 	case !h.Settled:
 		h.Reason = "ring not settled"

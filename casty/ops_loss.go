@@ -44,7 +44,7 @@ type waitReport struct {
 // a full member it runs AcceptLoss here. The peer asked needs the
 // operator role (WithOperatorSecret, or a certificate carrying
 // casty://role/operator): without it the request fails with ErrForbidden.
-// A member id that was not removed as dead fails with ErrNotRemoved, as
+// A member id that was not taken out of the placement fails with ErrNotRemoved, as
 // AcceptLoss does, before any id is accepted — once every member asked
 // refused it so (one that has not adopted the removal yet refuses while
 // another that has runs it). ctx bounds the whole request (Config.Actors.CallTimeout

@@ -223,8 +223,9 @@ func (run *syncRun) abandon() {
 const syncParallel = 16
 
 // unsyncedWait, times Replication.Timeout, is how long a LEFT member a
-// sync has no session with still counts as a leaver handing off
-// (replica/SPEC.md, "Membership changes").
+// sync has no session with is still asked as a leaver handing off; after
+// it the leaver is departed: not asked, its copies still counted
+// (syncPeers).
 const unsyncedWait = 2
 
 // runSync syncs run's ranges, a round at a time. Each round asks, for every
@@ -281,50 +282,8 @@ func (r *replicator) runSync(run *syncRun) {
 				departed[id] = now
 			}
 		}
-		// A member that left is asked while it hands off; once its
-		// process is gone (it stays in the view as LEFT with no session
-		// for unsyncedWait, or is out of the view) its copies no longer
-		// count. A member removed as dead is asked as long as the range
-		// needs it — cut off past RemoveDeadAfter, it may hold the only
-		// copies of writes, and it answers syncs once it is back — unless
-		// an operator gave its copies up (AcceptLoss). So the count never
-		// drops below a read quorum of the previous holders for want of
-		// removed members: the range waits (replica/SPEC.md, "Placement
-		// by agreement").
-		gone := func(id ring.NodeID) bool {
-			if cur.placed(id) || cur.p.WasRemoved(id) {
-				return cur.p.WasLost(id)
-			}
-			// A leaver's leave can be agreed before its LEFT record
-			// reaches this member: while it is alive in the view it is
-			// handing off, not gone.
-			since, unreachable := departed[id]
-			return v.left[id] == "" && v.addrs[id] == "" || unreachable && now.Sub(since) > unsyncedWait*r.timeout
-		}
-		// A kind whose writes need one acknowledgement promises each write
-		// one copy: losing a removed member's copies is within what it
-		// declared, so its syncs ask removed members but do not wait for
-		// them. Every other kind's do (above).
-		forgiven := func(id ring.NodeID) bool {
-			return run.w <= 1 && !cur.placed(id) && cur.p.WasRemoved(id)
-		}
-		// What the two say of a member, and whether the round waits for
-		// it, holds for the whole round: worked out once per member, not
-		// per range and base.
-		type member struct {
-			id                    ring.NodeID
-			gone, forgiven, waits bool
-		}
-		members := map[ring.NodeID]member{}
-		about := func(id ring.NodeID) member {
-			if m, ok := members[id]; ok {
-				return m
-			}
-			m := member{id: id, gone: gone(id), forgiven: forgiven(id)}
-			m.waits = !cur.placed(id) && cur.p.WasRemoved(id) && !m.gone && !m.forgiven && v.addrs[id] == ""
-			members[id] = m
-			return m
-		}
+		peers := syncPeers{cur: cur, v: v, departed: departed, now: now, departAfter: unsyncedWait * r.timeout, w: run.w}
+		about := peers.about
 		isGone := func(id ring.NodeID) bool { return about(id).gone }
 		isForgiven := func(id ring.NodeID) bool { return about(id).forgiven }
 		var waiting []ring.NodeID
@@ -356,7 +315,7 @@ func (r *replicator) runSync(run *syncRun) {
 				}
 				from := len(prevs)
 				var need int
-				prevs, need = answerable(prevs, others, q, isGone, isForgiven)
+				prevs, need = answerable(prevs, others, q, about)
 				if r.mutant == "sync-one-fewer" && need > 1 {
 					need--
 				}
@@ -388,7 +347,7 @@ func (r *replicator) runSync(run *syncRun) {
 		var everyone []replica.NodeID
 		if now.Sub(progress) >= copySyncAfter*r.timeout {
 			var unreachable []ring.NodeID
-			everyone, unreachable = r.copySyncMembers(cur, v, bases, rngs, run.n, gone, forgiven)
+			everyone, unreachable = r.copySyncMembers(cur, v, bases, rngs, run.n, isGone, isForgiven)
 			if len(unreachable) > 0 {
 				// Stalled with no removed member it waits for out of
 				// reach: what the copy sync waits for is what blocks it.
@@ -422,7 +381,7 @@ func (r *replicator) runSync(run *syncRun) {
 		// answer it: a range waiting for removed members' copies costs no
 		// traffic while it waits.
 		reachable := func(id replica.NodeID) bool {
-			return v.addrs[ring.NodeID(id)] != "" || v.left[ring.NodeID(id)] != ""
+			return v.addrs[ring.NodeID(id)] != "" || v.left[ring.NodeID(id)] != "" && !about(ring.NodeID(id)).departed
 		}
 		done := make([]bool, len(batches))
 		sem := make(chan struct{}, syncParallel)
@@ -594,28 +553,96 @@ func (r *replicator) copySyncMembers(cur *layout, v *view, bases []*ring.Ring, r
 	return reach, unreachable
 }
 
+// syncPeers tells a sync round what it holds of each member of its
+// ranges' previous sets, worked out once per member per round, not per
+// range and base.
+//
+// A member that left is asked while it hands off. Once its process is
+// gone (it stays in the view as LEFT with no session for departAfter, or
+// is out of the view) it is departed: no longer asked, but its copies
+// still count. Its handoff may have been cut short (HandoffTimeout, or the
+// Close ctx) while a sync it was the last synced holder for was still
+// pulling, and then its copies were the only ones of writes acknowledged
+// before it left. A member removed as dead is asked as long as the range
+// needs it: cut off past RemoveDeadAfter, it may hold the only copies of
+// writes, and it answers syncs once it is back. Either counts until an
+// operator gives its copies up (AcceptLoss): only then is it gone. So the
+// count never drops below a read quorum of the previous holders for want
+// of members that left or were removed: the range waits, and the members
+// it waits for are reported (replica/SPEC.md, "Placement by agreement").
+type syncPeers struct {
+	cur         *layout
+	v           *view
+	departed    map[ring.NodeID]time.Time // leavers with no session, since when
+	now         time.Time
+	departAfter time.Duration
+	w           int // the kind's write quorum
+	memo        map[ring.NodeID]syncPeer
+}
+
+// syncPeer is what a sync round holds of one member.
+type syncPeer struct {
+	id ring.NodeID
+	// gone: an operator gave its copies up; they no longer count.
+	gone bool
+	// departed: a leaver whose process has ended; not asked, still counted.
+	departed bool
+	// forgiven: a removed member of a Write(One) kind, asked and not
+	// waited for (that kind promised each write one copy).
+	forgiven bool
+	// waits: the round waits for it, out of reach (removed as dead with no
+	// address, or departed), until it is back or given up.
+	waits bool
+}
+
+// about returns what the round holds of id.
+func (p *syncPeers) about(id ring.NodeID) syncPeer {
+	if m, ok := p.memo[id]; ok {
+		return m
+	}
+	cur, v := p.cur, p.v
+	placed, removed := cur.placed(id), cur.p.WasRemoved(id)
+	m := syncPeer{id: id, gone: cur.p.WasLost(id), forgiven: p.w <= 1 && !placed && removed}
+	if !placed && !removed {
+		// A leaver's leave can be agreed before its LEFT record reaches
+		// this member: while it is alive in the view it is handing off,
+		// not departed.
+		since, unreachable := p.departed[id]
+		m.departed = v.left[id] == "" && v.addrs[id] == "" || unreachable && p.now.Sub(since) > p.departAfter
+	}
+	m.waits = !placed && !m.gone && !m.forgiven && (removed && v.addrs[id] == "" || m.departed)
+	if p.memo == nil {
+		p.memo = map[ring.NodeID]syncPeer{}
+	}
+	p.memo[id] = m
+	return m
+}
+
 // answerable returns the members of a previous set to ask in a sync, and
 // how many of them it must hear: need, less the members whose copies no
-// longer count (gone: a leaver whose process ended after its handoff, or
-// a removed member an operator gave up with AcceptLoss) and capped at the
-// members not forgiven (a removed member of a Write(One) kind: asked, not
-// waited for). A member removed as dead is otherwise not gone: it is
-// asked, and the range waits for it while too few others answer — with
-// two of a Replicas(3), Write(Majority) set removed, the one left cannot
-// make the read quorum of two alone, and counting fewer would let that
-// one stale copy stand for a write the two removed members alone
-// acknowledged (replica/SPEC.md, "Placement by agreement").
+// longer count (gone: a member an operator gave up with AcceptLoss) and
+// capped at the members not forgiven (a removed member of a Write(One)
+// kind: asked, not waited for). A member removed as dead, or a departed
+// leaver (counted, not asked), is otherwise not gone: the range waits for
+// it while too few others answer — with two of a Replicas(3),
+// Write(Majority) set removed, the one left cannot make the read quorum
+// of two alone, and counting fewer would let that one stale copy stand
+// for a write the two removed members alone acknowledged
+// (replica/SPEC.md, "Placement by agreement").
 //
 // The members to ask are appended to dst.
-func answerable(dst []replica.NodeID, full []ring.NodeID, need int, gone, forgiven func(ring.NodeID) bool) ([]replica.NodeID, int) {
+func answerable(dst []replica.NodeID, full []ring.NodeID, need int, about func(ring.NodeID) syncPeer) ([]replica.NodeID, int) {
 	counted := 0
 	for _, id := range full {
-		if gone(id) {
-			continue
-		}
-		dst = append(dst, replica.NodeID(id))
-		if !forgiven(id) {
-			counted++
+		switch m := about(id); {
+		case m.gone:
+		case m.departed:
+			counted++ // not asked: nothing listens there
+		default:
+			dst = append(dst, replica.NodeID(id))
+			if !m.forgiven {
+				counted++
+			}
 		}
 	}
 	return dst, min(need, counted)

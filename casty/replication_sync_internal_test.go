@@ -3,7 +3,9 @@ package casty
 import (
 	"slices"
 	"testing"
+	"time"
 
+	agreed "github.com/casty-go/casty/casty/internal/placement"
 	"github.com/casty-go/casty/replica"
 	"github.com/casty-go/casty/ring"
 )
@@ -120,5 +122,66 @@ func TestReenteredRunsHearEachBaseOnce(t *testing.T) {
 		if i > 0 && len(run.prior) != len(bases)-1 {
 			t.Fatalf("run %d hears %d other bases, want %d", i, len(run.prior), len(bases)-1)
 		}
+	}
+}
+
+// A leaver whose process has ended may have been the last holder of
+// writes a sync still pulls: its handoff is cut short when the members
+// taking over cannot finish in time (HandoffTimeout, or the Close ctx).
+// So once departed it is no longer asked, but its copies still count
+// toward the read quorum of its ranges' previous sets, and the sync waits
+// for it — reported in Waiting — until an operator gives them up
+// (AcceptLoss). Counting it out let a newcomer whose only previous holder
+// had left mid-sync mark the range synced with no answer and serve its
+// keys empty (the mixed fault schedules' seed 500281: a register read 0
+// after acknowledged writes).
+func TestADepartedLeaversCopiesCountUntilGivenUp(t *testing.T) {
+	a, b, l := ring.NodeID{1}, ring.NodeID{2}, ring.NodeID{3}
+	p := agreed.Genesis(a).Next([]agreed.Change{{Op: agreed.Join, ID: b}, {Op: agreed.Join, ID: l}})
+	left := p.Next([]agreed.Change{{Op: agreed.Leave, ID: l}})
+	lost := left.Next([]agreed.Change{{Op: agreed.Lose, ID: l}})
+	if !lost.WasLost(l) {
+		t.Fatal("an operator cannot give up a leaver's copies (Lose is refused for a member that left)")
+	}
+	now := time.Now()
+	v := &view{addrs: map[ring.NodeID]string{a: "a", b: "b"}, left: map[ring.NodeID]string{l: "l"}}
+	peers := func(pl *agreed.Placement, departedSince time.Duration) *syncPeers {
+		departed := map[ring.NodeID]time.Time{}
+		if departedSince > 0 {
+			departed[l] = now.Add(-departedSince)
+		}
+		return &syncPeers{cur: newLayout(pl, agreed.Log{}), v: v, departed: departed, now: now, departAfter: 6 * time.Second, w: 2}
+	}
+	set := []ring.NodeID{l, a}
+
+	// Handing off (a session, or not long without one): asked and counted.
+	for _, since := range []time.Duration{0, time.Second} {
+		ps := peers(left, since)
+		if m := ps.about(l); m.gone || m.departed || m.waits {
+			t.Fatalf("a leaver %v without a session: %+v, want one handing off", since, m)
+		}
+		if ask, need := answerable(nil, set, 2, ps.about); len(ask) != 2 || need != 2 {
+			t.Fatalf("a leaver handing off: ask %d, need %d; want both asked, 2 needed", len(ask), need)
+		}
+	}
+	// Departed: not asked, still counted, waited for.
+	ps := peers(left, time.Minute)
+	if m := ps.about(l); m.gone || !m.departed || !m.waits {
+		t.Fatalf("a departed leaver: %+v, want departed and waited for, not gone", m)
+	}
+	ask, need := answerable(nil, set, 2, ps.about)
+	if len(ask) != 1 || ask[0] != replica.NodeID(a) || need != 2 {
+		t.Fatalf("a departed leaver: ask %v, need %d; want only the member that stayed asked and 2 needed (the range waits)", ask, need)
+	}
+	if answerableNow([]replica.Group{{Members: ask, Need: need}}, func(replica.NodeID) bool { return true }) {
+		t.Fatal("a set that lost its leaver mid-sync is answerable by the member that stayed alone")
+	}
+	// Given up: no longer counted.
+	ps = peers(lost, time.Minute)
+	if m := ps.about(l); !m.gone || m.waits {
+		t.Fatalf("a leaver given up: %+v, want gone and not waited for", m)
+	}
+	if ask, need := answerable(nil, set, 2, ps.about); len(ask) != 1 || need != 1 {
+		t.Fatalf("a leaver given up: ask %d, need %d; want the member that stayed, 1 needed", len(ask), need)
 	}
 }

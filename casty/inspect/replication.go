@@ -62,8 +62,9 @@ type ReplicationStats struct {
 	// PlacementVersion is the agreed placement version it acts on
 	// (replica/SPEC.md, "Placement by agreement").
 	PlacementVersion uint64
-	// Waiting lists, by kind, the members removed as dead whose copies
-	// the syncs of ranges this member entered cannot do without: too few
+	// Waiting lists, by kind, the members removed as dead, or departed
+	// after a graceful leave, whose copies the syncs of ranges this
+	// member entered cannot do without: too few
 	// of those ranges' previous holders remain to make a read quorum, or,
 	// for a sync stalled because those holders each still pull the ranges
 	// from the others, the removed members out of reach that its copy

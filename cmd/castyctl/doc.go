@@ -54,7 +54,7 @@
 // owner first, so it finds replicated kinds without -replicas.
 //
 // waiting asks every live full member which syncs of replicated kinds
-// wait for members removed as dead (casty.System.PlacementStatus) and
+// wait for members removed as dead or departed (casty.System.PlacementStatus) and
 // prints, per member, its placement version, how many members' copies
 // were given up (LOST), and each kind whose syncs wait with the ids of
 // the removed members they wait for. A range waits when fewer than a read
@@ -62,15 +62,15 @@
 // writes only the removed members acknowledged, so no owner serves its
 // keys until they come back (casty.System.Health names them too).
 //
-// accept-loss -yes ID... gives up for good the copies held by the removed
-// members named: a full member records their loss as an agreed placement
+// accept-loss -yes ID... gives up for good the copies held by the members
+// named, removed as dead or departed before their handoff ended: a full member records their loss as an agreed placement
 // change (casty.System.AcceptLoss, asked through
 // casty.System.AcceptLossVia since castyctl does not vote on the
 // placement), the waiting ranges sync from the members that remain and
 // are served again, and every write only those members held is lost. Use
 // it only for members that will never come back with their state (their
 // disks are gone); a member that comes back needs nothing. It refuses to
-// run without -yes (exit 2), and a member still placed or never removed
+// run without -yes (exit 2), and a member still placed or never placed
 // is refused with casty.ErrNotRemoved (exit 4): castyctl waiting lists the
 // members that can be given up.
 //

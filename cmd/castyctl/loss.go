@@ -96,7 +96,7 @@ func (o *options) acceptLoss(ctx context.Context, args []string) error {
 	via, err := sys.AcceptLossVia(rctx, pos...)
 	switch {
 	case errors.Is(err, casty.ErrNotRemoved):
-		return fmt.Errorf("refused: only a member removed from the placement as dead can be given up (castyctl waiting lists the members syncs wait for): %w", err)
+		return fmt.Errorf("refused: only a member taken out of the placement (removed as dead, or left) can be given up (castyctl waiting lists the members syncs wait for): %w", err)
 	case err != nil:
 		return operatorRole(err)
 	}

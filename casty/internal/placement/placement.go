@@ -38,9 +38,10 @@ const (
 	// Remove takes out a member that a majority of the placement holds
 	// dead, or one whose address a new process took.
 	Remove
-	// Lose records an operator's acceptance that a removed member's
-	// copies are gone for good: syncs stop waiting for it (its writes that
-	// no other member holds are lost). Only an operator proposes it.
+	// Lose records an operator's acceptance that the copies of a member
+	// taken out (removed, or left with its handoff cut short) are gone for
+	// good: syncs stop waiting for it (its writes that no other member
+	// holds are lost). Only an operator proposes it.
 	Lose
 )
 
@@ -73,7 +74,7 @@ type Placement struct {
 	Members []ring.NodeID // placed, sorted
 	Gone    []ring.NodeID // placed once and taken out; sorted
 	Removed []ring.NodeID // of Gone, those removed (not left), who may join again; sorted
-	Lost    []ring.NodeID // of Removed, those whose copies an operator gave up; sorted
+	Lost    []ring.NodeID // of Gone, those whose copies an operator gave up; sorted
 	Ring    *ring.Ring    // Members as a ring
 }
 
@@ -112,8 +113,8 @@ func (p *Placement) WasLost(id ring.NodeID) bool {
 func (p *Placement) Majority() int { return len(p.Members)/2 + 1 }
 
 // Valid reports whether c can apply to p: a join of a member not placed
-// that did not leave, a leave or removal of a placed member, the loss of a
-// removed member's copies.
+// that did not leave, a leave or removal of a placed member, the loss of
+// the copies of a member taken out.
 func (p *Placement) Valid(c Change) bool {
 	switch c.Op {
 	case Join:
@@ -121,7 +122,7 @@ func (p *Placement) Valid(c Change) bool {
 	case Leave, Remove:
 		return p.Has(c.ID)
 	case Lose:
-		return p.WasRemoved(c.ID) && !p.WasLost(c.ID)
+		return p.WasGone(c.ID) && !p.WasLost(c.ID)
 	}
 	return false
 }
