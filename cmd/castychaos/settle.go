@@ -100,11 +100,11 @@ func placementWhole(ctx context.Context, sys *casty.System, n int) (uint64, stri
 		case r.Placed != n:
 			return 0, fmt.Sprintf("member %s acts on placement version %d of %d members, want %d", r.Member.Addr, r.Version, r.Placed, n)
 		case r.Syncing && len(r.Waiting) > 0:
-			return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for removed members %v", r.Member.Addr, r.Version, r.Waiting)
+			return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for removed or departed members %v", r.Member.Addr, r.Version, r.Waiting)
 		case r.Syncing:
 			return 0, fmt.Sprintf("member %s is still syncing ranges (placement version %d), waiting for no removed member", r.Member.Addr, r.Version)
 		case len(r.Waiting) > 0:
-			return 0, fmt.Sprintf("member %s has syncs waiting for removed members %v", r.Member.Addr, r.Waiting)
+			return 0, fmt.Sprintf("member %s has syncs waiting for removed or departed members %v", r.Member.Addr, r.Waiting)
 		case i > 0 && r.Version != version:
 			return 0, fmt.Sprintf("members act on placement versions %d and %d", version, r.Version)
 		}

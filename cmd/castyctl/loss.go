@@ -56,10 +56,10 @@ func (o *options) waiting(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(waiting) == 0 {
-		_, err = fmt.Fprintln(o.stdout, "no sync waits for a removed member")
+		_, err = fmt.Fprintln(o.stdout, "no sync waits for a removed or departed member")
 		return err
 	}
-	_, err = fmt.Fprintf(o.stdout, "%d removed member(s) awaited: until they come back, no owner serves the keys of those ranges;\n"+
+	_, err = fmt.Fprintf(o.stdout, "%d member(s) awaited (removed as dead, or departed before their handoff ended): until they come back, no owner serves the keys of those ranges;\n"+
 		"if they never will, castyctl accept-loss -yes ID... gives their copies up (writes only they held are lost)\n", len(waiting))
 	return err
 }
@@ -80,7 +80,7 @@ func (o *options) acceptLoss(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("accept-loss takes the ids of the removed members whose copies to give up (castyctl waiting lists them)")
+		return usagef("accept-loss takes the ids of the removed or departed members whose copies to give up (castyctl waiting lists them)")
 	}
 	if !*yes {
 		return usagef("accept-loss gives up for good the copies held by %s: writes only they held are lost; "+

@@ -84,8 +84,8 @@ Cluster commands (join as a lite member through -seeds):
   spy [-kind G] [-key G] [-payloads] [-n N] [-for D]
                                tail lifecycle events (globs as in path.Match)
   state KIND KEY               the live state of one actor, as JSON
-  waiting                      each member's syncs waiting for removed members
-  accept-loss -yes ID...       give up for good the copies of removed members
+  waiting                      each member's syncs waiting for removed or departed members
+  accept-loss -yes ID...       give up for good the copies of removed or departed members
                                (writes only they held are lost; needs -yes)
 
 Schema commands (no cluster):
