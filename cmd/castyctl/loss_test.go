@@ -24,8 +24,8 @@ func TestCastyctlAcceptLossUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"accept-loss"}, "ids of the removed members"},
-		{[]string{"accept-loss", "-yes"}, "ids of the removed members"},
+		{[]string{"accept-loss"}, "ids of the removed or departed members"},
+		{[]string{"accept-loss", "-yes"}, "ids of the removed or departed members"},
 		{[]string{"accept-loss", "0b7c5f7e-1111-2222-3333-444455556666"}, "confirm with -yes"},
 		{[]string{"waiting", "extra"}, "waiting takes no arguments"},
 	}
@@ -78,7 +78,7 @@ func TestCastyctlAcceptLossNeedsTheOperatorRole(t *testing.T) {
 		}
 	}
 	code, out, errOut = ctl(t, nodes[0].Addr(), "-operator-secret-file", file, "accept-loss", "-yes", nodes[1].ID())
-	if code != exitFailed || !strings.Contains(errOut, "refused: only a member removed from the placement as dead") || out != "" {
+	if code != exitFailed || !strings.Contains(errOut, "refused: only a member taken out of the placement") || out != "" {
 		t.Errorf("accept-loss of a live member: exit %d, want %d and a refusal: %s%s", code, exitFailed, out, errOut)
 	}
 }
