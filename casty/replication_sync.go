@@ -587,8 +587,8 @@ type syncPeer struct {
 	gone bool
 	// departed: a leaver whose process has ended; not asked, still counted.
 	departed bool
-	// forgiven: a removed member of a Write(One) kind, asked and not
-	// waited for (that kind promised each write one copy).
+	// forgiven: a removed member or departed leaver of a Write(One) kind,
+	// not waited for (that kind promised each write one copy).
 	forgiven bool
 	// waits: the round waits for it, out of reach (removed as dead with no
 	// address, or departed), until it is back or given up.
@@ -602,7 +602,7 @@ func (p *syncPeers) about(id ring.NodeID) syncPeer {
 	}
 	cur, v := p.cur, p.v
 	placed, removed := cur.placed(id), cur.p.WasRemoved(id)
-	m := syncPeer{id: id, gone: cur.p.WasLost(id), forgiven: p.w <= 1 && !placed && removed}
+	m := syncPeer{id: id, gone: cur.p.WasLost(id)}
 	if !placed && !removed {
 		// A leaver's leave can be agreed before its LEFT record reaches
 		// this member: while it is alive in the view it is handing off,
@@ -610,6 +610,10 @@ func (p *syncPeers) about(id ring.NodeID) syncPeer {
 		since, unreachable := p.departed[id]
 		m.departed = v.left[id] == "" && v.addrs[id] == "" || unreachable && p.now.Sub(since) > p.departAfter
 	}
+	// A kind whose writes need one acknowledgement promised each write one
+	// copy: what only a removed member or a departed leaver held is lost
+	// within what it declared, so its syncs do not wait for them.
+	m.forgiven = p.w <= 1 && !placed && (removed || m.departed)
 	m.waits = !placed && !m.gone && !m.forgiven && (removed && v.addrs[id] == "" || m.departed)
 	if p.memo == nil {
 		p.memo = map[ring.NodeID]syncPeer{}
@@ -637,7 +641,9 @@ func answerable(dst []replica.NodeID, full []ring.NodeID, need int, about func(r
 		switch m := about(id); {
 		case m.gone:
 		case m.departed:
-			counted++ // not asked: nothing listens there
+			if !m.forgiven {
+				counted++ // not asked: nothing listens there
+			}
 		default:
 			dst = append(dst, replica.NodeID(id))
 			if !m.forgiven {

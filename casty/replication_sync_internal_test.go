@@ -176,6 +176,16 @@ func TestADepartedLeaversCopiesCountUntilGivenUp(t *testing.T) {
 	if answerableNow([]replica.Group{{Members: ask, Need: need}}, func(replica.NodeID) bool { return true }) {
 		t.Fatal("a set that lost its leaver mid-sync is answerable by the member that stayed alone")
 	}
+	// A Write(One) kind promised each write one copy: a departed leaver is
+	// not waited for.
+	ps = peers(left, time.Minute)
+	ps.w = 1
+	if m := ps.about(l); !m.forgiven || m.waits {
+		t.Fatalf("a departed leaver of a Write(One) kind: %+v, want forgiven and not waited for", m)
+	}
+	if ask, need := answerable(nil, set, 2, ps.about); len(ask) != 1 || need != 1 {
+		t.Fatalf("a departed leaver of a Write(One) kind: ask %d, need %d; want the member that stayed, 1 needed", len(ask), need)
+	}
 	// Given up: no longer counted.
 	ps = peers(lost, time.Minute)
 	if m := ps.about(l); !m.gone || m.waits {

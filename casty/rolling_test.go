@@ -68,7 +68,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 			var b strings.Builder
 			for _, s := range live {
 				st := s.Replication()
-				fmt.Fprintf(&b, "\n  %s: placement of %d, syncing %v, %d keys", s.Addr(), st.Placed, st.Syncing, st.Keys)
+				fmt.Fprintf(&b, "\n  %s: placement of %d, syncing %v, %d keys, waiting %v", s.Addr(), st.Placed, st.Syncing, st.Keys, st.Waiting)
 			}
 			t.Fatalf("restart %d: members not synced after 60 s:%s", i, b.String())
 		}
