@@ -159,7 +159,7 @@ func TestRollingRestartOfProcessesLosesNothing(t *testing.T) {
 	}
 	const n, keys, callers = 5, 40, 4
 	live, lite := startProcCluster(t, n, "fast")
-	load := startAddLoad(lite, callers, keys)
+	load := startAddLoad(t, lite, callers, keys)
 	start := time.Now()
 	for i := range n {
 		old := live[0]

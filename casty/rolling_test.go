@@ -43,7 +43,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { closeSys(t, lite) })
 
-	load := startAddLoad(lite, callers, keys)
+	load := startAddLoad(t, lite, callers, keys)
 
 	start := time.Now()
 	live := members
@@ -92,11 +92,17 @@ type addLoad struct {
 	failedMu  sync.Mutex
 	failed    []error
 	done      chan struct{}
+	stopOnce  sync.Once
 	wg        sync.WaitGroup
 }
 
-func startAddLoad(via *casty.System, callers, keys int) *addLoad {
+// startAddLoad starts callers adding 1 to keys counters through via, and
+// stops them when the test ends (a test that failed before its own stop
+// would otherwise leave them calling a closed system for the rest of the
+// package's run).
+func startAddLoad(t *testing.T, via *casty.System, callers, keys int) *addLoad {
 	l := &addLoad{keys: keys, acked: make([]atomic.Int64, keys), maybe: make([]atomic.Int64, keys), done: make(chan struct{})}
+	t.Cleanup(l.stop)
 	for c := range callers {
 		l.wg.Go(func() {
 			for i := c; ; i += callers {
@@ -132,8 +138,9 @@ func startAddLoad(via *casty.System, callers, keys int) *addLoad {
 	return l
 }
 
-// stop ends the load and waits for every caller.
-func (l *addLoad) stop() { close(l.done); l.wg.Wait() }
+// stop ends the load and waits for every caller; it may be called again
+// (the test's cleanup calls it when the test failed before it did).
+func (l *addLoad) stop() { l.stopOnce.Do(func() { close(l.done) }); l.wg.Wait() }
 
 // verify reads every counter through via, fails the test for each one
 // outside [acknowledged, acknowledged + indeterminate] and for calls that
