@@ -326,7 +326,7 @@ func TestALeaveCutShortIsWaitedFor(t *testing.T) {
 	}
 	// Until a member reports the wait, and a few reads after: each read
 	// fails (the range waits) or sees the writes.
-	deadline, after := time.Now().Add(20*time.Second), 3
+	deadline, after := time.Now().Add(30*time.Second), 3
 	for after > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no member reports syncs that wait for both leavers")
