@@ -30,7 +30,7 @@ import (
 // default 1: shards of one soak run in parallel), CASTY_SCHEDULE_SEED=S
 // replays seed S alone, CASTY_SCHEDULE_LENGTH sets the schedule's length
 // (default 3m of virtual time), CASTY_SCHEDULE_PACE each client's pause
-// between operations (default 500ms). .ci/run runs 360 10-minute mixed
+// between operations (default 500ms). .ci/run runs 300 10-minute mixed
 // schedules at one operation per client a second.
 
 // scheduleRun is what one seed did.
