@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,20 @@ import (
 
 // waitFor is wait.For: every module's tests poll at the same intervals.
 var waitFor = wait.For
+
+// parallel lets t run beside the package's other parallel tests (go
+// test runs them after the sequential ones, -parallel at a time): a test
+// that waits on the cluster's real-time timers leaves the CPU idle. It
+// does nothing under CASTY_FIGURES, whose figures need the machine to
+// themselves. A test that reads a package-level counter its kinds write
+// (holding, tallyEncodes, …) or measures the process (goroutines,
+// memory) stays sequential.
+func parallel(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CASTY_FIGURES") == "" {
+		t.Parallel()
+	}
+}
 
 func newSys(t *testing.T, opts ...casty.Option) *casty.System {
 	t.Helper()

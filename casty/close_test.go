@@ -108,6 +108,7 @@ func runCloseTrials(t *testing.T, kind *casty.Kind[Tab], closed, last int) {
 // owner closes; neither survivor enters the range (there is no member to
 // enter it), so no sync brings it. Before, about half the trials read 45.
 func TestACloseRightAfterWritesLosesNoWrite(t *testing.T) {
+	parallel(t)
 	runCloseTrials(t, Tabs, 0, 1)
 }
 
@@ -115,6 +116,7 @@ func TestACloseRightAfterWritesLosesNoWrite(t *testing.T) {
 // last write's answer rode to: the owner and the closing member made the
 // last write's quorum, and the spare may lack it.
 func TestACloseOfTheAnsweringMemberLosesNoWrite(t *testing.T) {
+	parallel(t)
 	runCloseTrials(t, Tabs, 1, 1)
 }
 
@@ -122,6 +124,7 @@ func TestACloseOfTheAnsweringMemberLosesNoWrite(t *testing.T) {
 // acknowledges alone: the member entering the range syncs it from the
 // leaver during the handoff.
 func TestACloseRightAfterWriteOneWritesLosesNoWrite(t *testing.T) {
+	parallel(t)
 	runCloseTrials(t, OneTabs, 0, 1)
 }
 
@@ -132,6 +135,7 @@ func TestACloseRightAfterWriteOneWritesLosesNoWrite(t *testing.T) {
 // refused due was left to the next commit, which a leaving owner never
 // makes, and the spare, owner on the smaller set, read nothing.
 func TestACloseCatchesUpASpareThatLostItsCopy(t *testing.T) {
+	parallel(t)
 	trials := closeTrials(t)
 	bad := 0
 	for i := range trials {

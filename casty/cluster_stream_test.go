@@ -36,6 +36,7 @@ func (p *Pump) Big(ctx context.Context, n int) iter.Seq2[string, error] {
 var Pumps = casty.Actor[Pump](casty.Name("test.Pump"))
 
 func TestClusterStreamsIntactInOrder(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	key := keyOn(t, nodes[1], nodes[0], Logs.Name())
@@ -118,6 +119,7 @@ func TestClusterStreamBackpressureAndBreak(t *testing.T) {
 }
 
 func TestClusterOwnerDeathMidStream(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx := context.Background()
 	victim := nodes[2]

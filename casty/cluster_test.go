@@ -130,6 +130,7 @@ func (*Locator) Where(ctx context.Context) (string, error) {
 var Locators = casty.Service[Locator](casty.Name("test.Locator"))
 
 func TestClusterSameKeyOneActivation(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx := context.Background()
 	var hosts []string
@@ -176,6 +177,7 @@ func TestAnEventThatChangesNoLiveMemberKeepsTheRing(t *testing.T) {
 }
 
 func TestClusterSpreadsKeys(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx := context.Background()
 	per := map[string]int{}
@@ -242,6 +244,7 @@ func keyOwnedBy(t *testing.T, owner, via *casty.System) string {
 var _ = sync.Mutex{}
 
 func TestClusterOwnerDeathMovesKeyWithFreshState(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx := context.Background()
 	victim := nodes[2]
@@ -265,6 +268,7 @@ func TestClusterOwnerDeathMovesKeyWithFreshState(t *testing.T) {
 // caller is told so (ErrConnectionLost, indeterminate), not only that the
 // actor was unavailable, which is definite when refused at the door.
 func TestClusterCallCutOffByItsOwnersDeathIsIndeterminate(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	victim := nodes[2]
 	key := keyOn(t, victim, nodes[0], Sleepers.Name())
@@ -281,6 +285,7 @@ func TestClusterCallCutOffByItsOwnersDeathIsIndeterminate(t *testing.T) {
 }
 
 func TestClusterGracefulCloseDrainsAndLeavesCleanly(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx := context.Background()
 	leaver := nodes[2]
@@ -315,6 +320,7 @@ func TestClusterGracefulCloseDrainsAndLeavesCleanly(t *testing.T) {
 }
 
 func TestClusterLiteMemberRoutesAndOwnsNothing(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -369,6 +375,7 @@ func TestClusterLiteMemberRoutesAndOwnsNothing(t *testing.T) {
 // A lite member keeps its ring current: a member that joins after it
 // connected is on its ring, and its keys are routed to it in one hop.
 func TestClusterLiteMemberFollowsJoins(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -542,6 +549,7 @@ func TestClusterSeedEqualToItselfIsIgnored(t *testing.T) {
 }
 
 func TestClusterJoinMovesOwnership(t *testing.T) {
+	parallel(t)
 	var mu sync.Mutex
 	moved := map[string]bool{}
 	spyMoves := casty.WithInterceptor(func(ev casty.Event) {
@@ -601,6 +609,7 @@ func TestClusterJoinMovesOwnership(t *testing.T) {
 }
 
 func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -677,6 +686,7 @@ func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
 }
 
 func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
+	parallel(t)
 	cfg := fastCluster()
 	cfg.Actors.CallTimeout = 100 * time.Millisecond
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))
@@ -697,6 +707,7 @@ func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
 // attempt, the call fails with ErrActorUnavailable naming the disagreement.
 // Calls and stream opens share the routing, so both are checked.
 func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	key := keyOn(t, nodes[1], nodes[0], Logs.Name())
@@ -831,6 +842,7 @@ func TestCallRidesOutASlowLeave(t *testing.T) {
 // key again; a point that does not match the key (a buggy or hostile
 // caller) must never activate the actor on a node that does not own it.
 func TestClusterMisplacedPointNeverActivatesOnANonOwner(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	key := keyOn(t, nodes[0], nodes[0], Wheres.Name())

@@ -44,6 +44,7 @@ var StrictSentinels = casty.Actor[Sentinel](casty.Name("test.StrictSentinel"), c
 // periodic pass nor on a view change — and the failed handler's change is
 // not kept; a later call brings it back with its last committed state.
 func TestSupervisorStopEndsADurableActorForGood(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	ctx := context.Background()
 	via := nodes[0]
@@ -104,6 +105,7 @@ func activeAnywhere(nodes []*casty.System, key string) (Sentinel, bool) {
 // its state; once it retires (Self(ctx).Deactivate), a later crash of its
 // owner does not bring it back.
 func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
+	parallel(t)
 	// Crashed members leave the placement within seconds. A failure
 	// detector as quick as fastCluster's falsely kills members of a
 	// loaded host (CI: a race run beside a simulator run), and a live
@@ -199,6 +201,7 @@ func TestDurableActorResumesUnpromptedAndRetiresForGood(t *testing.T) {
 // Its reactivation pass reads the replicas, sees the ended mark there, and
 // leaves the actor down; a call still brings it back.
 func TestARetiredActorStaysEndedWhenItsNewOwnerMissedTheRetirement(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	ctx := context.Background()
 	byAddr := map[string]*casty.System{}

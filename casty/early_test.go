@@ -96,6 +96,7 @@ func earlyCluster(t *testing.T) (nodes []*casty.System, caller *casty.System, ke
 // back, so the owner cannot hear its write quorum, yet the caller has its
 // answer. Before early answers it waited for the owner's round.
 func TestCallFromAReplicaIsAnsweredByItsOwnCopy(t *testing.T) {
+	parallel(t)
 	nodes, caller, key, releaseThird := earlyCluster(t)
 	ctx := context.Background()
 	if n, err := casty.Call(ctx, Tabs.Ref(caller, key), (*Tab).Add, 1); err != nil || n != 1 {

@@ -21,6 +21,7 @@ import (
 // BENCHMARKS.md: go test -timeout 30m -run TestFailoverAfterOwnerCrash
 // -count 1 -v ./casty/ with CASTY_FIGURES=1, without -race).
 func TestFailoverAfterOwnerCrash(t *testing.T) {
+	parallel(t)
 	trials := 3
 	if os.Getenv("CASTY_FIGURES") != "" {
 		trials = 50

@@ -17,6 +17,7 @@ import (
 // set, leaver included (an acknowledged write may sit on the leaver
 // alone), so without the handoff those keys could not activate again.
 func TestGracefulLeaveHandsItsRangesOff(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 4)
 	ctx := context.Background()
 	leaver, via := nodes[1], nodes[0]
@@ -89,6 +90,7 @@ func TestGracefulLeaveHandsItsRangesOff(t *testing.T) {
 // handoff, can bring it to the member that takes over; a read quorum of
 // the member that missed it and the new member must then see it.
 func TestLeaveSyncsFromTheRangesPreviousSet(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 5)
 	ctx := context.Background()
 	byAddr := map[string]*casty.System{}
@@ -158,6 +160,7 @@ func TestLeaveSyncsFromTheRangesPreviousSet(t *testing.T) {
 // them, no majority answers and the leaver stays placed until they
 // release.
 func TestALeaveIsAgreedByAMajority(t *testing.T) {
+	parallel(t)
 	for _, held := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d-of-2-holding", held), func(t *testing.T) {
 			nodes := startReplicated(t, 3)
@@ -224,6 +227,7 @@ func TestALeaveIsAgreedByAMajority(t *testing.T) {
 // again by a member that held its requests, pulled from it alone for its
 // whole handoff.
 func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	m, silent, other := nodes[0], nodes[1], nodes[2]
 	release := casty.HoldReplication(silent)
@@ -260,6 +264,7 @@ func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
 // the one member left: the range synced from an empty copy and the key
 // read as if never written.
 func TestALeaveCutShortIsWaitedFor(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 5)
 	ctx := context.Background()
 	byAddr := map[string]*casty.System{}

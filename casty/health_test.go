@@ -93,6 +93,7 @@ func TestHealthReadinessLifecycle(t *testing.T) {
 // (held here by the founder not answering replication), and is ready once
 // it has; a lite member is ready once it knows full members.
 func TestHealthJoinerAndLite(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2, casty.WithConfig(replicationConfig()))
 	release := casty.HoldReplication(nodes[0])
 	release2 := casty.HoldReplication(nodes[1])
@@ -129,6 +130,7 @@ func TestHealthJoinerAndLite(t *testing.T) {
 // and a restart would only lose the copies it may hold alone — and is not
 // ready until then.
 func TestHealthOfAMemberRemovedWhileAlive(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	h := inspect.HealthHandler(nodes[2].Health)
 	if code, hs := healthProbe(t, h, "/livez"); code != 200 || !hs.Ready {

@@ -25,6 +25,7 @@ import (
 // refuses it as nothing ran, so the lite member takes the call to the
 // key's next replica (route.go), where the majority serves it.
 func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
+	parallel(t)
 	cfg := castytest.TestConfig()
 	cfg.Replication.RemoveDeadAfter = 5 * time.Second
 	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))
@@ -111,6 +112,7 @@ func TestABridgingLiteMemberDoesNotKeepACutSideAlive(t *testing.T) {
 // member and refutes. Once its links heal it refutes again and rejoins:
 // every member lists all five.
 func TestAMemberReachableOnlyThroughALiteMemberIsDeadUntilItsLinksHeal(t *testing.T) {
+	parallel(t)
 	c := castytest.NewCluster(t, 5)
 	c.Lite()
 	others := []int{0, 1, 2, 3}

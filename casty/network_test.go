@@ -114,6 +114,7 @@ func startOn(t *testing.T, addr string, seeds []string, opts ...casty.Option) *c
 // The cluster's secrets still apply on top: the client's credential gives
 // it the client role only, and a node without one is refused.
 func TestWithNetworkCarriesEveryConnection(t *testing.T) {
+	parallel(t)
 	nw := newNamedNetwork()
 	const alphaAddr, betaAddr = "alpha.invalid:7000", "beta.invalid:7000"
 	alpha := startOn(t, alphaAddr, nil, append(secured(), casty.WithNetwork(nw.endpoint("alpha")))...)
@@ -267,6 +268,7 @@ func (c *sniffedConn) Write(p []byte) (int, error) {
 // record, a call crosses members, and a plaintext node dialling through
 // the same network is refused.
 func TestWithNetworkUnderTLS(t *testing.T) {
+	parallel(t)
 	ca := newCA(t, t.TempDir(), "cluster")
 	nw := &tlsSniffer{}
 	nodes := startCluster(t, 2, casty.WithTLS(ca.issue(t, "node")), casty.WithNetwork(nw))

@@ -17,6 +17,7 @@ import (
 // refused with ErrForbidden; an operator reads every member's report and
 // is refused, with ErrNotRemoved, the loss of a member still placed.
 func TestPlacementRequestsNeedTheOperatorRole(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	waitFor(t, 10*time.Second, "both members placed", func() bool {
 		return casty.Settled(nodes[0], 2) && casty.Settled(nodes[1], 2)
@@ -65,6 +66,7 @@ func TestPlacementRequestsNeedTheOperatorRole(t *testing.T) {
 // copies up through a full member (AcceptLossVia): the key is served
 // again and nothing waits.
 func TestAcceptLossViaALiteMemberUnblocksWaitingSyncs(t *testing.T) {
+	parallel(t)
 	cfg := castytest.TestConfig()
 	cfg.Replication.RemoveDeadAfter = 2 * time.Second
 	c := castytest.NewCluster(t, 5, castytest.MemberOptions(casty.WithConfig(cfg)))

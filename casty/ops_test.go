@@ -31,6 +31,7 @@ var (
 // lite member flagged; the placement and ownership views agree with
 // OwnerOf and cover the whole key space.
 func TestOpsMembersPlacementOwnership(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

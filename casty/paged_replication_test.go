@@ -211,6 +211,7 @@ func oneCommit(t *testing.T, nodes []*casty.System, kind, key string, edit func(
 }
 
 func TestPagedCommitTrackedMap100k(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3, casty.WithConfig(pagedConfig()))
 	ctx := context.Background()
 	owner, other := ownerAndOther(t, nodes, PagedMaps.Name(), "m")
@@ -249,6 +250,7 @@ func TestPagedCommitTrackedMap100k(t *testing.T) {
 const figureRows = 2_500_000
 
 func TestPagedCommitArrowOneCell(t *testing.T) {
+	parallel(t)
 	rows := figureRows / 10
 	cfg := pagedConfig()
 	if os.Getenv("CASTY_FIGURES") != "" {

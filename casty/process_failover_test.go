@@ -24,6 +24,7 @@ import (
 // TestFailoverOfAKilledOrStoppedProcess -count 1 -v ./casty/, without
 // -race).
 func TestFailoverOfAKilledOrStoppedProcess(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}
@@ -112,6 +113,7 @@ func processFailoverTrial(t *testing.T, sig syscall.Signal, key string) time.Dur
 // activates it again without any call, with its last acknowledged state,
 // as seen from a lite member that only looks (StateOf never activates).
 func TestDurableActorResumesAfterItsProcessIsKilled(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}
@@ -154,6 +156,7 @@ func TestDurableActorResumesAfterItsProcessIsKilled(t *testing.T) {
 // Replicas(3), Write(Majority) counters. No call may fail except
 // indeterminately (counted), and no acknowledged add may be lost.
 func TestRollingRestartOfProcessesLosesNothing(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}
@@ -192,6 +195,7 @@ func TestRollingRestartOfProcessesLosesNothing(t *testing.T) {
 // ranges they left (anti-entropy's pruning), and every counter reads what
 // was acknowledged.
 func TestJoinerTakesOverAndOldReplicasDropProcesses(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}
@@ -241,6 +245,7 @@ func TestJoinerTakesOverAndOldReplicasDropProcesses(t *testing.T) {
 // replicated state (Self(ctx).DeleteState), then its owner's process is
 // killed; the next call, served by another process, starts from zero.
 func TestDeletedStateStaysDeletedThroughAProcessKill(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}

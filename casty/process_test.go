@@ -34,6 +34,7 @@ func TestHelperNode(t *testing.T) {
 }
 
 func TestProcessKilledWithSIGKILL(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("starts a child process; skipped with -short")
 	}

@@ -20,6 +20,7 @@ import (
 // figure in BENCHMARKS.md: go test -run TestRebalanceOnJoinAndLeave
 // -count 1 -v ./casty/ with CASTY_FIGURES=1, without -race), 500 otherwise.
 func TestRebalanceOnJoinAndLeave(t *testing.T) {
+	parallel(t)
 	keys := 500
 	if os.Getenv("CASTY_FIGURES") != "" {
 		keys = 10000

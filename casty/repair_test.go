@@ -52,6 +52,7 @@ func TestAntiEntropyRestoresAMissedCopy(t *testing.T) {
 // replicas hold them; live actors' copies stay; the deleted actor starts
 // from zero on its next call.
 func TestDeletedStateTombstonesExpire(t *testing.T) {
+	parallel(t)
 	cfg := replicationConfig()
 	cfg.Replication.RepairInterval = 100 * time.Millisecond
 	cfg.Replication.StateTombstoneTTL = 300 * time.Millisecond
@@ -96,6 +97,7 @@ func TestDeletedStateTombstonesExpire(t *testing.T) {
 // copies and the members that left those ranges drop theirs, so each actor
 // ends on exactly three members, with its state intact.
 func TestJoinMovesCopiesAndOldReplicasDropThem(t *testing.T) {
+	parallel(t)
 	cfg := replicationConfig()
 	cfg.Replication.RepairInterval = 100 * time.Millisecond
 	nodes := startReplicated(t, 3, casty.WithConfig(cfg))

@@ -94,6 +94,7 @@ func discard(nodes []*casty.System) {
 // without a goodbye, when the next call activates it on another member.
 // Its cleanup closes the survivors of the crash (discard does not).
 func TestReplicatedStateSurvivesItsOwnersCrash(t *testing.T) {
+	parallel(t)
 	nodes := startReplicated(t, 3)
 	ctx := context.Background()
 	var owner *casty.System

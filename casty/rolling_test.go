@@ -19,12 +19,14 @@ import (
 // cluster in turn — a graceful Close, then a new process on a fresh
 // identity that joins and syncs — while callers on a lite member keep
 // adding to Replicas(3), Write(Majority) counters. No call may fail except
-// indeterminately (a timeout, or ErrQuorumUnavailable when a commit meets
-// a placement change; both counted), and every acknowledged add must be in
+// indeterminately (a timeout, ErrQuorumUnavailable when a commit meets a
+// placement change, or ErrConnectionLost when a call reaches a leaver as
+// it closes its connections; each counted), and every acknowledged add must be in
 // the final counts. The log line is the figure in BENCHMARKS.md
 // (CASTY_FIGURES=1 go test -run TestRollingRestartLosesNothing -count 1 -v
 // ./casty/, without -race; the figure run uses 16 callers, 4 otherwise).
 func TestRollingRestartLosesNothing(t *testing.T) {
+	parallel(t)
 	callers := 4
 	if os.Getenv("CASTY_FIGURES") != "" {
 		callers = 16
@@ -89,6 +91,7 @@ type addLoad struct {
 	attempted atomic.Int64
 	timedOut  atomic.Int64
 	quorum    atomic.Int64
+	lostConn  atomic.Int64
 	failedMu  sync.Mutex
 	failed    []error
 	done      chan struct{}
@@ -125,6 +128,12 @@ func startAddLoad(t *testing.T, via *casty.System, callers, keys int) *addLoad {
 				case errors.Is(err, casty.ErrQuorumUnavailable):
 					// Indeterminate by contract: counted, like a timeout.
 					l.quorum.Add(1)
+					l.maybe[k].Add(1)
+				case errors.Is(err, casty.ErrConnectionLost):
+					// Indeterminate by contract too: a call sent to a
+					// leaver as its process closed its connections (its
+					// view of the placement lagged under load).
+					l.lostConn.Add(1)
 					l.maybe[k].Add(1)
 				default:
 					l.maybe[k].Add(1)
@@ -169,6 +178,6 @@ func (l *addLoad) verify(t *testing.T, via *casty.System) (lost int) {
 }
 
 func (l *addLoad) String() string {
-	return fmt.Sprintf("%d calls, %d timed out, %d indeterminate (ErrQuorumUnavailable), %d failed otherwise",
-		l.attempted.Load(), l.timedOut.Load(), l.quorum.Load(), len(l.failed))
+	return fmt.Sprintf("%d calls, %d timed out, %d indeterminate (ErrQuorumUnavailable), %d cut by a closing connection (ErrConnectionLost), %d failed otherwise",
+		l.attempted.Load(), l.timedOut.Load(), l.quorum.Load(), l.lostConn.Load(), len(l.failed))
 }

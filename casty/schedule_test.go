@@ -144,6 +144,7 @@ func (p *probe) count() int {
 }
 
 func TestEveryIsFixedDelay(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	sys := newSys(t)
 	p := newProbe("fixed", 200*time.Millisecond)

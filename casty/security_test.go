@@ -42,6 +42,7 @@ func connectLite(t *testing.T, seed string, opts ...casty.Option) (*casty.System
 // A lite client may call actors; reading their state and spying need the
 // operator role, refused with ErrForbidden without it.
 func TestLiteClientNeedsOperatorRoleForStateAndSpy(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -86,6 +87,7 @@ func TestLiteClientNeedsOperatorRoleForStateAndSpy(t *testing.T) {
 // between members are unsealed, while a lite client without it still
 // gets sealed connections, both ways; calls work either way.
 func TestSecretClusterSealsItsConnections(t *testing.T) {
+	parallel(t)
 	for _, authOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("authOnly=%v", authOnly), func(t *testing.T) {
 			var mu sync.Mutex
@@ -142,6 +144,7 @@ func TestSecretClusterSealsItsConnections(t *testing.T) {
 // stranger's handshake is answered with a bare refusal: nothing of the
 // member table, the cluster's name or its members.
 func TestSecretClusterRefusesStrangers(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -283,6 +286,7 @@ func (ca *testCA) issueWith(t *testing.T, name string, uris ...string) casty.TLS
 // With TLS.Identity the certificate decides the role: a client
 // certificate calls but may not read state, an operator's may.
 func TestCertIdentityRoles(t *testing.T) {
+	parallel(t)
 	ca := newCA(t, t.TempDir(), "cluster")
 	nodes := startCluster(t, 2, casty.WithTLS(ca.issueWith(t, "member", "casty://member/m")))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -362,6 +366,7 @@ func TestClientCredentialCannotTalkReplication(t *testing.T) {
 // secret, connected after it, is in both members' tables as lite; the
 // rogue is in neither, and hosts nothing.
 func TestClientCredentialClaimingMembershipStaysOffTheRing(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	rogue := startNode(t, []string{nodes[0].Addr()}, casty.WithClientSecret(testClientSecret),
 		casty.WithMuxConfig(func(c *mux.Config) { c.Role = mux.RoleClient }))

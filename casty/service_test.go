@@ -188,6 +188,7 @@ var ReplicatedWheres = casty.Actor[Where](casty.Name("test.WhereR3"), casty.Repl
 // whichever node calls it, a lite member included; without Beside a
 // member runs its service calls itself.
 func TestBesideRunsTheServiceWhereTheActorIs(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 4)
 	lite, err := connectLite(t, nodes[0].Addr())
 	if err != nil {

@@ -62,6 +62,7 @@ func TestAHotKeySendsItsSpareOneDeltaForSeveralCommits(t *testing.T) {
 // vote decides the round. Without that flush the round waited out
 // Replication.Timeout and failed.
 func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
+	parallel(t)
 	owner, caller, spare, key, ref := spareCluster(t)
 	ctx := context.Background()
 	// Only a hot actor skips its spare: the write below must follow the
@@ -86,6 +87,7 @@ func TestAWriteDoesNotWaitForAStalledCallersMember(t *testing.T) {
 // spareFlush later: skipping pays only on a hot key. Before, the spare
 // got this commit with the flush, a second after it.
 func TestAQuietActorsCommitGoesToItsSpareAtOnce(t *testing.T) {
+	parallel(t)
 	owner, _, spare, _, ref := spareCluster(t)
 	ctx := context.Background()
 	casty.SetSpares(owner, 8, time.Second)

@@ -120,6 +120,7 @@ func securityModes(t *testing.T) []struct {
 // in every mode. Before: MaxHandshakes (128) was full and the new member
 // "could not join".
 func TestIdleConnectionsDoNotKeepANewMemberOut(t *testing.T) {
+	parallel(t)
 	for _, mode := range securityModes(t) {
 		for _, from := range [][]string{loopbackHosts(2, 1), loopbackHosts(2, 128)} {
 			t.Run(fmt.Sprintf("%s/%d hosts", mode.name, len(from)), func(t *testing.T) {

@@ -117,6 +117,7 @@ func fed(n int) iter.Seq[string] {
 // context.Canceled for a cancel), and the handler, on this member or
 // another, sees its consumer leave and frees its actor.
 func TestStreamCtxEndsRemoteStreamLikeLocal(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	placements := map[string]*casty.System{"local": nodes[0], "remote": nodes[1]}
 	streams := map[string]func(context.Context, casty.Ref[Spout]) iter.Seq2[string, error]{
@@ -323,6 +324,7 @@ func TestStreamFromAnUncountedOpener(t *testing.T) {
 // An upload's ctx ending ends it with the same error wherever its actor
 // runs, and frees the actor.
 func TestStreamCtxEndsRemoteUploadLikeLocal(t *testing.T) {
+	parallel(t)
 	nodes := startCluster(t, 2)
 	placements := map[string]*casty.System{"local": nodes[0], "remote": nodes[1]}
 	for _, where := range []string{"local", "remote"} {

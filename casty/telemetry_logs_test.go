@@ -197,6 +197,7 @@ func TestLogLinesNameTheNodeOnce(t *testing.T) {
 // built and takes down again had nothing to drain. (Several tries: the
 // spurious line depended on which of two ready cases a select picked.)
 func TestFailedJoinLogsNoError(t *testing.T) {
+	parallel(t)
 	seed := closedPort(t)
 	for i := range 8 {
 		h := newAllLines()
@@ -225,6 +226,7 @@ func TestFailedJoinLogsNoError(t *testing.T) {
 // dead by the members that stay, even when the agreed leave reaches them
 // before its LEFT record.
 func TestAGracefulLeaveIsNotLoggedAsARemoval(t *testing.T) {
+	parallel(t)
 	hs := []*allLines{newAllLines(), newAllLines()}
 	first := startNode(t, nil, casty.WithConfig(replicationConfig()), casty.WithLogger(slog.New(hs[0])))
 	second := startNode(t, []string{first.Addr()}, casty.WithConfig(replicationConfig()), casty.WithLogger(slog.New(hs[1])))

@@ -123,6 +123,7 @@ func TestTelemetryCallMetricsMoveWithCallsFailuresAndActivations(t *testing.T) {
 }
 
 func TestTelemetryMembershipAndTransportMetricsFollowTheCluster(t *testing.T) {
+	parallel(t)
 	opt, collect := meters(t)
 	first := startNode(t, nil, opt)
 	second := startNode(t, []string{first.Addr()})
@@ -299,6 +300,7 @@ func TestTelemetryCountsCommitsAReplicaMissedTheBasisOf(t *testing.T) {
 }
 
 func TestTelemetryReplicationMetricsCountCommitsAcksAndQuorumFailures(t *testing.T) {
+	parallel(t)
 	opt, collect := meters(t)
 	nodes := startReplicated(t, 3, opt)
 	key := keyOn(t, nodes[0], nodes[0], Ledgers.Name())
