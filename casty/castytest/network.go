@@ -161,7 +161,6 @@ func (e endpoint) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	p := &pipe{
 		nw: nw, ends: [2]int{e.self, l.node}, link: lk,
 		state: [2]*nodeState{nw.nodeLocked(e.self), nw.nodeLocked(l.node)},
-		wake:  make(chan struct{}),
 	}
 	for dir := range 2 {
 		p.rng[dir] = rand.New(rand.NewPCG(uint64(nw.seed), nw.nextConn<<1|uint64(dir)))
@@ -275,8 +274,20 @@ type pipe struct {
 	size   [2]int
 	closed [2]bool // side s closed its conn
 	err    error   // the connection was reset
-	wake   chan struct{}
+	// wake[s][w], made by the first goroutine to wait since the last
+	// wake-up (nil while none waits), is closed to wake side s's reader
+	// (w = reading) or writers (w = writing): a write wakes only the
+	// reader it wrote to, a read only a writer blocked on a full queue, a
+	// deadline only its own side (each wake-up of a goroutine in a
+	// synctest bubble costs the simulation as much as a message).
+	wake [2][2]chan struct{}
 }
+
+// Whom a wait is for, the second index of pipe.wake.
+const (
+	reading = 0
+	writing = 1
+)
 
 type chunk struct {
 	data  []byte
@@ -286,8 +297,18 @@ type chunk struct {
 
 // broadcast wakes every goroutine waiting on the pipe. Call with mu held.
 func (p *pipe) broadcast() {
-	close(p.wake)
-	p.wake = make(chan struct{})
+	for s := range 2 {
+		p.wakeUp(s, reading)
+		p.wakeUp(s, writing)
+	}
+}
+
+// wakeUp wakes side s's goroutines waiting for w. Call with mu held.
+func (p *pipe) wakeUp(s, w int) {
+	if p.wake[s][w] != nil {
+		close(p.wake[s][w])
+		p.wake[s][w] = nil
+	}
 }
 
 // reset drops the connection: both ends fail at once, buffered bytes are
@@ -338,11 +359,15 @@ func loadProb(u *atomic.Uint64) float64 {
 	return math.Float64frombits(u.Load())
 }
 
-// wait blocks until the pipe changes, until (when not zero) or deadline.
-// Call with p.mu held; it returns with it held, false past the deadline.
-func (c *conn) wait(until, deadline time.Time) bool {
+// wait blocks, for w (reading or writing), until the pipe changes for
+// it, until (when not zero) or deadline. Call with p.mu held; it returns
+// with it held, false past the deadline.
+func (c *conn) wait(w int, until, deadline time.Time) bool {
 	p := c.p
-	wake := p.wake
+	if p.wake[c.side][w] == nil {
+		p.wake[c.side][w] = make(chan struct{})
+	}
+	wake := p.wake[c.side][w]
 	if !deadline.IsZero() && (until.IsZero() || deadline.Before(until)) {
 		until = deadline
 	}
@@ -396,9 +421,10 @@ func (c *conn) Read(b []byte) (int, error) {
 						p.q = [2][]chunk{}
 						p.size = [2]int{}
 						p.forget()
+						p.broadcast()
 					}
 				}
-				p.broadcast()
+				p.wakeUp(1-c.side, writing) // room in the queue it writes to
 				return n, nil
 			}
 			next = q[0].at
@@ -406,7 +432,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		if len(q) == 0 && p.closed[1-c.side] {
 			return 0, io.EOF
 		}
-		if !c.wait(next, c.rdl) {
+		if !c.wait(reading, next, c.rdl) {
 			return 0, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 	}
@@ -431,7 +457,7 @@ func (c *conn) Write(b []byte) (int, error) {
 		if p.size[to] < maxInFlight {
 			break
 		}
-		if !c.wait(time.Time{}, c.wdl) {
+		if !c.wait(writing, time.Time{}, c.wdl) {
 			return 0, c.opErr("write", os.ErrDeadlineExceeded)
 		}
 	}
@@ -456,7 +482,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	}
 	p.q[to] = append(p.q[to], ch)
 	p.size[to] += len(b)
-	p.broadcast()
+	p.wakeUp(to, reading)
 	return len(b), nil
 }
 
@@ -490,7 +516,8 @@ func (c *conn) RemoteAddr() net.Addr { return c.remote }
 func (c *conn) SetDeadline(t time.Time) error {
 	c.p.mu.Lock()
 	c.rdl, c.wdl = t, t
-	c.p.broadcast()
+	c.p.wakeUp(c.side, reading)
+	c.p.wakeUp(c.side, writing)
 	c.p.mu.Unlock()
 	return nil
 }
@@ -499,7 +526,7 @@ func (c *conn) SetDeadline(t time.Time) error {
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.p.mu.Lock()
 	c.rdl = t
-	c.p.broadcast()
+	c.p.wakeUp(c.side, reading)
 	c.p.mu.Unlock()
 	return nil
 }
@@ -508,7 +535,7 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 func (c *conn) SetWriteDeadline(t time.Time) error {
 	c.p.mu.Lock()
 	c.wdl = t
-	c.p.broadcast()
+	c.p.wakeUp(c.side, writing)
 	c.p.mu.Unlock()
 	return nil
 }
