@@ -157,11 +157,13 @@ func (s *Session) takeOver(word uint64) bool {
 }
 
 // watchInline replaces the readers that have been running one request for
-// too long, and exits once no reader has run one for a few periods.
+// too long, and exits at its first tick with no reader running one: the
+// next inline request starts it again (a goroutine per quiet millisecond
+// at most, where lingering would add a timer wake-up per millisecond to
+// every idle stretch, and on synctest's clock a step of virtual time).
 func (n *Node) watchInline() {
 	t := time.NewTicker(inlineGrace)
 	defer t.Stop()
-	quiet := 0
 	for {
 		select {
 		case <-n.done:
@@ -175,10 +177,6 @@ func (n *Node) watchInline() {
 		// or a timer — but nobody waits for its connection's reading any
 		// more: it is no reason to tick.
 		if n.inline.Load() > 0 && n.replaceStuckReaders() {
-			quiet = 0
-			continue
-		}
-		if quiet++; quiet < 4 {
 			continue
 		}
 		// Stop, unless a reader started a request between the check and
