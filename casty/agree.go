@@ -135,6 +135,13 @@ func (a *agreement) close() {
 	a.wg.Wait()
 }
 
+// wanting reports whether observe left changes this member wants.
+func (a *agreement) wanting() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.want) > 0
+}
+
 func (a *agreement) wake() {
 	select {
 	case a.kick <- struct{}{}:
@@ -465,16 +472,23 @@ func (cl *cluster) observe(v *view, table []gossip.Member) bool {
 }
 
 // agreeLoop proposes the changes this member wants, one version at a time.
+// It looks again every 200 ms while it wants any (a later-ranked member's
+// turn comes with time), and otherwise only when kicked (observe wanting
+// a change, a merged version): an idle member wakes for nothing.
 func (cl *cluster) agreeLoop() {
 	a := &cl.agree
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
+		var tick <-chan time.Time
+		if a.wanting() {
+			tick = t.C
+		}
 		select {
 		case <-a.life.Done():
 			return
 		case <-a.kick:
-		case <-t.C:
+		case <-tick:
 		}
 		want := cl.wanted()
 		if len(want) == 0 {
