@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // Calls bounded by Config.CallTimeout (a ctx without a deadline) and
@@ -11,7 +13,10 @@ import (
 // sweep.Sweeper instead of a timer per call (package sweep says why). While
 // such calls wait, every sweep.Every it fails those past their deadline
 // exactly as their timer would have: the envelope is abandoned and its
-// caller gets a *TimeoutError. A timeout fires up to sweep.Every late.
+// caller gets a *TimeoutError. A timeout fires up to sweep.Every late. A
+// host cannot stop its loop when it closes (a handler abandoned by the
+// drain may still have a caller to time out), so the loop sweeps every
+// sweep.Every and ends within that of the last watched call.
 const numWatchShards = 16
 
 type watchShard struct {
@@ -37,7 +42,7 @@ func (h *Host) watch(e *Envelope, w *waiter, d time.Duration) {
 	sh.m[e] = watched{w: w, deadline: h.now() + int64(d)}
 	sh.mu.Unlock()
 	if h.timeouts.Start() {
-		go h.timeouts.Run(h.sweepWatched, nil)
+		go h.timeouts.Run(sweep.Every, h.sweepWatched, nil)
 	}
 }
 
@@ -50,8 +55,9 @@ func (h *Host) unwatch(e *Envelope, w *waiter) {
 }
 
 // sweepWatched times out the watched calls past their deadline and
-// reports how many remain watched.
-func (h *Host) sweepWatched() (left int) {
+// reports how many remain watched; next 0 keeps the loop sweeping every
+// sweep.Every.
+func (h *Host) sweepWatched() (left int, next time.Duration) {
 	now := h.now()
 	var gone []watched
 	var envs []*Envelope
@@ -75,5 +81,5 @@ func (h *Host) sweepWatched() (left int) {
 			gone[i].w.ch <- struct{}{}
 		}
 	}
-	return left
+	return left, 0
 }

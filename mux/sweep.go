@@ -2,14 +2,17 @@ package mux
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // Request timeouts of sweep.Threshold (one second) or more
 // (RequestTimeout; casty's default CallTimeout is 10 s) are enforced by
 // the node's sweep.Sweeper instead of a timer per request (package sweep
-// says why). While such requests are pending, every sweep.Every it fails
-// those past their deadline exactly as the requester would have: the
+// says why). While such requests are pending, it fails those past their
+// deadline (up to sweep.Every late) exactly as the requester would have: the
 // request leaves the pending table, its requester gets
 // context.DeadlineExceeded, and the peer is told to cancel the handler.
 
@@ -32,13 +35,14 @@ func (n *Node) nanotime() int64 { return int64(time.Since(n.epoch)) }
 // sweeper starts again; Close fails what is pending.
 func (n *Node) sweepPending() {
 	if n.timeouts.Start() {
-		n.goTracked(func() { n.timeouts.Run(n.expireRequests, n.done) })
+		n.goTracked(func() { n.timeouts.Run(sweep.Threshold-sweep.Every, n.expireRequests, n.done) })
 	}
 }
 
 // expireRequests expires the watched requests past their deadline on every
-// session and reports how many watched requests remain.
-func (n *Node) expireRequests() (watched int) {
+// session and reports how many watched requests remain, and how long until
+// the earliest of them is due.
+func (n *Node) expireRequests() (watched int, next time.Duration) {
 	n.mu.Lock()
 	sessions := make([]*Session, 0, len(n.all))
 	for s := range n.all {
@@ -46,6 +50,7 @@ func (n *Node) expireRequests() (watched int) {
 	}
 	n.mu.Unlock()
 	now := n.nanotime()
+	earliest := int64(math.MaxInt64)
 	type expired struct {
 		id uint64
 		p  pendingReq
@@ -62,6 +67,7 @@ func (n *Node) expireRequests() (watched int) {
 				gone = append(gone, expired{id, p})
 			default:
 				watched++
+				earliest = min(earliest, p.deadline)
 			}
 		}
 		if len(gone) > 0 {
@@ -73,5 +79,5 @@ func (n *Node) expireRequests() (watched int) {
 			_ = s.lanes[e.p.lane].send(nil, frameCancel, e.id, nil)
 		}
 	}
-	return watched
+	return watched, time.Duration(earliest - now)
 }

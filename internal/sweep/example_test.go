@@ -9,7 +9,7 @@ import (
 )
 
 // An owner keeps its deadlines where its waiters are, and a sweep function
-// that fails those past due.
+// that fails those past due and says when the next one is.
 func Example() {
 	var (
 		s        sweep.Sweeper
@@ -17,23 +17,26 @@ func Example() {
 		waiting  = map[string]time.Time{}
 		timedOut = make(chan string, 1)
 	)
-	expire := func() (watched int) {
+	expire := func() (watched int, next time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
+		next = sweep.Threshold
 		for name, at := range waiting {
-			if !time.Now().Before(at) {
-				delete(waiting, name)
-				timedOut <- name
+			if left := time.Until(at); left > 0 {
+				next = min(next, left)
+				continue
 			}
+			delete(waiting, name)
+			timedOut <- name
 		}
-		return len(waiting)
+		return len(waiting), next
 	}
 
 	mu.Lock()
 	waiting["call 1"] = time.Now() // already due: the first sweep fails it
 	mu.Unlock()
 	if s.Start() {
-		go s.Run(expire, nil)
+		go s.Run(sweep.Every, expire, nil)
 	}
 	fmt.Println(<-timedOut, "timed out")
 	// Output: call 1 timed out

@@ -9,8 +9,8 @@ const (
 	// Threshold is the shortest timeout a Sweeper watches; a shorter one
 	// keeps a timer of its own, which Every would make too imprecise.
 	Threshold = time.Second
-	// Every is the period of a sweep: a watched deadline fires up to Every
-	// after it passed.
+	// Every is the shortest pause between two sweeps: a watched deadline
+	// fires up to Every after it passed.
 	Every = 10 * time.Millisecond
 )
 
@@ -31,16 +31,28 @@ func (s *Sweeper) Start() bool {
 	return !s.running.Load() && s.running.CompareAndSwap(false, true)
 }
 
-// Run calls sweep every Every until sweep reports that nothing is left to
-// watch, or done is closed (nil: never). sweep expires what is past its
-// deadline and returns how many deadlines remain.
+// Run sweeps first after first, then until sweep reports that nothing is
+// left to watch, or done is closed (nil: never). sweep expires what is
+// past its deadline and returns how many deadlines remain and how long
+// until the earliest of them. Run sleeps that long before the next sweep,
+// but at least Every and at most Threshold: a deadline registered
+// meanwhile is at least Threshold away (shorter timeouts keep their own
+// timer), so it is never swept late by more than Every, and a loop
+// watching distant deadlines wakes about once a Threshold rather than
+// every Every.
+//
+// first may be up to Threshold - Every (the deadline that started the
+// loop is at least Threshold away): a loop started for a request answered
+// at once then ends at its first sweep. An owner that cannot stop the loop
+// when it closes (done nil) passes Every and reports next 0, so that the
+// loop ends within Every of its last deadline.
 //
 // A deadline registered while Run is deciding to stop is not lost: Run
 // clears the running flag, sweeps once more, and goes on if that sweep
 // found work and no new loop took the flag in between (a registration
 // that saw the flag still set started none).
-func (s *Sweeper) Run(sweep func() (watched int), done <-chan struct{}) {
-	t := time.NewTicker(Every)
+func (s *Sweeper) Run(first time.Duration, sweep func() (watched int, next time.Duration), done <-chan struct{}) {
+	t := time.NewTimer(max(first, 0))
 	defer t.Stop()
 	for {
 		select {
@@ -49,13 +61,14 @@ func (s *Sweeper) Run(sweep func() (watched int), done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if sweep() > 0 {
-			continue
+		n, next := sweep()
+		if n == 0 {
+			s.running.Store(false)
+			if n, next = sweep(); n == 0 || !s.running.CompareAndSwap(false, true) {
+				return
+			}
 		}
-		s.running.Store(false)
-		if sweep() == 0 || !s.running.CompareAndSwap(false, true) {
-			return
-		}
+		t.Reset(min(max(next, Every), Threshold))
 	}
 }
 

@@ -13,6 +13,7 @@ type deadlines struct {
 	mu      sync.Mutex
 	waiting map[int]time.Time
 	expired map[int]time.Time
+	sweeps  int
 }
 
 func newDeadlines() *deadlines {
@@ -25,17 +26,21 @@ func (d *deadlines) add(id int, at time.Time) {
 	d.mu.Unlock()
 }
 
-func (d *deadlines) sweep() (watched int) {
+func (d *deadlines) sweep() (watched int, next time.Duration) {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.sweeps++
+	next = time.Duration(1<<63 - 1)
 	for id, at := range d.waiting {
 		if !now.Before(at) {
 			delete(d.waiting, id)
 			d.expired[id] = now
+		} else {
+			next = min(next, at.Sub(now))
 		}
 	}
-	return len(d.waiting)
+	return len(d.waiting), next
 }
 
 func (d *deadlines) counts() (waiting, expired int) {
@@ -48,7 +53,7 @@ func (d *deadlines) counts() (waiting, expired int) {
 func watch(s *Sweeper, d *deadlines, id int, at time.Time, done <-chan struct{}) {
 	d.add(id, at)
 	if s.Start() {
-		go s.Run(d.sweep, done)
+		go s.Run(Threshold-Every, d.sweep, done)
 	}
 }
 
@@ -90,6 +95,35 @@ func TestADeadlineFiresWithinEveryAndTheLoopEnds(t *testing.T) {
 	})
 }
 
+// A loop watching only distant deadlines sleeps until the earliest, a
+// Threshold at most at a time, rather than sweeping every Every; a
+// deadline registered meanwhile (at least Threshold away) still fires
+// within Every.
+func TestADistantDeadlineIsSweptOnceAThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s Sweeper
+		d := newDeadlines()
+		done := make(chan struct{})
+		watch(&s, d, 1, time.Now().Add(time.Hour), done)
+		time.Sleep(10*Threshold + Every)
+		d.mu.Lock()
+		sweeps := d.sweeps
+		d.mu.Unlock()
+		if sweeps > 12 {
+			t.Fatalf("%d sweeps in %v watching a deadline an hour away, want about one a Threshold", sweeps, 10*Threshold)
+		}
+		at := time.Now().Add(Threshold)
+		watch(&s, d, 2, at, done)
+		time.Sleep(Threshold + 2*Every)
+		settled(t, &s, d, 1, 1, true)
+		if late := d.expired[2].Sub(at); late < 0 || late > Every {
+			t.Fatalf("fired %v after its deadline, want within [0, %v]", late, Every)
+		}
+		close(done)
+		settled(t, &s, d, 1, 1, false)
+	})
+}
+
 // Closing done ends the loop at once, whatever is still watched.
 func TestDoneEndsTheLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -111,20 +145,20 @@ func TestADeadlineRegisteredAsTheLoopStopsIsExpired(t *testing.T) {
 		var s Sweeper
 		d := newDeadlines()
 		late := false
-		sweep := func() int {
-			n := d.sweep()
+		sweep := func() (int, time.Duration) {
+			n, next := d.sweep()
 			if n == 0 && !late {
 				late = true
-				watch(&s, d, 2, time.Now(), nil) // Start returns false here
+				watch(&s, d, 2, time.Now().Add(Threshold), nil) // Start returns false here
 			}
-			return n
+			return n, next
 		}
-		d.add(1, time.Now())
+		d.add(1, time.Now().Add(Threshold))
 		if !s.Start() {
 			t.Fatal("Start returned false with no loop running")
 		}
-		go s.Run(sweep, nil)
-		time.Sleep(3 * Every)
+		go s.Run(Threshold-Every, sweep, nil)
+		time.Sleep(2*Threshold + Every)
 		settled(t, &s, d, 0, 2, false)
 	})
 }
