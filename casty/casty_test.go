@@ -21,9 +21,11 @@ var waitFor = wait.For
 // test runs them after the sequential ones, -parallel at a time): a test
 // that waits on the cluster's real-time timers leaves the CPU idle. It
 // does nothing under CASTY_FIGURES, whose figures need the machine to
-// themselves. A test that reads a package-level counter its kinds write
-// (holding, tallyEncodes, …) or measures the process (goroutines,
-// memory) stays sequential.
+// themselves. A test stays sequential when it reads a package-level
+// counter its kinds write (holding, tallyEncodes, …), measures the
+// process (goroutines, memory), bounds a duration or counts members
+// right after a step (more load stretches both), or needs a port nobody
+// takes meanwhile (closedPort).
 func parallel(t *testing.T) {
 	t.Helper()
 	if os.Getenv("CASTY_FIGURES") == "" {

@@ -686,7 +686,6 @@ func TestClusterSpyFiltersAtSourceAndReportsGap(t *testing.T) {
 }
 
 func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
-	parallel(t)
 	cfg := fastCluster()
 	cfg.Actors.CallTimeout = 100 * time.Millisecond
 	nodes := startCluster(t, 2, casty.WithConfig(cfg))

@@ -56,7 +56,6 @@ func closedPort(t *testing.T) string {
 // deadline — not a diagnosis or a goodbye later — with ctx's error,
 // naming the seeds.
 func TestJoinHonoursTheCtxDeadline(t *testing.T) {
-	parallel(t)
 	const deadline = 400 * time.Millisecond
 	const slack = 250 * time.Millisecond // scheduling on a loaded machine, under -race
 	seeds := map[string][]string{
@@ -135,7 +134,6 @@ func TestStartAndConnectRefuseAnInvalidSeedAtOnce(t *testing.T) {
 // member, its placement has settled; with a ctx that ends first it says
 // how far it got and wraps ctx.Err().
 func TestWaitMembers(t *testing.T) {
-	parallel(t)
 	first := startNode(t, nil)
 	nodes := []*casty.System{first, startNode(t, []string{first.Addr()}), startNode(t, []string{first.Addr()})}
 	lite, err := casty.Connect(context.Background(), []string{first.Addr()}, casty.WithConfig(fastCluster()), quiet())

@@ -58,7 +58,6 @@ func checkTooLarge(t *testing.T, via string, err error) {
 // across nodes, the connection stays up, and the key serves its last
 // committed state afterwards.
 func TestCommitOverThePageLimitIsATypedError(t *testing.T) {
-	parallel(t)
 	nodes := startReplicated(t, 3, casty.WithConfig(pagedConfig()))
 	ctx := context.Background()
 	owner, other := ownerAndOther(t, nodes, Blobs.Name(), "b")

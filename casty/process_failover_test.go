@@ -24,7 +24,6 @@ import (
 // TestFailoverOfAKilledOrStoppedProcess -count 1 -v ./casty/, without
 // -race).
 func TestFailoverOfAKilledOrStoppedProcess(t *testing.T) {
-	parallel(t)
 	if testing.Short() {
 		t.Skip("starts child processes; skipped with -short")
 	}

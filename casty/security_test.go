@@ -144,7 +144,6 @@ func TestSecretClusterSealsItsConnections(t *testing.T) {
 // stranger's handshake is answered with a bare refusal: nothing of the
 // member table, the cluster's name or its members.
 func TestSecretClusterRefusesStrangers(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -366,7 +365,6 @@ func TestClientCredentialCannotTalkReplication(t *testing.T) {
 // secret, connected after it, is in both members' tables as lite; the
 // rogue is in neither, and hosts nothing.
 func TestClientCredentialClaimingMembershipStaysOffTheRing(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2, secured()...)
 	rogue := startNode(t, []string{nodes[0].Addr()}, casty.WithClientSecret(testClientSecret),
 		casty.WithMuxConfig(func(c *mux.Config) { c.Role = mux.RoleClient }))
