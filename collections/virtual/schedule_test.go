@@ -265,6 +265,19 @@ func visPath(t *testing.T, l workload) string {
 // CASTY_COLLECTION_SEEDS of them (default 3) from CASTY_COLLECTION_FIRST_SEED
 // (default 1: shards of one soak run in parallel), or CASTY_COLLECTION_SEED
 // alone.
+// replayEnv is the environment a seed ran in, beyond its seed, for its
+// replay line: a replay under other settings (a scheduler with more Ps,
+// another length) may take another course.
+func replayEnv() string {
+	out := ""
+	for _, v := range []string{"GOMAXPROCS", "CASTY_COLLECTION_LENGTH"} {
+		if s := os.Getenv(v); s != "" {
+			out += v + "=" + s + " "
+		}
+	}
+	return out
+}
+
 func seeds() []int64 {
 	var out []int64
 	first := int64(envInt("CASTY_COLLECTION_FIRST_SEED", 1))
@@ -318,12 +331,12 @@ func TestCollectionsOnVirtualTime(t *testing.T) {
 			if !run.settled {
 				unsettled++
 			}
-			t.Logf("seed %d: %d faults; settled: %v; %v virtual in %v CPU (%.0f virtual s per CPU s). Replay: CASTY_COLLECTION_SEED=%d",
-				seed, len(run.schedule.Faults), run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), seed)
+			t.Logf("seed %d: %d faults; settled: %v; %v virtual in %v CPU (%.0f virtual s per CPU s). Replay: %sCASTY_COLLECTION_SEED=%d",
+				seed, len(run.schedule.Faults), run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), replayEnv(), seed)
 			if len(failures) > 0 {
 				t.Logf("%s", run.schedule)
-				t.Errorf("seed %d:\n  %s\nreplay: CASTY_COLLECTION_SEED=%d go test -count=1 -run TestCollectionsOnVirtualTime -v ./collections/virtual",
-					seed, strings.Join(failures, "\n  "), seed)
+				t.Errorf("seed %d:\n  %s\nreplay: %sCASTY_COLLECTION_SEED=%d go test -count=1 -run TestCollectionsOnVirtualTime -v ./collections/virtual",
+					seed, strings.Join(failures, "\n  "), replayEnv(), seed)
 			}
 		})
 	}

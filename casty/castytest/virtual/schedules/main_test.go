@@ -71,6 +71,19 @@ var configs = map[string][]string{
 
 // configName is this run's configuration: CASTY_SCHEDULE_CONFIG, "r3"
 // unless set.
+// replayEnv is the environment a seed ran in, beyond its config and seed,
+// for its replay line: a replay under other settings (a scheduler with
+// more Ps, another length or pace) may take another course.
+func replayEnv() string {
+	out := ""
+	for _, v := range []string{"GOMAXPROCS", "CASTY_SCHEDULE_LENGTH", "CASTY_SCHEDULE_PACE"} {
+		if s := os.Getenv(v); s != "" {
+			out += v + "=" + s + " "
+		}
+	}
+	return out
+}
+
 func configName() string {
 	if c := os.Getenv("CASTY_SCHEDULE_CONFIG"); c != "" {
 		return c

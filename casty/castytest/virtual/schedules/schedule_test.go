@@ -68,8 +68,8 @@ func runSchedule(t *testing.T, seed int64, length time.Duration) scheduleRun {
 	stall := time.AfterFunc(scheduleStall, func() {
 		buf := make([]byte, 64<<20)
 		os.Stderr.Write(buf[:runtime.Stack(buf, true)])
-		panic(fmt.Sprintf("schedule seed %d: no verdict after %v of wall time; every goroutine is printed above. Replay: CASTY_SCHEDULE_CONFIG=%s CASTY_SCHEDULE_SEED=%d",
-			seed, scheduleStall, configName(), seed))
+		panic(fmt.Sprintf("schedule seed %d: no verdict after %v of wall time; every goroutine is printed above. Replay: %sCASTY_SCHEDULE_CONFIG=%s CASTY_SCHEDULE_SEED=%d",
+			seed, scheduleStall, replayEnv(), configName(), seed))
 	})
 	defer stall.Stop()
 	synctest.Test(t, func(t *testing.T) {
@@ -220,8 +220,8 @@ func TestSchedulesOnVirtualTime(t *testing.T) {
 			if !verbose && res.Verdict == castytest.Linearizable && run.settled {
 				return
 			}
-			t.Logf("seed %d (%s): %d faults, %d operations (%d indeterminate): %s; settled after: %v; %v virtual in %v CPU (%.0f virtual s per CPU s). Replay: CASTY_SCHEDULE_CONFIG=%s CASTY_SCHEDULE_SEED=%d",
-				seed, configName(), run.faults, res.Ops, res.Indeterminate, res.Verdict, run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), configName(), seed)
+			t.Logf("seed %d (%s): %d faults, %d operations (%d indeterminate): %s; settled after: %v; %v virtual in %v CPU (%.0f virtual s per CPU s). Replay: %sCASTY_SCHEDULE_CONFIG=%s CASTY_SCHEDULE_SEED=%d",
+				seed, configName(), run.faults, res.Ops, res.Indeterminate, res.Verdict, run.settled, run.virtual.Round(time.Second), cpu.Round(time.Millisecond), run.virtual.Seconds()/cpu.Seconds(), replayEnv(), configName(), seed)
 		})
 	}
 	t.Logf("%s: %d seeds of %v schedules: %d not linearizable, %d undecided (the checker's time ran out), %d did not settle (within 2 virtual minutes after their schedule, or ever: their syncs wait for the copies of crashed members, logged per member above; AcceptLoss would end it); %v virtual in %v CPU (%.0f virtual s per CPU s)",
