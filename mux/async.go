@@ -3,6 +3,8 @@ package mux
 import (
 	"context"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // deliver hands a request's answer to whoever waits for it.
@@ -62,13 +64,16 @@ func (s *Session) RequestAsync(ctx context.Context, l Lane, payload []byte, time
 	if s.closeErr != nil {
 		err := s.closeErr
 		s.mu.Unlock()
-		fn(result{err: connectionLost(err)})
+		fn(result{err: notSent(err)}) // definite: never queued
 		return AsyncRequest{}
 	}
 	s.pending[id] = p
 	s.mu.Unlock()
 	if timeout > 0 {
 		s.node.sweepPending()
+		if timeout < sweep.Threshold {
+			s.node.timeouts.Poke() // its loop may be asleep until a later deadline
+		}
 	}
 	if err := s.lanes[l].send(ctx, frameRequest, id, payload); err != nil {
 		if s.dropPending(id) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/casty-go/casty/internal/sweep"
 )
 
 // TestKeepaliveDefaultsInFakeTime runs the default keepalive schedule
@@ -116,6 +118,54 @@ func TestAReplacedReaderStopsTheWatchdog(t *testing.T) {
 		if ticks := b.watchTicks.Load(); ticks > 100 {
 			t.Fatalf("the watchdog ticked %d times while the replaced request waited 10 s", ticks)
 		}
+		a.Close()
+		b.Close()
+	})
+}
+
+// TestShortAsyncTimeoutsFireOnTimeBesideLongOnes: the node's sweeper,
+// asleep until the earliest watched deadline (here a request with an
+// hour to go), still fails a RequestAsync given 50 ms within sweep.Every
+// of its deadline: registering it wakes the loop.
+func TestShortAsyncTimeoutsFireOnTimeBesideLongOnes(t *testing.T) {
+	if inParent(t) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, err := New(testConfig(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(testConfig(2))
+		release := make(chan struct{})
+		b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			HandOff(ctx)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return p, nil
+		})
+		c1, c2 := net.Pipe()
+		go b.Accept(context.Background(), c2)
+		sa, err := a.DialConn(context.Background(), c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go sa.RequestTimeout(context.Background(), LaneMessage, []byte("long"), time.Hour)
+		time.Sleep(100 * time.Millisecond) // the loop now sleeps toward its first sweep
+		ended := make(chan time.Time, 1)
+		start := time.Now()
+		sa.RequestAsync(context.Background(), LaneMessage, []byte("short"), 50*time.Millisecond, func(_ []byte, err error) {
+			if errors.Is(err, context.DeadlineExceeded) {
+				ended <- time.Now()
+			}
+		})
+		at := <-ended
+		if late := at.Sub(start) - 50*time.Millisecond; late < 0 || late > sweep.Every {
+			t.Fatalf("a 50 ms RequestAsync failed %v after its deadline, want within [0, %v]", late, sweep.Every)
+		}
+		close(release)
 		a.Close()
 		b.Close()
 	})

@@ -13,7 +13,8 @@
 // # What the caller must do
 //
 // The caller keeps the deadlines (in whatever table its waiters already
-// live in), each at least Threshold away when registered, and a sweep
+// live in), each at least Threshold away when registered or followed by a
+// Poke, and a sweep
 // function that expires those past due and reports how many remain and
 // how long until the earliest of them. After registering a deadline it calls Start; when Start
 // returns true it runs Run in a goroutine of its own. Run returns when

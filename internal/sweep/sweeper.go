@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -17,7 +18,26 @@ const (
 // Sweeper runs at most one sweep loop at a time for its owner. The zero
 // value is ready to use; a Sweeper must not be copied after first use.
 type Sweeper struct {
-	running atomic.Bool
+	running  atomic.Bool
+	pokeOnce sync.Once
+	poke     chan struct{} // Poke's signal to a running loop (pokes)
+}
+
+// pokes returns the loop's poke channel, made on first use.
+func (s *Sweeper) pokes() chan struct{} {
+	s.pokeOnce.Do(func() { s.poke = make(chan struct{}, 1) })
+	return s.poke
+}
+
+// Poke makes a running loop (or the next to start) sweep at once and
+// take its next sleep from what is watched then. Call it after
+// registering a deadline nearer than Threshold, which a loop asleep until
+// a later one would otherwise sweep late.
+func (s *Sweeper) Poke() {
+	select {
+	case s.pokes() <- struct{}{}:
+	default:
+	}
 }
 
 // Start reports whether the caller must now run Run in a goroutine: it
@@ -36,8 +56,8 @@ func (s *Sweeper) Start() bool {
 // past its deadline and returns how many deadlines remain and how long
 // until the earliest of them. Run sleeps that long before the next sweep,
 // but at least Every and at most Threshold: a deadline registered
-// meanwhile is at least Threshold away (shorter timeouts keep their own
-// timer), so it is never swept late by more than Every, and a loop
+// meanwhile is at least Threshold away (a nearer one comes with a Poke),
+// so it is never swept late by more than Every, and a loop
 // watching distant deadlines wakes about once a Threshold rather than
 // every Every.
 //
@@ -54,12 +74,14 @@ func (s *Sweeper) Start() bool {
 func (s *Sweeper) Run(first time.Duration, sweep func() (watched int, next time.Duration), done <-chan struct{}) {
 	t := time.NewTimer(max(first, 0))
 	defer t.Stop()
+	poked := s.pokes()
 	for {
 		select {
 		case <-done:
 			s.running.Store(false)
 			return
 		case <-t.C:
+		case <-poked:
 		}
 		n, next := sweep()
 		if n == 0 {

@@ -124,6 +124,28 @@ func TestADistantDeadlineIsSweptOnceAThreshold(t *testing.T) {
 	})
 }
 
+// A deadline nearer than Threshold, registered while the loop sleeps
+// toward a distant one, is swept within Every of its time once poked.
+func TestAPokedNearDeadlineIsSweptOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s Sweeper
+		d := newDeadlines()
+		done := make(chan struct{})
+		watch(&s, d, 1, time.Now().Add(time.Hour), done)
+		time.Sleep(Threshold / 2) // the loop sleeps until Threshold - Every
+		at := time.Now().Add(Every)
+		watch(&s, d, 2, at, done)
+		s.Poke()
+		time.Sleep(3 * Every)
+		settled(t, &s, d, 1, 1, true)
+		if late := d.expired[2].Sub(at); late < 0 || late > Every {
+			t.Fatalf("fired %v after its deadline, want within [0, %v]", late, Every)
+		}
+		close(done)
+		settled(t, &s, d, 1, 1, false)
+	})
+}
+
 // Closing done ends the loop at once, whatever is still watched.
 func TestDoneEndsTheLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
