@@ -175,7 +175,8 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 			}
 			// Sent, and the connection or the session failed before the
 			// answer: the mux error stays matchable (ErrConnectionLost is
-			// indeterminate).
+			// indeterminate). mux.ErrSessionClosed (nothing sent) is
+			// route's to retry.
 			return nil, fmt.Errorf("%w: %s/%s.%s on %s: %w", ErrActorUnavailable, k.Name, key, req.Method, d.addr, err)
 		}
 		resp = callResp{}
@@ -195,11 +196,12 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 
 // route runs exchange against the key's owner, as this node's ring has
 // it. It retries, at most routeAttempts in all, only where provably
-// nothing ran: a dial that failed, or an owner that refused the work as
-// not its own (wrong owner, or leaving), or a commit the owner was fenced
-// from before any replica took it (codeNotApplied), or an owner that
-// could not activate the key for want of a read quorum (codeUnactivated)
-// — exchange returns that refusal.
+// nothing ran: a dial that failed, a session that had failed before the
+// call could be queued on it (mux.ErrSessionClosed), or an owner that
+// refused the work as not its own (wrong owner, or leaving), or a commit
+// the owner was fenced from before any replica took it (codeNotApplied),
+// or an owner that could not activate the key for want of a read quorum
+// (codeUnactivated) — exchange returns that refusal.
 // Between attempts it waits a little for the membership view to move. It
 // reports local, without calling exchange, when this node owns the key.
 // Calls and stream opens both route through here.
@@ -259,6 +261,16 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 			continue
 		}
 		refused, err := exchange(sess, d)
+		if err != nil && errors.Is(err, mux.ErrSessionClosed) {
+			// The session had failed before the call could be queued:
+			// nothing was sent. Once the node has dropped it, the next
+			// attempt dials again (its connection may be all that died)
+			// or, the view having moved, goes to the key's next owner.
+			why = because(why, fmt.Sprintf("%s: %v", d.addr, err))
+			attempts++
+			cl.awaitDropped(ctx, d.id, sess)
+			continue
+		}
 		if refused != nil {
 			last = refused
 			why = because(why, refused.Message)
@@ -360,6 +372,18 @@ func (cl *cluster) dialOwner(ctx context.Context, k *actor.Kind, key string, at 
 			}
 			changed = cl.changes()
 		}
+	}
+}
+
+// awaitDropped waits, briefly, until the node no longer hands out sess
+// for id: a failed session leaves the node's table a moment after it
+// fails.
+func (cl *cluster) awaitDropped(ctx context.Context, id ring.NodeID, sess *mux.Session) {
+	for range 100 {
+		if s, ok := cl.node.Session(mux.NodeID(id)); !ok || s != sess || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(500 * time.Microsecond)
 	}
 }
 

@@ -165,7 +165,7 @@ func (w *connWriter) enqueue(ctx context.Context, ch byte, fill func([]byte) []b
 	if w.err != nil {
 		err := w.err
 		w.mu.Unlock()
-		return err
+		return notSent(err) // definite: nothing of it was queued
 	}
 	w.q[ch] = fill(w.q[ch])
 	w.queued++

@@ -45,8 +45,13 @@ func TestPendingRequestsFailWithConnectionLost(t *testing.T) {
 			}
 		}
 		<-sa.Done()
-		if _, err := sa.Request(context.Background(), LaneMessage, nil); !errors.Is(err, ErrConnectionLost) {
-			t.Fatalf("request on a dead session: %v", err)
+		// Made after the connection died, a request or message is never
+		// queued: definite, so that a caller may send it elsewhere.
+		if _, err := sa.Request(context.Background(), LaneMessage, nil); !errors.Is(err, ErrSessionClosed) || errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("request on a dead session: %v, want ErrSessionClosed (definite), not ErrConnectionLost", err)
+		}
+		if err := sa.Send(context.Background(), LaneMessage, nil); !errors.Is(err, ErrSessionClosed) || errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("message on a dead session: %v, want ErrSessionClosed", err)
 		}
 		// mux never retries a request: each handler ran once, the one sent
 		// on the dead session not at all.

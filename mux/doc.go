@@ -123,7 +123,9 @@
 //     signal for membership) and closes the connection.
 //   - The transport never retries a request. ErrConnectionLost and context
 //     errors are indeterminate (the handler may have run); ErrMessageTooLarge,
-//     ErrClosed before sending and *RemoteError are definite.
+//     ErrClosed before sending, ErrSessionClosed (a request made on a
+//     session whose connection had already died) and *RemoteError are
+//     definite.
 //   - Backoff (and Node.Redial) give reconnect delays of 0.1 s doubling to
 //     15 s with ±25 % jitter from an injected *rand.Rand.
 //   - What a peer can make a node hold is bounded by Config: inbound

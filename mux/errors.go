@@ -8,8 +8,8 @@ import (
 // Sentinel errors. Compare with errors.Is.
 //
 // Definite errors (the message was not sent): ErrMessageTooLarge,
-// ErrClosed, ErrTooManyStreams, ErrInvalidConfig, *HandshakeError
-// (ErrTooManyClients among them).
+// ErrClosed, ErrSessionClosed, ErrTooManyStreams, ErrInvalidConfig,
+// *HandshakeError (ErrTooManyClients among them).
 // Indeterminate errors (the peer may have received and handled the
 // request): ErrConnectionLost and the caller's context errors
 // (context.DeadlineExceeded, context.Canceled). The transport never
@@ -20,9 +20,16 @@ var (
 	ErrClosed = errors.New("mux: closed")
 
 	// ErrConnectionLost is returned (wrapped with the cause) for requests
-	// pending on a connection that died, and for operations on a session
-	// whose connection is gone. Indeterminate: the peer may have acted.
+	// pending on a connection that died: sent, or queued to be, before
+	// it did. Indeterminate: the peer may have acted.
 	ErrConnectionLost = errors.New("mux: connection lost")
+
+	// ErrSessionClosed is returned (wrapped with the cause) for a request
+	// or message made on a session whose connection had already died, or
+	// that was closed, before it could be queued. Definite: nothing was
+	// sent, so the caller may send it again on another session (dial the
+	// peer again) without doubling anything.
+	ErrSessionClosed = errors.New("mux: session closed before sending")
 
 	// ErrMessageTooLarge is returned when a payload exceeds
 	// Config.MaxMessage; nothing was sent. Use a stream for bulk data.
@@ -214,6 +221,22 @@ func (e *RemoteError) Error() string {
 
 func protocolError(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, a...))
+}
+
+// notSent is the error of a request or message that could not be queued
+// because its session had already failed with cause (raw, or as
+// connectionLost made it): ErrSessionClosed wrapping the cause, never
+// ErrConnectionLost, since nothing left.
+func notSent(cause error) error {
+	if j, ok := cause.(interface{ Unwrap() []error }); ok {
+		if errs := j.Unwrap(); len(errs) == 2 && errs[0] == ErrConnectionLost {
+			cause = errs[1]
+		}
+	}
+	if cause == nil || errors.Is(cause, ErrConnectionLost) {
+		return ErrSessionClosed
+	}
+	return fmt.Errorf("%w: %w", ErrSessionClosed, cause)
 }
 
 func connectionLost(cause error) error {

@@ -261,10 +261,11 @@ func checkLane(l Lane) error {
 }
 
 // Request sends payload on lane and waits for the answer. It fails with
-// ErrMessageTooLarge (nothing sent), *RemoteError (the handler failed),
-// ErrConnectionLost (indeterminate) or ctx's error (indeterminate; the
-// peer's handler context is cancelled). It never retries. payload may be
-// reused when Request returns.
+// ErrMessageTooLarge or ErrSessionClosed (nothing sent: the session had
+// failed before the request could be queued), *RemoteError (the handler
+// failed), ErrConnectionLost (indeterminate) or ctx's error
+// (indeterminate; the peer's handler context is cancelled). It never
+// retries. payload may be reused when Request returns.
 func (s *Session) Request(ctx context.Context, l Lane, payload []byte) ([]byte, error) {
 	return s.request(ctx, l, payload, 0)
 }
@@ -314,7 +315,7 @@ func (s *Session) request(ctx context.Context, l Lane, payload []byte, timeout t
 		err := s.closeErr
 		s.mu.Unlock()
 		resultChans.Put(ch)
-		return nil, connectionLost(err)
+		return nil, notSent(err) // definite: never queued
 	}
 	s.pending[id] = p
 	s.mu.Unlock()
@@ -385,7 +386,8 @@ func (s *Session) signalIdleLocked() {
 }
 
 // Send queues a one-way message on lane. A nil error means the message
-// was queued for the connection, not that the peer received it.
+// was queued for the connection, not that the peer received it;
+// ErrSessionClosed, that it was not (the session had failed).
 func (s *Session) Send(ctx context.Context, l Lane, payload []byte) error {
 	if err := checkLane(l); err != nil {
 		return err
@@ -749,7 +751,7 @@ func (s *Session) OpenStream(ctx context.Context, header []byte) (*Stream, error
 	if s.closeErr != nil {
 		err := s.closeErr
 		s.mu.Unlock()
-		return nil, connectionLost(err)
+		return nil, notSent(err)
 	}
 	if s.streamsOut >= s.node.cfg.MaxStreams {
 		s.mu.Unlock()
