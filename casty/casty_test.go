@@ -24,8 +24,10 @@ var waitFor = wait.For
 // themselves. A test stays sequential when it reads a package-level
 // counter its kinds write (holding, tallyEncodes, …), measures the
 // process (goroutines, memory), bounds a duration or counts members
-// right after a step (more load stretches both), or needs a port nobody
-// takes meanwhile (closedPort).
+// right after a step (more load stretches both), needs a port nobody
+// takes meanwhile (closedPort), or checks what a timeout guards — a join,
+// a keepalive over TLS, a stream's first frame, the claim check — that
+// a machine loaded by parallel tests ran past in a loaded -count=3 run.
 func parallel(t *testing.T) {
 	t.Helper()
 	if os.Getenv("CASTY_FIGURES") == "" {

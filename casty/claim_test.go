@@ -37,7 +37,6 @@ func (zeroSource) Uint64() uint64 { return 0 }
 // Before: within the new member's first 10 s the stranger took its
 // sessions and its calls.
 func TestStrangerCannotClaimANewMembersID(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2)
 	newcomer := startNode(t, []string{nodes[0].Addr()})
 	waitConverged(t, append(nodes, newcomer), 3)

@@ -36,7 +36,6 @@ func (p *Pump) Big(ctx context.Context, n int) iter.Seq2[string, error] {
 var Pumps = casty.Actor[Pump](casty.Name("test.Pump"))
 
 func TestClusterStreamsIntactInOrder(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	key := keyOn(t, nodes[1], nodes[0], Logs.Name())

@@ -706,7 +706,6 @@ func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
 // attempt, the call fails with ErrActorUnavailable naming the disagreement.
 // Calls and stream opens share the routing, so both are checked.
 func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
 	key := keyOn(t, nodes[1], nodes[0], Logs.Name())

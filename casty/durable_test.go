@@ -79,11 +79,18 @@ func TestSupervisorStopEndsADurableActorForGood(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // observing that nothing happens, not waiting for it
 	}
+	// Each attempt that failed indeterminately (a timeout on a loaded
+	// machine) may have beaten too.
+	maybe := 0
 	n := callUntil(t, 20*time.Second, "calling the stopped actor", func(ctx context.Context) (int, error) {
-		return casty.Call0(ctx, StrictSentinels.Ref(via, "z"), (*Sentinel).Beat)
+		n, err := casty.Call0(ctx, StrictSentinels.Ref(via, "z"), (*Sentinel).Beat)
+		if err != nil && (errors.Is(err, casty.ErrTimeout) || errors.Is(err, casty.ErrConnectionLost) || errors.Is(err, casty.ErrQuorumUnavailable)) {
+			maybe++
+		}
+		return n, err
 	})
-	if n != 4 {
-		t.Fatalf("a call after the stop: beat %d, want 4 (the failed handler's change is not kept)", n)
+	if n < 4 || n > 4+maybe {
+		t.Fatalf("a call after the stop: beat %d, want 4 (the failed handler's change is not kept), or up to %d with the %d attempts that failed indeterminately", n, 4+maybe, maybe)
 	}
 }
 

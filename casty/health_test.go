@@ -93,7 +93,6 @@ func TestHealthReadinessLifecycle(t *testing.T) {
 // (held here by the founder not answering replication), and is ready once
 // it has; a lite member is ready once it knows full members.
 func TestHealthJoinerAndLite(t *testing.T) {
-	parallel(t)
 	nodes := startCluster(t, 2, casty.WithConfig(replicationConfig()))
 	release := casty.HoldReplication(nodes[0])
 	release2 := casty.HoldReplication(nodes[1])

@@ -23,7 +23,6 @@ func (ca *testCA) issue(t *testing.T, name string) casty.TLS {
 }
 
 func TestClusterMutualTLS(t *testing.T) {
-	parallel(t)
 	dir := t.TempDir()
 	ca := newCA(t, dir, "cluster")
 	nodes := startCluster(t, 2, casty.WithTLS(ca.issue(t, "node")))
