@@ -26,7 +26,6 @@ import (
 // (CASTY_FIGURES=1 go test -run TestRollingRestartLosesNothing -count 1 -v
 // ./casty/, without -race; the figure run uses 16 callers, 4 otherwise).
 func TestRollingRestartLosesNothing(t *testing.T) {
-	parallel(t)
 	callers := 4
 	if os.Getenv("CASTY_FIGURES") != "" {
 		callers = 16
