@@ -265,7 +265,6 @@ func TestAMemberThatDoesNotAnswerHoldsUpOnlyItsOwnFactsPull(t *testing.T) {
 // the one member left: the range synced from an empty copy and the key
 // read as if never written.
 func TestALeaveCutShortIsWaitedFor(t *testing.T) {
-	parallel(t)
 	nodes := startReplicated(t, 5)
 	ctx := context.Background()
 	byAddr := map[string]*casty.System{}
