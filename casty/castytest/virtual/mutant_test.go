@@ -96,7 +96,7 @@ var mutants = []struct {
 }{
 	{"write-one-fewer", 5, 0, 20},
 	{"sync-one-fewer", 5, 0, 30},
-	{"quorum-of-set", 3, 2, 100},
+	{"quorum-of-set", 3, 2, 200},
 }
 
 func TestSchedulesCatchAMutant(t *testing.T) {
