@@ -633,7 +633,8 @@ func (s *Session) supersede(winner *Session) {
 	}()
 }
 
-// monitor runs keepalive pings and notices the connection dying.
+// monitor sends keepalive pings when the peer is quiet and notices the
+// connection dying.
 func (s *Session) monitor() {
 	// The peer is proven there by anything read from it: a ping goes out
 	// only when nothing was heard for KeepAliveInterval, so a peer that
