@@ -702,9 +702,11 @@ func TestClusterCallTimeoutBoundsRemoteCallsWithoutDeadline(t *testing.T) {
 }
 
 // An owner that refuses work as not its own (its ring disagrees) is asked
-// again — nothing ran — and the second attempt lands; refused on every
-// attempt, the call fails with ErrActorUnavailable naming the disagreement.
-// Calls and stream opens share the routing, so both are checked.
+// again — nothing ran — and the second attempt lands; so does one after
+// more refusals than RouteAttempts within the call's first seconds (views
+// in motion converge); refused on every attempt, the call fails with
+// ErrActorUnavailable naming the disagreement. Calls and stream opens
+// share the routing, so both are checked.
 func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	nodes := startCluster(t, 2)
 	ctx := context.Background()
@@ -733,12 +735,17 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, nodes[1].Addr()+"#") {
 		t.Fatalf("call refused once: %q %v", out, err)
 	}
-	casty.RefuseAsWrongOwner(nodes[1], casty.RouteAttempts)
+	casty.RefuseAsWrongOwner(nodes[1], casty.RouteAttempts+2)
+	out, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
+	if err != nil || !strings.HasSuffix(out, "#2") {
+		t.Fatalf("call refused %d times at once: %q %v (want the second hit)", casty.RouteAttempts+2, out, err)
+	}
+	const always = 1 << 30
+	casty.RefuseAsWrongOwner(nodes[1], always)
 	_, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
 	if !errors.Is(err, casty.ErrActorUnavailable) || !strings.Contains(err.Error(), "does not own") {
 		t.Fatalf("call refused on every attempt: %v", err)
 	}
-	casty.RefuseAsWrongOwner(nodes[1], casty.RouteAttempts)
 	var streamErr error
 	for _, err := range casty.Stream(ctx, ref, (*Log).Tail, 0) {
 		streamErr = err
@@ -747,10 +754,11 @@ func TestClusterWrongOwnerIsRetriedOnlyWhileNothingRan(t *testing.T) {
 	if !errors.Is(streamErr, casty.ErrActorUnavailable) || !strings.Contains(streamErr.Error(), "owners disagree") {
 		t.Fatalf("stream refused on every attempt: %v", streamErr)
 	}
-	// The refusals ran nothing: the Where was hit exactly once.
+	// The refusals ran nothing: the Where was hit exactly twice.
+	casty.RefuseAsWrongOwner(nodes[1], 0)
 	out, err = casty.Call0(ctx, Wheres.Ref(nodes[0], wkey), (*Where).Hit)
-	if err != nil || !strings.HasSuffix(out, "#2") {
-		t.Fatalf("after the refusals: %q %v (want the second hit)", out, err)
+	if err != nil || !strings.HasSuffix(out, "#3") {
+		t.Fatalf("after the refusals: %q %v (want the third hit)", out, err)
 	}
 }
 

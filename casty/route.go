@@ -78,6 +78,13 @@ const maxPooledReq = 64 << 10
 // refusal that only says a leave is under way costs no attempt (route).
 const routeAttempts = 5
 
+// routeSettle is how long a call's wrong-owner and moving refusals cost it
+// no attempt: owners that disagree converge as the newer placement spreads
+// (pull), but while views move fast (a restart: each gossip event is a
+// change awaitChange returns on) five attempts can pass in far less time
+// than that takes on a loaded machine. Nothing runs on a refusal.
+const routeSettle = 2 * time.Second
+
 // maxRouteReasons bounds the refusals a failed route names.
 const maxRouteReasons = 2 * routeAttempts
 
@@ -202,7 +209,9 @@ func (cl *cluster) dispatch(ctx context.Context, k *actor.Kind, key string, at p
 // the owner was fenced from before any replica took it (codeNotApplied),
 // or an owner that could not activate the key for want of a read quorum
 // (codeUnactivated) — exchange returns that refusal.
-// Between attempts it waits a little for the membership view to move. It
+// Between attempts it waits a little for the membership view to move.
+// Wrong-owner and moving refusals cost no attempt for the call's first
+// routeSettle, while the owners' placements converge. It
 // reports local, without calling exchange, when this node owns the key.
 // Calls and stream opens both route through here.
 //
@@ -220,6 +229,7 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 	var avoid map[ring.NodeID]bool // members that refused the call as leaving, or unactivated
 	leaves := false                // a member refused it as leaving
 	tries := 0                     // exchanges and dials, refused or failed
+	settle := time.Now().Add(routeSettle)
 	for attempts := 0; attempts < routeAttempts; {
 		tries++
 		if cl.closed.Load() {
@@ -298,13 +308,15 @@ func (cl *cluster) route(ctx context.Context, deadline time.Time, k *actor.Kind,
 				attempts++
 				continue
 			}
-			if refused.Code == codeWrongOwner || refused.Code == codeMoving {
+			disagree := refused.Code == codeWrongOwner || refused.Code == codeMoving
+			if disagree {
 				// The two placements may differ: the newer one wins
 				// (agree.go, pull).
 				cl.pull(d.id, d.addr)
 			}
-			if refused.Code == codeWrongOwner && leaves {
-				// The leave is under way: wait for it (see above).
+			if refused.Code == codeWrongOwner && leaves || disagree && time.Now().Before(settle) {
+				// The leave is under way, or the call is young: wait
+				// for the views to agree (see above).
 				if !time.Now().Before(deadline) {
 					break
 				}
