@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,6 +88,7 @@ func processFailoverTrial(t *testing.T, sig syscall.Signal, key string) time.Dur
 		// that window would time nothing.
 		waitFor(t, 5*time.Second, "the owner's process stopped", owner.stopped)
 	}
+	var seen []string // each distinct failure, when first seen (for a failure's report)
 	for failed := 0; ; failed++ {
 		// Each attempt may take the default CallTimeout, as a caller's
 		// would: an attempt stuck on the stopped member must be released
@@ -100,8 +102,13 @@ func processFailoverTrial(t *testing.T, sig syscall.Signal, key string) time.Dur
 			}
 			return time.Since(start)
 		}
+		if why := fmt.Sprintf("%v", err); !slices.ContainsFunc(seen, func(s string) bool { return strings.HasSuffix(s, why) }) {
+			seen = append(seen, fmt.Sprintf("at %v: %s", time.Since(start).Round(time.Millisecond), why))
+		}
 		if time.Since(start) > 60*time.Second {
-			t.Fatalf("%s still unavailable 60 s after %v of its owner: %v", key, sig, err)
+			m, _ := lite.OwnerOf(Ledgers.Name(), key)
+			t.Fatalf("%s still unavailable 60 s after %v of its owner %s: %v\nthe lite member sees %v, owner %v\nfailures:\n%s",
+				key, sig, owner.addr, err, lite.Members(), m, strings.Join(seen, "\n"))
 		}
 		time.Sleep(5 * time.Millisecond) // between attempts; the clock runs from the signal
 	}
