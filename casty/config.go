@@ -170,12 +170,11 @@ type TransportConfig struct {
 	HandshakeTimeout time.Duration
 	// ConnectTimeout bounds a dial. Default 5 s.
 	ConnectTimeout time.Duration
-	// KeepAliveInterval is how long a connection may carry nothing from
-	// the peer before a keepalive ping goes out. Default 1 s. A member
-	// whose process is stopped or whose host vanished keeps its
-	// connections open and answers nothing; the failed keepalive is what
-	// makes its neighbours suspect it, and a suspected member's keys move
-	// at once (the ring holds only live members). So a stopped owner's
+	// KeepAliveInterval is the ping period on every connection. Default
+	// 1 s. A member whose process is stopped or whose host vanished keeps
+	// its connections open and answers nothing; the failed keepalive is
+	// what makes its neighbours suspect it, and a suspected member's keys
+	// move at once (the ring holds only live members). So a stopped owner's
 	// keys are served again about KeepAliveInterval + KeepAliveTimeout
 	// after it stopped (BENCHMARKS.md, failover after SIGSTOP).
 	KeepAliveInterval time.Duration

@@ -118,10 +118,9 @@
 //   - Any protocol violation closes that connection, never the process, and
 //     never panics. Requests pending on a lost connection fail with
 //     ErrConnectionLost.
-//   - A keepalive ping when nothing was read from the peer for
-//     Config.KeepAliveInterval (a busy connection sends none); a ping
-//     unanswered within KeepAliveTimeout calls Config.OnKeepaliveFailure (a
-//     suspicion signal for membership) and closes the connection.
+//   - Keepalive pings every Config.KeepAliveInterval; a ping unanswered
+//     within KeepAliveTimeout calls Config.OnKeepaliveFailure (a suspicion
+//     signal for membership) and closes the connection.
 //   - The transport never retries a request. ErrConnectionLost and context
 //     errors are indeterminate (the handler may have run); ErrMessageTooLarge,
 //     ErrClosed before sending, ErrSessionClosed (a request made on a

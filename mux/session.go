@@ -633,8 +633,7 @@ func (s *Session) supersede(winner *Session) {
 	}()
 }
 
-// monitor sends keepalive pings when the peer is quiet and notices the
-// connection dying.
+// monitor runs keepalive pings and notices the connection dying.
 func (s *Session) monitor() {
 	// The peer is proven there by anything read from it: a ping goes out
 	// only when nothing was heard for KeepAliveInterval, so a peer that
