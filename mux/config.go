@@ -101,16 +101,13 @@ type Config struct {
 	// caller's context). Default 5 s. Must be > 0.
 	ConnectTimeout time.Duration
 
-	// KeepAliveInterval is how long each side of a connection may hear
-	// nothing from its peer before it sends a keepalive ping: any record
-	// read proves the peer there, so a busy connection sends no pings and
-	// an idle one about one an interval (the dialing side pings an eighth
-	// sooner, and the other side hears it). Default 1 s: a peer whose process is stopped
-	// or whose host vanished keeps its sockets open and says nothing, and
-	// the keepalive is what notices, within KeepAliveInterval +
-	// KeepAliveTimeout of the last record it sent (with 15 s it took up
-	// to 20 s, and membership suspects nobody meanwhile). A ping is a
-	// 12-byte frame each way. Zero disables keepalive.
+	// KeepAliveInterval is the time between keepalive pings on an idle or
+	// busy connection. Default 1 s: a peer whose process is stopped or
+	// whose host vanished keeps its sockets open and says nothing, and the
+	// keepalive is what notices, within KeepAliveInterval +
+	// KeepAliveTimeout (with 15 s it took up to 20 s, and membership
+	// suspects nobody meanwhile). A ping is a 12-byte frame each way.
+	// Zero disables keepalive.
 	KeepAliveInterval time.Duration
 
 	// KeepAliveTimeout is how long a ping may wait for its pong before the

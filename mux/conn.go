@@ -624,7 +624,6 @@ func (s *Session) readRecord() error {
 		return err
 	}
 	s.node.traffic.recIn.Add(1)
-	s.lastHeard.Store(time.Now().UnixNano()) // the keepalive's proof (monitor)
 	if ch == chanYamux {
 		var b []byte
 		if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {

@@ -45,12 +45,11 @@ type Session struct {
 	codec     codec
 	initiator NodeID
 	nonce     uint64
-	cred      Credential    // what the peer proved in the handshake
-	sealed    bool          // records are sealed (seal.go)
-	peerName  string        // CertIdentity: the member name of its certificate
-	created   time.Time     // when the handshake completed
-	lastHeard atomic.Int64  // unix nanoseconds of the last record read or keepalive answered; 0 = none yet
-	pings     atomic.Uint64 // keepalive pings sent (monitor)
+	cred      Credential   // what the peer proved in the handshake
+	sealed    bool         // records are sealed (seal.go)
+	peerName  string       // CertIdentity: the member name of its certificate
+	created   time.Time    // when the handshake completed
+	lastPong  atomic.Int64 // unix nanoseconds of the last answered keepalive; 0 = none yet
 
 	// Bytes held for the peer's requests: their payloads while they wait
 	// or run, then their answers until queued (budget.go); and the most
@@ -635,23 +634,11 @@ func (s *Session) supersede(winner *Session) {
 
 // monitor runs keepalive pings and notices the connection dying.
 func (s *Session) monitor() {
-	// The peer is proven there by anything read from it: a ping goes out
-	// only when nothing was heard for KeepAliveInterval, so a peer that
-	// stops is pinged that long after it was last heard at most, as when
-	// every interval had its ping, and a busy connection sends none. On an
-	// idle one the dialing side pings an eighth sooner: the other side
-	// hears its pings and sends none (with equal waits both would ping at
-	// once, every interval).
-	iv := s.node.cfg.KeepAliveInterval
-	if s.outbound {
-		iv -= iv / 8
-	}
-	var due <-chan time.Time
-	var t *time.Timer
-	if iv > 0 {
-		t = time.NewTimer(iv)
+	var tick <-chan time.Time
+	if iv := s.node.cfg.KeepAliveInterval; iv > 0 {
+		t := time.NewTicker(iv)
 		defer t.Stop()
-		due = t.C
+		tick = t.C
 	}
 	for {
 		select {
@@ -660,32 +647,25 @@ func (s *Session) monitor() {
 		case <-s.ys.CloseChan():
 			s.fail(errors.New("mux: connection closed"))
 			return
-		case <-due:
-			if last := s.lastHeard.Load(); last != 0 {
-				if wait := time.Until(time.Unix(0, last).Add(iv)); wait > 0 {
-					t.Reset(wait)
-					continue
-				}
-			}
-			s.pings.Add(1)
+		case <-tick:
 			_, err := s.ys.Ping()
 			if err == nil {
-				s.lastHeard.Store(time.Now().UnixNano())
-				t.Reset(iv)
-				continue
+				s.lastPong.Store(time.Now().UnixNano())
 			}
-			select {
-			case <-s.done:
+			if err != nil {
+				select {
+				case <-s.done:
+					return
+				default:
+				}
+				kerr := fmt.Errorf("%w: %w", ErrKeepalive, err)
+				s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", err)
+				if cb := s.node.cfg.OnKeepaliveFailure; cb != nil {
+					s.node.goTracked(func() { cb(s.peer, kerr) })
+				}
+				s.fail(kerr)
 				return
-			default:
 			}
-			kerr := fmt.Errorf("%w: %w", ErrKeepalive, err)
-			s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", err)
-			if cb := s.node.cfg.OnKeepaliveFailure; cb != nil {
-				s.node.goTracked(func() { cb(s.peer, kerr) })
-			}
-			s.fail(kerr)
-			return
 		}
 	}
 }

@@ -94,12 +94,21 @@ func TestAReplacedReaderStopsTheWatchdog(t *testing.T) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
-		a, b, sa := syncPair(t, func(b *Node) {
-			b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
-				time.Sleep(10 * time.Second) // waits without HandOff
-				return p, nil
-			})
+		a, err := New(testConfig(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(testConfig(2))
+		b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			time.Sleep(10 * time.Second) // waits without HandOff
+			return p, nil
 		})
+		c1, c2 := net.Pipe()
+		go b.Accept(context.Background(), c2)
+		sa, err := a.DialConn(context.Background(), c1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if out, err := sa.Request(context.Background(), LaneMessage, []byte("slow")); err != nil || string(out) != "slow" {
 			t.Fatalf("the slow request: %q, %v", out, err)
 		}
@@ -123,17 +132,26 @@ func TestShortAsyncTimeoutsFireOnTimeBesideLongOnes(t *testing.T) {
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
+		a, err := New(testConfig(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(testConfig(2))
 		release := make(chan struct{})
-		a, b, sa := syncPair(t, func(b *Node) {
-			b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
-				HandOff(ctx)
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-				return p, nil
-			})
+		b.HandleRequests(LaneMessage, func(ctx context.Context, _ *Session, p []byte) ([]byte, error) {
+			HandOff(ctx)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return p, nil
 		})
+		c1, c2 := net.Pipe()
+		go b.Accept(context.Background(), c2)
+		sa, err := a.DialConn(context.Background(), c1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		go sa.RequestTimeout(context.Background(), LaneMessage, []byte("long"), time.Hour)
 		time.Sleep(100 * time.Millisecond) // the loop now sleeps toward its first sweep
 		ended := make(chan time.Time, 1)
@@ -148,68 +166,6 @@ func TestShortAsyncTimeoutsFireOnTimeBesideLongOnes(t *testing.T) {
 			t.Fatalf("a 50 ms RequestAsync failed %v after its deadline, want within [0, %v]", late, sweep.Every)
 		}
 		close(release)
-		a.Close()
-		b.Close()
-	})
-}
-
-// syncPair starts nodes 1 and 2 in the calling bubble, b with the
-// handlers install gives it, and connects a to b over a pipe: it returns
-// both and a's session. The caller closes the nodes.
-func syncPair(t *testing.T, install func(b *Node)) (a, b *Node, sa *Session) {
-	t.Helper()
-	a, err := New(testConfig(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = New(testConfig(2))
-	if install != nil {
-		install(b)
-	}
-	c1, c2 := net.Pipe()
-	go b.Accept(context.Background(), c2)
-	if sa, err = a.DialConn(context.Background(), c1); err != nil {
-		t.Fatal(err)
-	}
-	return a, b, sa
-}
-
-// A connection whose records flow both ways sends no keepalive pings:
-// what a side reads from its peer proves the peer there. An idle one
-// sends about one an interval, from the dialing side; it used to send
-// two, each side its own.
-func TestTrafficSparesTheKeepalive(t *testing.T) {
-	if inParent(t) {
-		return
-	}
-	synctest.Test(t, func(t *testing.T) {
-		a, b, sa := syncPair(t, func(b *Node) {
-			b.HandleMessages(LaneMessage, func(*Session, []byte) {})
-		})
-		a.HandleMessages(LaneMessage, func(*Session, []byte) {})
-		sb, ok := b.Session(testID(1))
-		if !ok {
-			t.Fatal("b has no session to a")
-		}
-		pings := func() uint64 { return sa.pings.Load() + sb.pings.Load() }
-		iv := a.cfg.KeepAliveInterval
-		time.Sleep(time.Minute)
-		idle := pings()
-		if want := uint64(time.Minute / iv); idle < want/2 || idle > want+want/5 {
-			t.Fatalf("an idle minute sent %d pings, want about %d (one an interval)", idle, want)
-		}
-		for range time.Minute / (iv / 3) {
-			if err := sa.Send(context.Background(), LaneMessage, []byte("a")); err != nil {
-				t.Fatal(err)
-			}
-			if err := sb.Send(context.Background(), LaneMessage, []byte("b")); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(iv / 3)
-		}
-		if busy := pings() - idle; busy > 2 {
-			t.Fatalf("a minute with messages both ways every %v sent %d pings, want none past the first interval", iv/3, busy)
-		}
 		a.Close()
 		b.Close()
 	})
