@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/casty-go/casty/internal/wait"
 )
 
 // overloaded reports whether err is the peer's CodeOverloaded refusal.
@@ -237,7 +239,11 @@ func TestAnswersToASlowReaderWaitForRoom(t *testing.T) {
 		o := b.Overload()
 		return runs.Load()+sb.starting.Load()+int64(o.Refused+o.RefusedBytes) == sent || closed()
 	}
-	waitFor(t, 10*time.Second, "every request run, waiting to start or refused, or the connection closed", handled)
+	if !wait.Until(30*time.Second, handled) {
+		o := b.Overload()
+		t.Fatalf("after 30s, of %d requests %d ran, %d wait to start and %d were refused (%+v); connection closed: %v",
+			sent, runs.Load(), sb.starting.Load(), o.Refused+o.RefusedBytes, o, closed())
+	}
 	close(stop)
 	<-sampled
 	if q, bound := maxQueued.Load(), int64(maxMessage+envelopeHeaderSize+answerSize); q > bound {
