@@ -60,7 +60,7 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 	wg.Go(func() { _, _ = casty.Call(ctx, Blobs.Ref(att, busy), (*Blob).Busy, gate) })
 	up0 := p.up.Load()
 	data := make([]byte, maxMessage-64<<10)
-	var ok, overloaded, lost, other atomic.Int64
+	var ok, overloaded, other atomic.Int64
 	var firstOther atomic.Value
 	var puts sync.WaitGroup
 	for range e.sz.compressed {
@@ -73,9 +73,6 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 				ok.Add(1)
 			case errors.Is(err, casty.ErrOverloaded):
 				overloaded.Add(1)
-			case errors.Is(err, casty.ErrConnectionLost):
-				lost.Add(1)
-				firstOther.CompareAndSwap(nil, err.Error())
 			default:
 				other.Add(1)
 				firstOther.CompareAndSwap(nil, err.Error())
@@ -86,7 +83,7 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 	// refused (those within it wait behind the busy call), or busyFor.
 	within := int64(maxQueuedBytes / len(data))
 	for deadline := time.Now().Add(e.sz.busyFor); time.Now().Before(deadline); waitABit() {
-		if overloaded.Load()+lost.Load()+other.Load() >= int64(e.sz.compressed)-within-1 {
+		if overloaded.Load()+other.Load() >= int64(e.sz.compressed)-within-1 {
 			break
 		}
 	}
@@ -102,12 +99,12 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 	p.mu.Lock()
 	conns := int64(len(p.pairs))
 	p.mu.Unlock()
-	pass, note := compressedVerdict(int64(e.sz.compressed), int64(len(data)), conns, admitted, overloaded.Load(), lost.Load(), other.Load())
+	pass, note := compressedVerdict(int64(e.sz.compressed), int64(len(data)), conns, admitted, overloaded.Load(), other.Load())
 	chk := floodCheck{
 		bound: 3 * maxQueuedBytes * conns,
 		pass:  pass,
-		outcome: fmt.Sprintf("%d requests of 4 MiB in %d KB through %d connection(s): %d run, %d refused ErrOverloaded, %d lost with a connection, %d other errors%s",
-			e.sz.compressed, sent>>10, conns, admitted, overloaded.Load(), lost.Load(), other.Load(), note),
+		outcome: fmt.Sprintf("%d requests of 4 MiB in %d KB through %d connection(s): %d run, %d refused ErrOverloaded, %d other errors%s",
+			e.sz.compressed, sent>>10, conns, admitted, overloaded.Load(), other.Load(), note),
 	}
 	if v := firstOther.Load(); v != nil {
 		chk.outcome += fmt.Sprintf(" (first: %v)", v)
@@ -117,28 +114,17 @@ func floodCompressed(ctx context.Context, e *floodEnv) floodCheck {
 
 // compressedVerdict judges floodCompressed: n requests of size bytes went
 // through conns connections to the member; admitted ran, overloaded were
-// refused ErrOverloaded, lost failed with a connection the client then
-// replaced, other failed otherwise. What ran must fit the connections'
-// MaxQueuedBytes (one request over each, the one that crossed it), and
-// nothing may fail otherwise. Past what the connections' budgets hold
-// together, some must be refused (unless a connection's loss took the
-// requests past its budget with it); within one connection's, none may
-// be; within several connections' together (a redial under load gives the
-// client a second one) how the requests spread over them decides whether
-// one overflowed, so refusals are neither required nor ruled out.
-//
-// A connection can be lost while the requests wait (a keepalive that
-// times out on a loaded machine): its requests fail as indeterminate and
-// the client redials. No budget is breached, so such losses count
-// against the verdict only without a redial (conns 1).
-func compressedVerdict(n, size, conns, admitted, overloaded, lost, other int64) (pass bool, note string) {
-	if conns == 1 {
-		other += lost
-	}
+// refused ErrOverloaded, other failed otherwise. What ran must fit the
+// connections' MaxQueuedBytes (one request over each, the one that
+// crossed it), and nothing may fail otherwise. Past what the connections'
+// budgets hold together, some must be refused; within one connection's,
+// none may be; within several connections' together (a redial under load
+// gives the client a second one) how the requests spread over them
+// decides whether one overflowed, so refusals are neither required nor
+// ruled out.
+func compressedVerdict(n, size, conns, admitted, overloaded, other int64) (pass bool, note string) {
 	within := admitted*size <= (maxQueuedBytes+maxMessage)*conns && other == 0
 	switch {
-	case lost > 0 && conns > 1:
-		return within, fmt.Sprintf(" (within the budgets of the %d connections; %d failed with the connection the client replaced)", conns, lost)
 	case n*size > maxQueuedBytes*conns:
 		return within && overloaded > 0, ""
 	case conns == 1:
