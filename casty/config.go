@@ -176,16 +176,19 @@ type TransportConfig struct {
 	// what makes its neighbours suspect it, and a suspected member's keys
 	// move at once (the ring holds only live members). So a stopped owner's
 	// keys are served again about KeepAliveInterval + KeepAliveTimeout
-	// after it stopped (BENCHMARKS.md, failover after SIGSTOP).
+	// after it last sent anything (BENCHMARKS.md, failover after SIGSTOP).
 	KeepAliveInterval time.Duration
-	// KeepAliveTimeout is how long a ping may go unanswered, and how long
-	// a write may wait for the socket, before the connection is declared
-	// dead. Default 3 s, where mux's own default is 5 s: the failed
-	// keepalive is what makes the neighbours of a stopped member suspect
-	// it, so with KeepAliveInterval's 1 s its keys move within about 4 s.
-	// A live member can be that slow only when its reader waits on a full
-	// lane inbox (a slow handler under a flood of messages); the cost of a
-	// false failure is a reconnect and a suspicion the member refutes.
+	// KeepAliveTimeout is how long past KeepAliveInterval a connection may
+	// go without anything read from its peer (any record proves it, a
+	// late pong too), and how long a write may wait for the socket, before
+	// the connection is declared dead. Default 3 s, where mux's own
+	// default is 5 s: the failed keepalive is what makes the neighbours of
+	// a stopped member suspect it, so with KeepAliveInterval's 1 s its keys
+	// move about 4 to 5 s after it stopped. A live member is that silent
+	// only when its reader waits on a full lane inbox (a slow handler
+	// under a flood of messages); the cost of a false failure is a
+	// reconnect, the calls in flight on it (indeterminate) and a
+	// suspicion the member refutes.
 	KeepAliveTimeout time.Duration
 	// ReconnectMin is the first redial delay, doubling up to ReconnectMax
 	// with ±25 % jitter. Defaults 100 ms and 15 s.

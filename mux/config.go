@@ -104,22 +104,23 @@ type Config struct {
 	// KeepAliveInterval is the time between keepalive pings on an idle or
 	// busy connection. Default 1 s: a peer whose process is stopped or
 	// whose host vanished keeps its sockets open and says nothing, and the
-	// keepalive is what notices, within KeepAliveInterval +
-	// KeepAliveTimeout (with 15 s it took up to 20 s, and membership
-	// suspects nobody meanwhile). A ping is a 12-byte frame each way.
-	// Zero disables keepalive.
+	// keepalive is what notices, once nothing was read from it for
+	// KeepAliveInterval + KeepAliveTimeout (checked every interval). A
+	// ping is a 12-byte frame each way. Zero disables keepalive.
 	KeepAliveInterval time.Duration
 
-	// KeepAliveTimeout is how long a ping may wait for its pong before the
-	// connection is declared dead (OnKeepaliveFailure is called and the
-	// connection closed). It is also the connection's write timeout: a
-	// write that the socket does not take within it kills the connection
-	// (a sender whose write is stuck behind a peer that stopped reading
-	// waits at most this long, whatever its ctx). A live peer can hold a
-	// write and a pong too: its reader waits while a lane's inbox is full
-	// (a slow MessageHandler), so a short timeout trades false failures
-	// under load for faster detection of a stopped peer. Default 5 s.
-	// Must be > 0.
+	// KeepAliveTimeout is how long past KeepAliveInterval a connection
+	// may go without a record read from its peer before it is declared
+	// dead (OnKeepaliveFailure is called and the connection closed). Any
+	// record proves the peer, so a pong that comes late on a connection
+	// still carrying calls (a peer starved of CPU) closes nothing. It is
+	// also the connection's write timeout: a write that the socket does
+	// not take within it kills the connection (a sender whose write is
+	// stuck behind a peer that stopped reading waits at most this long,
+	// whatever its ctx). A live peer can go silent that long too: its
+	// reader waits while a lane's inbox is full (a slow MessageHandler),
+	// so a short timeout trades false failures under load for faster
+	// detection of a stopped peer. Default 5 s. Must be > 0.
 	KeepAliveTimeout time.Duration
 
 	// MaxFrame caps the bytes of one yamux data frame written by this

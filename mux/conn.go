@@ -624,6 +624,7 @@ func (s *Session) readRecord() error {
 		return err
 	}
 	s.node.traffic.recIn.Add(1)
+	s.heard.Store(time.Now().UnixNano()) // the peer is there (monitor)
 	if ch == chanYamux {
 		var b []byte
 		if b, err = rd.rr.appendBody(s.yc.buffer(), n); err == nil {

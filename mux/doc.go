@@ -118,9 +118,10 @@
 //   - Any protocol violation closes that connection, never the process, and
 //     never panics. Requests pending on a lost connection fail with
 //     ErrConnectionLost.
-//   - Keepalive pings every Config.KeepAliveInterval; a ping unanswered
-//     within KeepAliveTimeout calls Config.OnKeepaliveFailure (a suspicion
-//     signal for membership) and closes the connection.
+//   - Keepalive pings every Config.KeepAliveInterval; any record read from
+//     the peer, a late pong included, proves it there. Nothing read for
+//     KeepAliveInterval + KeepAliveTimeout calls Config.OnKeepaliveFailure
+//     (a suspicion signal for membership) and closes the connection.
 //   - The transport never retries a request. ErrConnectionLost and context
 //     errors are indeterminate (the handler may have run); ErrMessageTooLarge,
 //     ErrClosed before sending, ErrSessionClosed (a request made on a

@@ -857,8 +857,9 @@ func tieBreak(a, b *Session) bool {
 // weaker than cur's, nor while cur is healthy: older than a dial and a
 // handshake can take (ConnectTimeout + HandshakeTimeout, so the two
 // sessions of a simultaneous dial are both younger and the tie-break
-// stands), and its last keepalive was answered within KeepAliveInterval +
-// KeepAliveTimeout (or keepalive is off). So a stranger claiming a live
+// stands), and a record was read from its peer (a pong, say: monitor)
+// within KeepAliveInterval + KeepAliveTimeout (or keepalive is
+// off). So a stranger claiming a live
 // peer's node id never takes its traffic, while a peer that redials after
 // its old connection died does, once that connection is seen dead. Since
 // version 4 a live session's peer is asked instead (decide, claim.go):
@@ -877,7 +878,7 @@ func (n *Node) entrenched(cur, s *Session, now time.Time) bool {
 	if iv == 0 {
 		return cur.Err() == nil
 	}
-	last := cur.lastPong.Load()
+	last := cur.heard.Load()
 	return last != 0 && now.Sub(time.Unix(0, last)) <= iv+n.cfg.KeepAliveTimeout
 }
 

@@ -45,11 +45,12 @@ type Session struct {
 	codec     codec
 	initiator NodeID
 	nonce     uint64
-	cred      Credential   // what the peer proved in the handshake
-	sealed    bool         // records are sealed (seal.go)
-	peerName  string       // CertIdentity: the member name of its certificate
-	created   time.Time    // when the handshake completed
-	lastPong  atomic.Int64 // unix nanoseconds of the last answered keepalive; 0 = none yet
+	cred      Credential    // what the peer proved in the handshake
+	sealed    bool          // records are sealed (seal.go)
+	peerName  string        // CertIdentity: the member name of its certificate
+	created   time.Time     // when the handshake completed
+	heard     atomic.Int64  // unix nanoseconds of the keepalive tick that last saw records read from the peer (monitor)
+	recordsIn atomic.Uint64 // records read from the peer (the keepalive's proof)
 
 	// Bytes held for the peer's requests: their payloads while they wait
 	// or run, then their answers until queued (budget.go); and the most
@@ -632,14 +633,25 @@ func (s *Session) supersede(winner *Session) {
 	}()
 }
 
-// monitor runs keepalive pings and notices the connection dying.
+// monitor runs the keepalive: every KeepAliveInterval it sends a yamux
+// ping, unless the last one is still out. Any record read proves the peer
+// there, the pong included, however late: a peer starved of CPU answers
+// pings seconds late while its connection still carries its calls, and
+// judging each pong against KeepAliveTimeout closed such connections,
+// losing what was in flight on them. A connection from which nothing was
+// read for KeepAliveInterval + KeepAliveTimeout is closed (ErrKeepalive):
+// pings go out every interval, so only a peer that stopped, or a path
+// that did, stays silent that long.
 func (s *Session) monitor() {
+	iv := s.node.cfg.KeepAliveInterval
 	var tick <-chan time.Time
-	if iv := s.node.cfg.KeepAliveInterval; iv > 0 {
+	if iv > 0 {
 		t := time.NewTicker(iv)
 		defer t.Stop()
 		tick = t.C
 	}
+	s.heard.Store(time.Now().UnixNano()) // the handshake was heard
+	pinging := make(chan struct{}, 1)    // holds a token while a ping is out
 	for {
 		select {
 		case <-s.done:
@@ -647,24 +659,25 @@ func (s *Session) monitor() {
 		case <-s.ys.CloseChan():
 			s.fail(errors.New("mux: connection closed"))
 			return
-		case <-tick:
-			_, err := s.ys.Ping()
-			if err == nil {
-				s.lastPong.Store(time.Now().UnixNano())
-			}
-			if err != nil {
-				select {
-				case <-s.done:
-					return
-				default:
-				}
-				kerr := fmt.Errorf("%w: %w", ErrKeepalive, err)
-				s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", err)
+		case now := <-tick:
+			if silent := now.Sub(time.Unix(0, s.heard.Load())); silent > iv+s.node.cfg.KeepAliveTimeout {
+				kerr := fmt.Errorf("%w: nothing heard from the peer for %v", ErrKeepalive, silent.Round(time.Millisecond))
+				s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", kerr)
 				if cb := s.node.cfg.OnKeepaliveFailure; cb != nil {
 					s.node.goTracked(func() { cb(s.peer, kerr) })
 				}
 				s.fail(kerr)
 				return
+			}
+			select {
+			case pinging <- struct{}{}:
+				// Its result does not matter: the pong is a record read
+				// (readRecord notes it), and a ping cut short by the session's
+				// close or yamux's own timeout proves nothing either way.
+				if !s.node.goTracked(func() { defer func() { <-pinging }(); _, _ = s.ys.Ping() }) {
+					return
+				}
+			default: // the last ping is still out
 			}
 		}
 	}

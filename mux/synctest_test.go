@@ -2,10 +2,13 @@ package mux
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -166,6 +169,135 @@ func TestShortAsyncTimeoutsFireOnTimeBesideLongOnes(t *testing.T) {
 			t.Fatalf("a 50 ms RequestAsync failed %v after its deadline, want within [0, %v]", late, sweep.Every)
 		}
 		close(release)
+		a.Close()
+		b.Close()
+	})
+}
+
+// lateYamuxConn delays, by delay, every yamux record (channel 3: pings
+// and pongs among them) written through it once armed, and passes lane
+// records at once: the connection carries calls, its keepalive answers
+// come late, as from a peer starved of CPU. The connection writer hands
+// Write whole records (a round), so each Write splits cleanly.
+type lateYamuxConn struct {
+	net.Conn
+	delay time.Duration
+	armed atomic.Bool
+	mu    sync.Mutex // one Write on Conn at a time
+	late  chan []byte
+	stop  chan struct{}
+}
+
+func newLateYamuxConn(c net.Conn, delay time.Duration) *lateYamuxConn {
+	l := &lateYamuxConn{Conn: c, delay: delay, late: make(chan []byte, 1024), stop: make(chan struct{})}
+	go func() {
+		for {
+			var b []byte
+			select {
+			case b = <-l.late:
+			case <-l.stop:
+				return
+			}
+			due := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
+			select {
+			case <-time.After(time.Until(due)):
+			case <-l.stop:
+				return
+			}
+			l.write(b[8:])
+		}
+	}()
+	return l
+}
+
+func (l *lateYamuxConn) write(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.Conn.Write(b)
+}
+
+func (l *lateYamuxConn) Write(b []byte) (int, error) {
+	if !l.armed.Load() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.Conn.Write(b)
+	}
+	var now []byte
+	for rest := b; len(rest) > 0; {
+		n := recordHeaderSize + int(binary.BigEndian.Uint32(rest[1:5]))
+		if rest[0] == chanYamux {
+			// The first 8 bytes say when it is due.
+			r := binary.BigEndian.AppendUint64(make([]byte, 0, 8+n), uint64(time.Now().Add(l.delay).UnixNano()))
+			l.late <- append(r, rest[:n]...)
+		} else {
+			now = append(now, rest[:n]...)
+		}
+		rest = rest[n:]
+	}
+	if len(now) > 0 {
+		l.mu.Lock()
+		_, err := l.Conn.Write(now)
+		l.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// end stops the pump; what it holds is dropped.
+func (l *lateYamuxConn) end() { close(l.stop) }
+
+// TestLatePongsDoNotCloseABusyConnection: a peer whose keepalive answers
+// come much later than KeepAliveTimeout (its process starved of CPU)
+// while its connection carries requests and answers is still there, and
+// the connection stays up: any record read proves the peer. Before, each
+// ping had to be answered within KeepAliveTimeout, and such connections
+// were closed with everything in flight on them. A connection on which
+// nothing at all arrives for KeepAliveInterval + KeepAliveTimeout still
+// fails (TestKeepaliveDefaultsInFakeTime).
+func TestLatePongsDoNotCloseABusyConnection(t *testing.T) {
+	if inParent(t) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ca, cb := testConfig(1), testConfig(2)
+		for _, c := range []*Config{&ca, &cb} {
+			c.HandshakeTimeout = 5 * time.Second
+			c.KeepAliveInterval, c.KeepAliveTimeout = time.Second, 2*time.Second
+		}
+		failed := make(chan error, 2)
+		ca.OnKeepaliveFailure = func(p NodeID, err error) { failed <- err }
+		cb.OnKeepaliveFailure = ca.OnKeepaliveFailure
+		a, err := New(ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(cb)
+		b.HandleRequests(LaneMessage, echo)
+		c1, c2 := net.Pipe()
+		late := newLateYamuxConn(c2, 10*time.Second)
+		defer late.end()
+		go b.Accept(context.Background(), late)
+		sa, err := a.DialConn(context.Background(), c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		late.armed.Store(true)
+		// A minute of calls, one every 500 ms; b's pongs (and pings) reach
+		// a 10 s late.
+		for i := range 120 {
+			if _, err := sa.Request(context.Background(), LaneMessage, []byte("x")); err != nil {
+				t.Fatalf("call %d, %v after b's yamux records started coming late: %v", i, time.Duration(i)*500*time.Millisecond, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		select {
+		case err := <-failed:
+			t.Fatalf("a keepalive failed: %v", err)
+		default:
+		}
 		a.Close()
 		b.Close()
 	})
