@@ -634,24 +634,28 @@ func (s *Session) supersede(winner *Session) {
 }
 
 // monitor runs the keepalive: every KeepAliveInterval it sends a yamux
-// ping, unless the last one is still out. Any record read proves the peer
+// ping, unless the last one is still out, and it wakes when the silence
+// would pass its bound. Any record read proves the peer
 // there, the pong included, however late: a peer starved of CPU answers
 // pings seconds late while its connection still carries its calls, and
 // judging each pong against KeepAliveTimeout closed such connections,
 // losing what was in flight on them. A connection from which nothing was
-// read for KeepAliveInterval + KeepAliveTimeout is closed (ErrKeepalive):
-// pings go out every interval, so only a peer that stopped, or a path
-// that did, stays silent that long.
+// read for KeepAliveInterval + KeepAliveTimeout is closed (ErrKeepalive)
+// as soon as that much has passed: pings go out every interval, so only a
+// peer that stopped, or a path that did, stays silent that long.
 func (s *Session) monitor() {
 	iv := s.node.cfg.KeepAliveInterval
-	var tick <-chan time.Time
-	if iv > 0 {
-		t := time.NewTicker(iv)
-		defer t.Stop()
-		tick = t.C
-	}
+	silence := iv + s.node.cfg.KeepAliveTimeout
 	s.heard.Store(time.Now().UnixNano()) // the handshake was heard
-	pinging := make(chan struct{}, 1)    // holds a token while a ping is out
+	var wake <-chan time.Time
+	var timer *time.Timer
+	nextPing := time.Now().Add(iv)
+	if iv > 0 {
+		timer = time.NewTimer(iv)
+		defer timer.Stop()
+		wake = timer.C
+	}
+	pinging := make(chan struct{}, 1) // holds a token while a ping is out
 	for {
 		select {
 		case <-s.done:
@@ -659,9 +663,9 @@ func (s *Session) monitor() {
 		case <-s.ys.CloseChan():
 			s.fail(errors.New("mux: connection closed"))
 			return
-		case now := <-tick:
-			if silent := now.Sub(time.Unix(0, s.heard.Load())); silent > iv+s.node.cfg.KeepAliveTimeout {
-				kerr := fmt.Errorf("%w: nothing heard from the peer for %v", ErrKeepalive, silent.Round(time.Millisecond))
+		case now := <-wake:
+			if quiet := now.Sub(time.Unix(0, s.heard.Load())); quiet > silence {
+				kerr := fmt.Errorf("%w: nothing heard from the peer for %v", ErrKeepalive, quiet.Round(time.Millisecond))
 				s.node.log.Warn("mux: keepalive failed", "peer", s.peer.String()[:8], "err", kerr)
 				if cb := s.node.cfg.OnKeepaliveFailure; cb != nil {
 					s.node.goTracked(func() { cb(s.peer, kerr) })
@@ -669,16 +673,28 @@ func (s *Session) monitor() {
 				s.fail(kerr)
 				return
 			}
-			select {
-			case pinging <- struct{}{}:
-				// Its result does not matter: the pong is a record read
-				// (readRecord notes it), and a ping cut short by the session's
-				// close or yamux's own timeout proves nothing either way.
-				if !s.node.goTracked(func() { defer func() { <-pinging }(); _, _ = s.ys.Ping() }) {
-					return
+			if !now.Before(nextPing) {
+				nextPing = now.Add(iv)
+				select {
+				case pinging <- struct{}{}:
+					// Its result does not matter: the pong is a record
+					// read (readRecord notes it), and a ping cut short by
+					// the session's close or yamux's own timeout proves
+					// nothing either way.
+					if !s.node.goTracked(func() { defer func() { <-pinging }(); _, _ = s.ys.Ping() }) {
+						return
+					}
+				default: // the last ping is still out
 				}
-			default: // the last ping is still out
 			}
+			// Wake for the next ping, or when the silence would last too
+			// long if nothing is read meanwhile (on a live connection the
+			// pongs come first, and this costs nothing).
+			next := time.Unix(0, s.heard.Load()).Add(silence + time.Millisecond)
+			if nextPing.Before(next) {
+				next = nextPing
+			}
+			timer.Reset(max(time.Until(next), 0))
 		}
 	}
 }

@@ -17,9 +17,11 @@ import (
 )
 
 // TestKeepaliveDefaultsInFakeTime runs the default keepalive schedule
-// (15 s interval, 5 s timeout) on a fake clock: a healthy idle connection
-// survives an hour of pings, and a peer that stops answering is reported
-// within one interval plus one timeout.
+// (1 s interval, 5 s timeout) on a fake clock: a healthy idle connection
+// survives an hour of pings, and a peer that goes silent (a stopped
+// process: its kernel still takes what is sent to it) is reported as soon
+// as nothing was read from it for one interval plus one timeout, the
+// last thing read being at most about an interval old when it stopped.
 //
 // yamux v0.1.2 keeps timers in a package-level sync.Pool, and a timer
 // created inside a synctest bubble must never be touched outside it (the
@@ -43,9 +45,9 @@ func TestKeepaliveDefaultsInFakeTime(t *testing.T) {
 		}
 		b, _ := New(cb)
 		c1, c2 := net.Pipe()
-		fc := &freezeConn{Conn: c1, thaw: make(chan struct{})}
-		go b.Accept(context.Background(), c2)
-		if _, err := a.DialConn(context.Background(), fc); err != nil {
+		mute := &muteConn{Conn: c2}
+		go b.Accept(context.Background(), mute)
+		if _, err := a.DialConn(context.Background(), c1); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour)
@@ -55,15 +57,30 @@ func TestKeepaliveDefaultsInFakeTime(t *testing.T) {
 			t.Fatalf("healthy connection failed its keepalive at %v", at)
 		default:
 		}
-		frozen := time.Now()
-		fc.frozen.Store(true)
+		muted := time.Now()
+		mute.muted.Store(true)
 		at := <-failedAt
-		if d := at.Sub(frozen); d > 15*time.Second+5*time.Second {
-			t.Fatalf("failure reported %v after the peer went silent", d)
+		iv, to := ca.KeepAliveInterval, ca.KeepAliveTimeout
+		if d := at.Sub(muted); d > iv+to+time.Millisecond || d < to {
+			t.Fatalf("failure reported %v after the peer went silent, want between %v and %v", d, to, iv+to)
 		}
 		a.Close()
 		b.Close()
 	})
+}
+
+// muteConn, once muted, takes what is written to it and sends nothing:
+// a peer whose process stopped, while its kernel still accepts data.
+type muteConn struct {
+	net.Conn
+	muted atomic.Bool
+}
+
+func (c *muteConn) Write(b []byte) (int, error) {
+	if c.muted.Load() {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
 }
 
 const fakeTimeChild = "MUX_SYNCTEST_CHILD"
