@@ -46,6 +46,9 @@ func TestAttacksQuick(t *testing.T) {
 		want[r.group] = true
 		if !r.pass {
 			t.Errorf("FAIL %s [%s]: %s", r.attack, r.mode, r.outcome)
+			for _, w := range r.warnings {
+				t.Logf("  %s", w)
+			}
 		}
 	}
 	for k, ran := range want {

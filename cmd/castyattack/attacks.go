@@ -23,7 +23,9 @@ import (
 
 var discard = slog.New(slog.DiscardHandler)
 
-func quiet() casty.Option { return casty.WithLogger(discard) }
+// logs is the logger option of the harness's own nodes: their warnings,
+// kept for a failed row's report (h.warns).
+func (h *harness) logs() casty.Option { return casty.WithLogger(h.warns.logger()) }
 
 // sizes are how hard the attacks push: the defaults reproduce the attacks
 // as found; quick ones are what the package's test runs.
@@ -67,6 +69,7 @@ type result struct {
 	budget       string
 	mem          []mem // before, peak, after (floods)
 	legit        *legitStats
+	warnings     []string // a failed flood's: the last warnings of its members and the harness's nodes
 }
 
 // legitStats is what a legitimate caller saw during a flood.
@@ -162,8 +165,9 @@ type floodCheck struct {
 // keys, and judges: run's own verdict, the legitimate calls all
 // succeeded, the peak heap growth within the budget's bound, and memory
 // given back after (within bound/4 + 32 MiB of before).
-func (h *harness) flood(ctx context.Context, name, budget string, sz sizes, run func(ctx context.Context, e *floodEnv) floodCheck) result {
-	r := result{attack: name, mode: h.modeName(), budget: budget}
+func (h *harness) flood(ctx context.Context, name, budget string, sz sizes, run func(ctx context.Context, e *floodEnv) floodCheck) (r result) {
+	r = result{attack: name, mode: h.modeName(), budget: budget}
+	h.warns.take() // an earlier row's
 	if h.mode.Mode == "secret" {
 		r.mode = "secret (attacker: client credential)"
 	}
@@ -174,6 +178,11 @@ func (h *harness) flood(ctx context.Context, name, budget string, sz sizes, run 
 	}
 	defer stopAll(procs)
 	defer closeSys(lite)
+	defer func() {
+		if !r.pass {
+			r.warnings = floodWarnings(h, procs)
+		}
+	}()
 	e := &floodEnv{h: h, procs: procs, victim: procs[0], lite: lite, sz: sz}
 	keys := keysOf(lite, Blobs.Name(), e.victim.addr, "legit-", sz.legitKeys)
 	// Activate the legitimate keys before measuring.
@@ -712,4 +721,24 @@ func (h *harness) attackClaim(ctx context.Context, sz sizes) result {
 	r.outcome = fmt.Sprintf("stranger's claims: %s; %d of %d members' calls to the new member's keys reached it, %d reached the stranger",
 		strings.Join(claims, ", "), reached, sz.claimCalls, intercepted.Load())
 	return r
+}
+
+// floodWarnings returns what the flood's members (the victim first) and
+// the harness's own nodes logged at level Warn or above, the last lines
+// of each, each line naming its node.
+func floodWarnings(h *harness, procs []*proc) []string {
+	var out []string
+	for i, p := range procs {
+		who := "member " + p.addr
+		if i == 0 {
+			who = "victim " + p.addr
+		}
+		for _, l := range p.warns.take() {
+			out = append(out, who+": "+l)
+		}
+	}
+	for _, l := range h.warns.take() {
+		out = append(out, "harness: "+l)
+	}
+	return out
 }

@@ -44,6 +44,7 @@ type proc struct {
 	heap, rss         int64 // last sample
 	peakHeap, peakRSS int64 // since resetPeak
 	gc                chan [2]int64
+	warns             warnLog // its last warnings (its stderr), unless the harness is verbose
 }
 
 // mem is a heap (HeapInuse) and resident set figure, in bytes.
@@ -127,6 +128,7 @@ type harness struct {
 	exe     string
 	verbose bool
 	mode    modeSettings
+	warns   warnLog // the last warnings of the harness's own nodes
 }
 
 // newHarness prepares mode: fresh secrets, and certificates in dir for
@@ -170,6 +172,8 @@ func (h *harness) start(ctx context.Context, cert string, seeds ...string) (*pro
 	}
 	cmd := exec.Command(h.exe)
 	cmd.Env = append(os.Environ(), memberEnv+"="+strings.Join(args, argSep))
+	p := &proc{cmd: cmd, done: make(chan struct{}), gc: make(chan [2]int64, 1)}
+	cmd.Stderr = &p.warns
 	if h.verbose {
 		cmd.Stderr = os.Stderr
 	}
@@ -184,7 +188,7 @@ func (h *harness) start(ctx context.Context, cert string, seeds ...string) (*pro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: cmd, stdin: stdin, done: make(chan struct{}), gc: make(chan [2]int64, 1)}
+	p.stdin = stdin
 	ready := make(chan error, 2)
 	go p.read(stdout, ready)
 	select {
@@ -236,7 +240,7 @@ func (h *harness) connect(ctx context.Context, seed string, extra ...casty.Optio
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, quiet())
+	opts = append(opts, h.logs())
 	return casty.Connect(ctx, []string{seed}, append(opts, extra...)...)
 }
 
@@ -250,7 +254,7 @@ func (h *harness) join(ctx context.Context, seed string) (*casty.System, time.Du
 		return nil, 0, err
 	}
 	start := time.Now()
-	sys, err := casty.Start(ctx, "127.0.0.1:0", append(opts, casty.Seeds(seed), quiet())...)
+	sys, err := casty.Start(ctx, "127.0.0.1:0", append(opts, casty.Seeds(seed), h.logs())...)
 	return sys, time.Since(start), err
 }
 

@@ -72,6 +72,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	results, err := runAttacks(exe, sz, sel, *verbose, func(r result) {
 		fmt.Fprintf(stderr, "%s  %s [%s]: %s\n", verdict(r), r.attack, r.mode, r.outcome)
+		for _, w := range r.warnings {
+			fmt.Fprintf(stderr, "  %s\n", w)
+		}
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -160,14 +160,17 @@ func member(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	seeds := fs.String("seeds", "", "comma-separated seed addresses")
 	m := modeFlags(fs)
-	verbose := fs.Bool("v", false, "log to stderr")
+	verbose := fs.Bool("v", false, "log to stderr at level Info (Warn without it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	logger := slog.New(slog.DiscardHandler)
+	// Warnings always go to stderr: the harness keeps the last ones for a
+	// failed row's report (warnLog).
+	level := slog.LevelWarn
 	if *verbose {
-		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		level = slog.LevelInfo
 	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts, err := m.options("member")
 	if err != nil {
 		fmt.Fprintln(stderr, err)
