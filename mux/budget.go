@@ -111,7 +111,9 @@ func (l *lane) refuse(id uint64, bytes bool) {
 	} else {
 		s.node.overload.refused.Add(1)
 	}
-	_ = l.send(nil, frameError, id, encodeRemoteError(CodeOverloaded, msg, s.node.cfg.MaxMessage))
+	// A peer that overloads the connection may not be reading either.
+	_ = l.sendOpt(nil, frameError, id, encodeRemoteError(CodeOverloaded, msg, s.node.cfg.MaxMessage), true)
+	s.flushAside()
 }
 
 // partialLimit is the effective Config.MaxPartialBytes: never below one

@@ -111,7 +111,8 @@ func (s *Session) answerClaim(id uint64, payload []byte) {
 	if yes {
 		answer[0] = 1
 	}
-	_ = s.lanes[LaneControl].sendPlain(nil, frameClaimAnswer, id, answer)
+	_ = s.lanes[LaneControl].sendPlain(nil, frameClaimAnswer, id, answer, true)
+	s.flushAside()
 }
 
 // claimAnswered delivers the answer to a claim check s asked.
@@ -148,7 +149,7 @@ func (s *Session) askClaim(initiator NodeID, nonce uint64) (yes, answered bool) 
 		delete(s.claims, id)
 		s.mu.Unlock()
 	}()
-	if err := s.lanes[LaneControl].sendPlain(ctx, frameClaim, id, encodeClaim(initiator, nonce)); err != nil {
+	if err := s.lanes[LaneControl].sendPlain(ctx, frameClaim, id, encodeClaim(initiator, nonce), false); err != nil {
 		return false, false
 	}
 	select {

@@ -45,7 +45,7 @@ func HandOff(ctx context.Context) {
 	if ctx == nil {
 		return
 	}
-	if rc, ok := ctx.Value(inlineKey{}).(*reqCtx); ok && rc.inline.takeOver(rc.word) {
+	if rc, ok := ctx.Value(inlineKey{}).(*reqCtx); ok && rc.inline.takeOver(rc.word, false) {
 		rc.inline.node.takeovers[takeoverWaiting].Add(1)
 	}
 }
@@ -67,8 +67,14 @@ func (s *Session) runBatch() bool {
 		}
 		reader = s.runInline(job, more)
 	}
-	s.w.flush()
-	return reader
+	if !reader {
+		s.w.flush()
+		return false
+	}
+	// The held answers are written as an inline job's are: a write that
+	// waits for a socket the peer does not empty is the watchdog's to
+	// take the reading from, as a handler that waits is.
+	return s.runInline(taskFunc(s.w.flush), false)
 }
 
 // take returns the batch's next job, and whether more follow.
@@ -143,16 +149,25 @@ func (s *Session) handRest() {
 
 // takeOver hands the reading on from a reader that is still running the
 // request of state word (else it does nothing): the rest of its batch goes
-// to workers with nothing held, what was held is written, and a worker
-// reads on. The replaced goroutine finishes its request and stops.
-func (s *Session) takeOver(word uint64) bool {
+// to workers with nothing held, a worker reads on, and then what was held
+// is written — by the caller (a handler about to wait), or by a worker
+// when the caller is the watchdog (async). The replaced goroutine
+// finishes its request and stops. The reading starts before the write:
+// a peer that does not read its answers fills the socket, and a write
+// that waits for it must not keep the connection from being read (its
+// other requests, its answers to this node's requests).
+func (s *Session) takeOver(word uint64, async bool) bool {
 	rd, n := s.rd, s.node
 	if !rd.watch.word.CompareAndSwap(word, word&^stateMask|readerReplaced) {
 		return false
 	}
 	s.handRest()
-	s.w.flush()
 	n.goWorker(rd.again) // refused only once the node closes, which fails the session
+	if async {
+		n.goWorker(taskFunc(s.w.flush))
+	} else {
+		s.w.flush()
+	}
 	return true
 }
 
@@ -229,7 +244,7 @@ func (n *Node) replaceStuckReaders() (inline bool) {
 			inline = inline || cur&stateMask == readerInline
 			continue
 		}
-		if s.takeOver(cur) {
+		if s.takeOver(cur, true) {
 			n.takeovers[takeoverStuck].Add(1)
 		} else {
 			inline = true // it changed meanwhile: look again next tick
@@ -243,3 +258,13 @@ const (
 	takeoverStuck   = iota // the watchdog found it on one request too long
 	takeoverWaiting        // its request waited on the network
 )
+
+// flushAside writes what is queued from a worker rather than the calling
+// goroutine: the reader's own envelopes (refusals, claim answers) are
+// queued held and leave this way, since a write may wait for a socket
+// the peer does not empty and the reader must go on reading.
+func (s *Session) flushAside() {
+	if !s.node.goWorker(taskFunc(s.w.flush)) {
+		s.w.flush() // the node is closing
+	}
+}

@@ -45,12 +45,12 @@ func (l *lane) sendOpt(ctx context.Context, typ uint8, id uint64, payload []byte
 }
 
 // sendPlain queues one envelope that is never compressed (mux's own claim
-// check messages).
-func (l *lane) sendPlain(ctx context.Context, typ uint8, id uint64, payload []byte) error {
+// check messages); held as for sendOpt.
+func (l *lane) sendPlain(ctx context.Context, typ uint8, id uint64, payload []byte, held bool) error {
 	return l.s.w.enqueue(ctx, byte(l.id), func(q []byte) []byte {
 		q = appendEnvelopeHeader(q, typ, 0, id, len(payload))
 		return append(q, payload...)
-	}, false)
+	}, held)
 }
 
 // dispatch handles one envelope read from the lane; a request's job is

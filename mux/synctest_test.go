@@ -319,3 +319,74 @@ func TestLatePongsDoNotCloseABusyConnection(t *testing.T) {
 		b.Close()
 	})
 }
+
+// TestAReaderThatHandsOffGoesOnReadingWhileTheSocketIsFull: a batch whose
+// first answer is held and whose second request's handler hands the
+// reading off (it is about to wait) must not leave the connection unread
+// while the held answer waits for a peer that does not read: the next
+// reader starts before anything is written. Before, takeOver wrote the
+// held answers first, on the goroutine handing off, and started the next
+// reader only once the socket took them; the peer's further requests
+// were never read (TestAnswersToASlowReaderWaitForRoom saw one stay
+// unread under load).
+func TestAReaderThatHandsOffGoesOnReadingWhileTheSocketIsFull(t *testing.T) {
+	if inParent(t) {
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ca, cb := testConfig(1), testConfig(2)
+		ca.KeepAliveInterval, cb.KeepAliveInterval = 0, 0
+		cb.KeepAliveTimeout = time.Hour // the write deadline: the peer reads, later
+		ca.CompressThreshold, cb.CompressThreshold = -1, -1
+		big := make([]byte, 512<<10)
+		release := make(chan struct{})
+		var pings atomic.Int64
+		a, err := New(ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(cb)
+		b.HandleRequests(LaneMessage, func(ctx context.Context, s *Session, p []byte) ([]byte, error) {
+			switch string(p) {
+			case "big":
+				return big, nil
+			case "wait":
+				HandOff(ctx) // as a handler about to wait on an actor does
+				<-release
+				return nil, nil
+			}
+			pings.Add(1)
+			return p, nil
+		})
+		c1, c2 := net.Pipe() // no buffer: b's writes wait for a's reads
+		gc := &gatedConn{Conn: c1, gate: make(chan struct{})}
+		go b.Accept(context.Background(), c2)
+		sa, err := a.DialConn(context.Background(), gc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		gc.shut.Store(true) // a stops reading
+		// One record holding two requests: b's reader runs them as one
+		// batch, the first answer held until the batch ends.
+		req := func(id uint64, p string) []byte {
+			return append(appendEnvelopeHeader(nil, frameRequest, 0, id, len(p)), p...)
+		}
+		rawEnvelope(t, sa, append(req(1<<40+1, "big"), req(1<<40+3, "wait")...))
+		synctest.Wait()
+		done := make(chan error, 1)
+		go func() { _, err := sa.Request(context.Background(), LaneMessage, []byte("ping")); done <- err }()
+		synctest.Wait()
+		got := pings.Load()
+		close(release)
+		close(gc.gate)
+		if err := <-done; err != nil {
+			t.Errorf("the later request: %v", err)
+		}
+		a.Close()
+		b.Close()
+		if got != 1 {
+			t.Fatalf("a request sent after the hand-off ran %d times before a read again, want 1: the connection went unread while the held answer waited for the socket", got)
+		}
+	})
+}
