@@ -253,6 +253,10 @@ func TestPagedCommitArrowOneCell(t *testing.T) {
 	parallel(t)
 	rows := figureRows / 10
 	cfg := pagedConfig()
+	// The fill ships the table (10 MB here) to two replicas: under -race
+	// on a loaded machine its round once took longer than pagedConfig's
+	// 20 s. The test measures the bytes of the edit after it, not time.
+	cfg.Replication.Timeout, cfg.Actors.CallTimeout = 60*time.Second, 60*time.Second
 	if os.Getenv("CASTY_FIGURES") != "" {
 		// Shipping the 100 MB table to two replicas keeps two cores busy
 		// for seconds.

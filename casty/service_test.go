@@ -202,19 +202,35 @@ func TestBesideRunsTheServiceWhereTheActorIs(t *testing.T) {
 		hosts := map[string]bool{}
 		for i := range 12 {
 			key := fmt.Sprint("beside-", i)
-			out, err := casty.Call0(ctx, kind.Ref(nodes[0], key), (*Where).Hit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			host, _, _ := strings.Cut(out, "#")
-			hosts[host] = true
-			for _, c := range callers {
-				at, err := casty.Call0(ctx, casty.Beside(Locators, kind.Ref(c, key)), (*Locator).Where)
+			where := func() string {
+				out, err := casty.Call0(ctx, kind.Ref(nodes[0], key), (*Where).Hit)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if at != host {
-					t.Fatalf("%s: the service beside %s/%s, called from %s (lite %v), ran on %s; the actor is on %s", kind.Name(), kind.Name(), key, c.Addr(), c == lite, at, host)
+				host, _, _ := strings.Cut(out, "#")
+				return host
+			}
+			host := where()
+			hosts[host] = true
+			for _, c := range callers {
+				for attempt := 0; ; attempt++ {
+					at, err := casty.Call0(ctx, casty.Beside(Locators, kind.Ref(c, key)), (*Locator).Where)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if at == host {
+						break
+					}
+					// A member suspected for a moment on a loaded machine
+					// moves a single-copy kind's keys while it is: the
+					// actor and the service are compared again once every
+					// view holds the 4 members. Only a difference that
+					// stays fails.
+					if attempt == 2 {
+						t.Fatalf("%s: the service beside %s/%s, called from %s (lite %v), ran on %s; the actor is on %s", kind.Name(), kind.Name(), key, c.Addr(), c == lite, at, host)
+					}
+					waitConverged(t, callers[:len(nodes)], len(nodes))
+					host = where()
 				}
 			}
 		}
