@@ -47,7 +47,7 @@ func fastCluster() casty.Config {
 			SuspicionTimeout:    500 * time.Millisecond,
 			ShuffleInterval:     time.Second,
 			AntiEntropyInterval: time.Second,
-			JoinTimeout:         5 * time.Second,
+			JoinTimeout:         10 * time.Second, // the default: 5 s ran out under CI's -race load
 			GraftTimeout:        100 * time.Millisecond,
 		},
 	}
@@ -55,7 +55,7 @@ func fastCluster() casty.Config {
 
 func startNode(t *testing.T, seeds []string, opts ...casty.Option) *casty.System {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // past JoinTimeout
 	defer cancel()
 	opts = append([]casty.Option{casty.WithConfig(fastCluster()), casty.Seeds(seeds...), quiet()}, opts...)
 	sys, err := casty.Start(ctx, "127.0.0.1:0", opts...)

@@ -130,7 +130,7 @@ func TestIdleConnectionsDoNotKeepANewMemberOut(t *testing.T) {
 				waitFor(t, 10*time.Second, "the attacker's connections open", func() bool {
 					return h.dialled.Load() >= int64(128*len(addrs))
 				})
-				cfg := fastCluster() // JoinTimeout 5 s
+				cfg := fastCluster() // JoinTimeout 10 s
 				ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.Membership.JoinTimeout)
 				defer cancel()
 				joiner, err := casty.Start(ctx, "127.0.0.1:0", append([]casty.Option{casty.WithConfig(cfg),
