@@ -207,13 +207,16 @@ func (r *inbound) sendAnswer(typ uint8, payload []byte) {
 		// the budget: waiting would keep them all. Closing frees them;
 		// the requesters see the connection lost, indeterminate, which
 		// is the truth (their handlers ran).
+		// The first answer to find it closes the connection, counted
+		// before it closes (Overload.AnswerClosed is there once Err
+		// says ErrAnswerBudget); the others leave that to it.
 		held := s.queued.Load()
 		if s.answerClosed.CompareAndSwap(false, true) {
 			s.node.overload.answerClosed.Add(1)
 			s.node.log.Warn("mux: closing a connection whose peer does not read its answers",
 				"peer", s.peer.String()[:8], "held", held, "MaxQueuedBytes", s.node.cfg.MaxQueuedBytes)
+			s.fail(fmt.Errorf("%w (%d bytes held on the connection)", ErrAnswerBudget, held))
 		}
-		s.fail(fmt.Errorf("%w (%d bytes held on the connection)", ErrAnswerBudget, held))
 	}
 }
 
